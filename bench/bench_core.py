@@ -1,0 +1,84 @@
+"""Benchmark: the broker core alone — publish, dispatch and ack through a Shared subscription.
+
+Runs 1M messages (by default) as unbatched entries and as batched entries of 100, on the
+memory and the durable store, and prints one JSON document with msgs/s, entries/s and the
+peak RSS. No sockets: this is the ceiling the ZeroMQ shell can reach.
+
+    python bench/bench_core.py [--messages N] [--data-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import tempfile
+import time
+
+from pulsarlab.broker import BrokerService, ManualClock, MessageMetadata, SubType
+from pulsarlab.broker.actions import Deliver
+from pulsarlab.broker.storage import DurableStorage, MemoryStorage
+
+PAYLOAD = b"x" * 100
+GROUP = 100  # entries per group commit
+QUEUE = 1000  # receiver queue, refilled at half like the real client
+
+
+def run(storage, messages: int, batch: int) -> dict:
+    core = BrokerService(storage, ManualClock())
+    producer = core.create_producer("bench").producer_id
+    consumer = core.subscribe("bench", "s", "c", SubType.Shared).consumer_id
+    core.flow(consumer, QUEUE)
+    entries = messages // batch
+    meta_batch = batch if batch > 1 else None
+    received = 0
+    permits_used = 0
+    start = time.perf_counter()
+    sent = 0
+    while sent < entries:
+        for _ in range(min(GROUP, entries - sent)):
+            core.send(producer, MessageMetadata(num_messages_in_batch=meta_batch), PAYLOAD * batch)
+            sent += 1
+        core.commit()
+        while True:
+            delivered = [a for a in core.take_actions() if isinstance(a, Deliver)]
+            if not delivered:
+                break
+            for action in delivered:
+                positions = [e.position for e in action.entries]
+                received += len(positions) * batch
+                permits_used += len(positions) * batch
+                core.ack(consumer, positions)
+            if permits_used >= QUEUE // 2:
+                core.flow(consumer, permits_used)
+                permits_used = 0
+    elapsed = time.perf_counter() - start
+    assert received == entries * batch, (received, entries * batch)
+    core.close()
+    return {
+        "messages": received,
+        "entries": entries,
+        "seconds": round(elapsed, 3),
+        "msgs_per_s": round(received / elapsed),
+        "entries_per_s": round(entries / elapsed),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--data-dir", default=None, help="durable store location (temp dir)")
+    args = parser.parse_args()
+    results: dict = {"bench": "core", "payload_bytes": len(PAYLOAD), "runs": {}}
+    for store in ("memory", "durable"):
+        for batch in (1, 100):
+            with tempfile.TemporaryDirectory(dir=args.data_dir) as tmp:
+                storage = MemoryStorage() if store == "memory" else DurableStorage(tmp)
+                name = f"{store}_{'batched100' if batch > 1 else 'unbatched'}"
+                results["runs"][name] = run(storage, args.messages, batch)
+    results["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""What the core asks the shell to do: deliver messages, answer sends, notify consumers.
+
+Commands on :class:`~pulsarlab.broker.service.BrokerService` queue these; the shell drains
+them with ``take_actions()`` and turns each into frames for the connection it names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .storage.base import Position
+
+
+class DeliveredEntry(NamedTuple):
+    """One entry pushed to a consumer (a message, or a batch of them)."""
+
+    position: Position
+    partition: int
+    redelivery_count: int
+    data: bytes
+    # Batch-index ack state (bits set = still unacknowledged), or None for the whole entry.
+    ack_set: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    consumer_id: int
+    conn: Any
+    topic: str
+    entries: list[DeliveredEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class SendReceipt:
+    producer_id: int
+    conn: Any
+    sequence_id: int
+    ledger_id: int
+    entry_id: int
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendError:
+    producer_id: int
+    conn: Any
+    sequence_id: int
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveConsumerChange:
+    """Tells a Failover/Exclusive consumer whether it is now the active one."""
+
+    consumer_id: int
+    conn: Any
+    is_active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerClosed:
+    """The broker closed a consumer (topic deleted, subscription removed, unloaded)."""
+
+    consumer_id: int
+    conn: Any
+    reason: str
+
+
+Action = Deliver | SendReceipt | SendError | ActiveConsumerChange | ConsumerClosed

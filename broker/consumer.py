@@ -1,0 +1,109 @@
+"""A consumer as the broker sees it: permits, pending acks and what it may receive."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from .storage.base import Position
+
+if TYPE_CHECKING:
+    from .selectors.sticky import HashRangeExclusiveStickyKeyConsumerSelector
+
+
+class SubType(StrEnum):
+    """Subscription types, named as in Pulsar's protocol (``CommandSubscribe.SubType``)."""
+
+    Exclusive = "Exclusive"
+    Shared = "Shared"
+    Failover = "Failover"
+    Key_Shared = "Key_Shared"
+
+
+class KeySharedMode(StrEnum):
+    AUTO_SPLIT = "AUTO_SPLIT"
+    STICKY = "STICKY"
+
+
+@dataclass(frozen=True, slots=True)
+class KeySharedMeta:
+    """What a Key_Shared consumer declares (``KeySharedMeta`` in Pulsar's protocol)."""
+
+    key_shared_mode: KeySharedMode = KeySharedMode.AUTO_SPLIT
+    hash_ranges: tuple[tuple[int, int], ...] = ()
+    allow_out_of_order_delivery: bool = False
+
+
+@dataclass(slots=True)
+class PendingAck:
+    """An entry delivered to a consumer and not yet acknowledged."""
+
+    batch_size: int
+    sticky_key_hash: int
+
+
+class Consumer:
+    """Broker-side state of one consumer of one subscription."""
+
+    def __init__(
+        self,
+        consumer_id: int,
+        consumer_name: str,
+        *,
+        conn: Any = None,
+        priority_level: int = 0,
+        batch_index_ack_enabled: bool = False,
+        key_shared_meta: KeySharedMeta | None = None,
+        key_hash_ranges: list[tuple[int, int]] | None = None,
+        is_reader: bool = False,
+        connected_since_ms: int = 0,
+    ) -> None:
+        self.consumer_id = consumer_id
+        self.consumer_name = consumer_name
+        self.conn = conn
+        self.priority_level = priority_level
+        self.batch_index_ack_enabled = batch_index_ack_enabled
+        self.key_shared_meta = key_shared_meta
+        # Sticky ranges for Key_Shared STICKY, or the filter ranges of an Exclusive/Failover
+        # consumer or reader (the selector protocol reads this attribute).
+        self.key_hash_ranges: list[tuple[int, int]] = list(
+            key_hash_ranges
+            if key_hash_ranges is not None
+            else (key_shared_meta.hash_ranges if key_shared_meta else ())
+        )
+        self.key_hash_filter: HashRangeExclusiveStickyKeyConsumerSelector | None = None
+        self.is_reader = is_reader
+        self.connected_since_ms = connected_since_ms
+        self.permits = 0
+        self.pending_acks: dict[Position, PendingAck] = {}
+        self.unacked_messages = 0
+        self.blocked_on_unacked = False
+        self.is_active = False
+        self.msg_out_counter = 0
+        self.bytes_out_counter = 0
+        self.msg_redeliver_counter = 0
+        self.closed = False
+
+    @property
+    def allow_out_of_order_delivery(self) -> bool:
+        return bool(self.key_shared_meta and self.key_shared_meta.allow_out_of_order_delivery)
+
+    def add_pending(self, position: Position, batch_size: int, sticky_key_hash: int) -> None:
+        if position not in self.pending_acks:
+            self.pending_acks[position] = PendingAck(batch_size, sticky_key_hash)
+            self.unacked_messages += batch_size
+
+    def remove_pending(self, position: Position) -> PendingAck | None:
+        pending = self.pending_acks.pop(position, None)
+        if pending is not None:
+            self.unacked_messages -= pending.batch_size
+        return pending
+
+    def take_all_pending(self) -> dict[Position, PendingAck]:
+        pending, self.pending_acks = self.pending_acks, {}
+        self.unacked_messages = 0
+        return pending
+
+    def __repr__(self) -> str:
+        return f"Consumer({self.consumer_name!r}, id={self.consumer_id}, permits={self.permits})"

@@ -1,0 +1,228 @@
+"""``ManagedCursor``: a subscription's position in a managed ledger.
+
+State is Pulsar's: the mark-delete position (everything at or below it is acknowledged),
+the individually deleted ranges above it, per-entry batch-index ack bitsets (bits set =
+messages of the batch not yet acknowledged), and the read position (next entry to read).
+The durable state is saved through the metadata store by the owning topic; the read
+position is not saved: after a restart, reading resumes just after the mark-delete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .range_set import PositionRangeSet
+from .storage.base import ManagedLedger, Position
+
+
+class ManagedCursor:
+    """Read position and acknowledgement state of one subscription."""
+
+    def __init__(
+        self,
+        name: str,
+        ledger: ManagedLedger,
+        mark_delete: Position,
+        *,
+        durable: bool = True,
+        individually_deleted: PositionRangeSet | None = None,
+        batch_deleted: dict[Position, int] | None = None,
+        properties: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.ledger = ledger
+        self.durable = durable
+        self.mark_delete_position: Position = mark_delete
+        self.individually_deleted = individually_deleted or PositionRangeSet()
+        self.batch_deleted: dict[Position, int] = batch_deleted or {}
+        self.properties: dict[str, Any] = properties or {}
+        self.read_position: Position = ledger.next_position(mark_delete)
+        self.dirty = False
+        self._advance_mark_delete()
+
+    # -- creation and persistence ---------------------------------------------------------
+
+    @classmethod
+    def at_start_position(
+        cls, name: str, ledger: ManagedLedger, earliest: bool, *, durable: bool = True
+    ) -> ManagedCursor:
+        """A new cursor at the start (``earliest``) or end (latest) of the ledger."""
+        if earliest:
+            mark_delete = ledger.previous_position(ledger.first_position())
+        else:
+            mark_delete = ledger.last_confirmed
+        cursor = cls(name, ledger, mark_delete, durable=durable)
+        cursor.dirty = durable
+        return cursor
+
+    @classmethod
+    def at_message(
+        cls, name: str, ledger: ManagedLedger, position: Position, inclusive: bool,
+        *, durable: bool = False,
+    ) -> ManagedCursor:
+        """A cursor whose first read is ``position`` (inclusive) or the entry after it."""
+        mark_delete = ledger.previous_position(position) if inclusive else position
+        return cls(name, ledger, _clamp(ledger, mark_delete), durable=durable)
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "markDelete": list(self.mark_delete_position),
+            "individuallyDeleted": self.individually_deleted.to_list(),
+            "batchDeleted": [[p[0], p[1], bits] for p, bits in self.batch_deleted.items()],
+            "properties": self.properties,
+        }
+
+    @classmethod
+    def from_state(cls, name: str, ledger: ManagedLedger, state: dict[str, Any]) -> ManagedCursor:
+        return cls(
+            name,
+            ledger,
+            _clamp(ledger, tuple(state["markDelete"])),
+            individually_deleted=PositionRangeSet.from_list(state.get("individuallyDeleted", [])),
+            batch_deleted={(l_, e): bits for l_, e, bits in state.get("batchDeleted", [])},
+            properties=dict(state.get("properties", {})),
+        )
+
+    # -- reading --------------------------------------------------------------------------
+
+    def has_more_entries(self) -> bool:
+        return self.read_position <= self.ledger.last_confirmed
+
+    def read_entries(self, max_entries: int) -> list[tuple[Position, bytes | None]]:
+        """Up to ``max_entries`` unacknowledged entries from the read position, moving it on."""
+        result: list[tuple[Position, bytes | None]] = []
+        while len(result) < max_entries and self.has_more_entries():
+            batch = self.ledger.read_entries(self.read_position, max_entries - len(result))
+            if not batch:
+                break
+            for position, data in batch:
+                if not self.is_deleted(position):
+                    result.append((position, data))
+            self.read_position = self.ledger.next_position(batch[-1][0])
+        return result
+
+    def is_deleted(self, position: Position) -> bool:
+        return position <= self.mark_delete_position or position in self.individually_deleted
+
+    def rewind(self) -> None:
+        """Read again from just after the mark-delete position (failover switch, redelivery)."""
+        self.read_position = self.ledger.next_position(self.mark_delete_position)
+
+    def seek(self, position: Position) -> None:
+        """Move the read position without touching acknowledgements."""
+        self.read_position = position
+
+    def reset(self, position: Position) -> None:
+        """Reset the cursor so ``position`` is the next entry read; acks above it are dropped."""
+        self.mark_delete_position = _clamp(self.ledger, self.ledger.previous_position(position))
+        self.individually_deleted.clear()
+        self.batch_deleted.clear()
+        self.read_position = self.ledger.next_position(self.mark_delete_position)
+        self.dirty = True
+
+    # -- acknowledging --------------------------------------------------------------------
+
+    def delete(self, positions: Iterable[Position]) -> bool:
+        """Individually acknowledge entries; return whether the mark-delete moved."""
+        changed = False
+        for position in positions:
+            if self.is_deleted(position):
+                continue
+            self.individually_deleted.add(self.ledger.previous_position(position), position)
+            self.batch_deleted.pop(position, None)
+            changed = True
+        if not changed:
+            return False
+        self.dirty = True
+        return self._advance_mark_delete()
+
+    def delete_batch_indexes(self, position: Position, unacked_bits: int, batch_size: int) -> bool:
+        """AND a client ack set (bits set = still unacked) into the entry's batch state.
+
+        When no bit is left the whole entry is acknowledged. Returns whether the mark-delete
+        moved.
+        """
+        if self.is_deleted(position):
+            return False
+        current = self.batch_deleted.get(position, (1 << batch_size) - 1)
+        remaining = current & unacked_bits
+        if remaining == 0:
+            return self.delete([position])
+        self.batch_deleted[position] = remaining
+        self.dirty = True
+        return False
+
+    def mark_delete(self, position: Position) -> bool:
+        """Cumulatively acknowledge everything up to ``position``."""
+        if position <= self.mark_delete_position:
+            return False
+        self.mark_delete_position = position
+        self.dirty = True
+        self._advance_mark_delete()
+        return True
+
+    def _advance_mark_delete(self) -> bool:
+        moved = False
+        while True:
+            first = self.individually_deleted.first()
+            if first is None:
+                break
+            lower, upper = first
+            md = self.mark_delete_position
+            if lower > md and self.ledger.count_entries((md[0], md[1] + 1), lower) > 0:
+                break
+            if upper > md:
+                self.mark_delete_position = upper
+                moved = True
+            self.individually_deleted.remove_up_to(self.mark_delete_position)
+        self.individually_deleted.remove_up_to(self.mark_delete_position)
+        if self.batch_deleted:
+            md = self.mark_delete_position
+            for position in [p for p in self.batch_deleted if p <= md]:
+                del self.batch_deleted[position]
+        if self.read_position <= self.mark_delete_position:
+            self.read_position = self.ledger.next_position(self.mark_delete_position)
+        return moved
+
+    # -- counting -------------------------------------------------------------------------
+
+    def number_of_entries_in_backlog(self) -> int:
+        """Entries after the mark-delete position that are not individually acknowledged."""
+        md = self.mark_delete_position
+        total = self.ledger.count_entries((md[0], md[1] + 1), self.ledger.last_confirmed)
+        count = self.ledger.count_entries
+        acked = sum(count((lo[0], lo[1] + 1), up) for lo, up in self.individually_deleted)
+        return max(0, total - acked)
+
+    def number_of_entries_since_first_not_acked(self) -> int:
+        """Entries in ``(mark-delete, read position]``: Key_Shared's join-mark rule uses it."""
+        md = self.mark_delete_position
+        return self.ledger.count_entries((md[0], md[1] + 1), self.read_position)
+
+    def internal_stats(self) -> dict[str, Any]:
+        md, rp = self.mark_delete_position, self.read_position
+        return {
+            "markDeletePosition": f"{md[0]}:{md[1]}",
+            "readPosition": f"{rp[0]}:{rp[1]}",
+            "individuallyDeletedMessages": str(self.individually_deleted),
+            "batchDeletedIndexes": {
+                f"{p[0]}:{p[1]}": bin(bits) for p, bits in sorted(self.batch_deleted.items())
+            },
+            "numberOfEntriesSinceFirstNotAckedMessage": (
+                self.number_of_entries_since_first_not_acked()
+            ),
+            "durable": self.durable,
+            "properties": dict(self.properties),
+        }
+
+
+def _clamp(ledger: ManagedLedger, mark_delete: Position) -> Position:
+    """Keep a mark-delete position inside the ledger (not before the first kept entry)."""
+    floor = ledger.previous_position(ledger.first_position())
+    end = ledger.last_confirmed
+    if mark_delete < floor:
+        return floor
+    if mark_delete > end:
+        return end
+    return mark_delete

@@ -1,0 +1,196 @@
+"""What every dispatcher shares: sending entries to a consumer, permits and pending acks.
+
+A dispatcher decides which consumer of a subscription gets which entry. The base class
+does the bookkeeping common to all of them (permit accounting where a batch counts as its
+number of messages, pending acks, redelivery counts, corrupt-entry filtering) so each
+subclass holds only its own rule.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ..actions import DeliveredEntry
+from ..consumer import Consumer, SubType
+from ..entry import EntryHeader, read_header
+from ..events import EventType
+from ..storage.base import Position
+
+if TYPE_CHECKING:
+    from ..subscription import Subscription
+
+log = logging.getLogger("pulsarlab.broker.dispatch")
+
+ReadEntry = tuple[Position, bytes | None]
+
+
+class RedeliveryTracker:
+    """Per-subscription count of how often each entry was redelivered."""
+
+    def __init__(self) -> None:
+        self._counts: dict[Position, int] = {}
+
+    def increment(self, position: Position) -> int:
+        count = self._counts.get(position, 0) + 1
+        self._counts[position] = count
+        return count
+
+    def get(self, position: Position) -> int:
+        return self._counts.get(position, 0)
+
+    def remove(self, position: Position) -> None:
+        self._counts.pop(position, None)
+
+    def remove_up_to(self, position: Position) -> None:
+        if self._counts:
+            for pos in [p for p in self._counts if p <= position]:
+                del self._counts[pos]
+
+
+class RedeliveryTrackerDisabled(RedeliveryTracker):
+    """Exclusive/Failover dispatchers in Pulsar do not count redeliveries (always 0)."""
+
+    def increment(self, position: Position) -> int:
+        return 0
+
+
+class Dispatcher(ABC):
+    """Base of the subscription dispatchers."""
+
+    sub_type: SubType
+
+    def __init__(self, subscription: Subscription) -> None:
+        self.subscription = subscription
+        self.cursor = subscription.cursor
+        self.consumers: list[Consumer] = []
+        self.redelivery_tracker: RedeliveryTracker = RedeliveryTracker()
+        self._dispatching = False
+        # Average messages per entry, so a read of batched entries does not overshoot permits.
+        self._avg_messages_per_entry = 1.0
+
+    # -- consumer lifecycle ---------------------------------------------------------------
+
+    @abstractmethod
+    def add_consumer(self, consumer: Consumer) -> None:
+        """Admit a consumer (raising if the rules forbid it, with nothing changed)."""
+
+    @abstractmethod
+    def remove_consumer(self, consumer: Consumer) -> None:
+        """Drop a consumer; what it had not acknowledged goes to the others."""
+
+    def consumer_flow(self, consumer: Consumer, permits: int) -> None:
+        consumer.permits += permits
+        self.dispatch()
+
+    @abstractmethod
+    def redeliver_unacknowledged(
+        self, consumer: Consumer, positions: Iterable[Position] | None = None
+    ) -> None:
+        """The consumer asks for its unacknowledged messages again."""
+
+    def on_acknowledged(self, positions: Iterable[Position]) -> None:
+        """Entries were fully acknowledged: no consumer owes them any more."""
+        for position in positions:
+            for consumer in self.consumers:
+                if consumer.remove_pending(position) is not None:
+                    self._maybe_unblock(consumer)
+                    break
+            self.redelivery_tracker.remove(position)
+
+    def on_mark_delete_moved(self) -> None:
+        """The mark-delete position advanced (cumulative ack or contiguous acks)."""
+        md = self.cursor.mark_delete_position
+        for consumer in self.consumers:
+            for position in [p for p in consumer.pending_acks if p <= md]:
+                consumer.remove_pending(position)
+            self._maybe_unblock(consumer)
+        self.redelivery_tracker.remove_up_to(md)
+
+    @abstractmethod
+    def dispatch(self) -> None:
+        """Send what can be sent now, within the consumers' permits."""
+
+    def tick(self, now_ms: int) -> None:  # noqa: B027 - optional hook
+        """Time moved on; dispatchers with timers override this."""
+
+    def close(self) -> None:
+        self.consumers.clear()
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def entries_to_read(self, permits: int) -> int:
+        """How many entries to read for ``permits`` messages, as Pulsar estimates it."""
+        max_read = self.subscription.settings.dispatcher_max_read_batch_size
+        return max(1, min(max_read, int(permits / self._avg_messages_per_entry)))
+
+    def header(self, position: Position, data: bytes | None) -> EntryHeader | None:
+        """The entry's header, or ``None`` (after reporting it) if the entry is unusable."""
+        if data is None:
+            reason = "failed its CRC check"
+        else:
+            try:
+                return read_header(data)
+            except ValueError as exc:
+                reason = str(exc)
+        log.error(
+            "skipping corrupt entry %d:%d of %s: %s",
+            position[0], position[1], self.subscription.topic_name, reason,
+        )
+        self.subscription.emit(
+            EventType.CORRUPT_ENTRY_SKIPPED, position=list(position), reason=reason
+        )
+        self.subscription.acknowledge_by_broker([position])
+        return None
+
+    def send_entries(
+        self, consumer: Consumer, entries: list[tuple[Position, bytes, EntryHeader]]
+    ) -> None:
+        """Deliver entries to a consumer, charging its permits and recording pending acks."""
+        if not entries:
+            return
+        partition = self.subscription.partition_index
+        batch_index_ack = self.subscription.batch_index_ack_enabled(consumer)
+        delivered: list[DeliveredEntry] = []
+        total_messages = 0
+        total_bytes = 0
+        for position, data, header in entries:
+            ack_set = None
+            messages = header.num_messages
+            if header.batched and batch_index_ack:
+                bits = self.cursor.batch_deleted.get(position)
+                if bits is not None:
+                    ack_set = bits
+                    messages = bits.bit_count()
+            count = self.redelivery_tracker.get(position)
+            delivered.append(DeliveredEntry(position, partition, count, data, ack_set))
+            consumer.add_pending(position, header.num_messages, header.sticky_key_hash)
+            total_messages += messages
+            total_bytes += len(data)
+        consumer.permits -= total_messages
+        consumer.msg_out_counter += total_messages
+        consumer.bytes_out_counter += total_bytes
+        n = len(entries)
+        self._avg_messages_per_entry = max(
+            1.0, 0.9 * self._avg_messages_per_entry + 0.1 * (total_messages / n)
+        )
+        self._maybe_block(consumer)
+        self.subscription.deliver(consumer, delivered)
+
+    def _maybe_block(self, consumer: Consumer) -> None:
+        limit = self.subscription.settings.max_unacked_messages_per_consumer
+        shared = self.sub_type in (SubType.Shared, SubType.Key_Shared)
+        if shared and 0 < limit <= consumer.unacked_messages:
+            consumer.blocked_on_unacked = True
+
+    def _maybe_unblock(self, consumer: Consumer) -> None:
+        if consumer.blocked_on_unacked:
+            limit = self.subscription.settings.max_unacked_messages_per_consumer
+            if consumer.unacked_messages <= limit // 2:
+                consumer.blocked_on_unacked = False
+
+    @staticmethod
+    def can_receive(consumer: Consumer) -> bool:
+        return consumer.permits > 0 and not consumer.blocked_on_unacked and not consumer.closed

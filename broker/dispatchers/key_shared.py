@@ -1,0 +1,219 @@
+"""Key_Shared subscriptions: each sticky key hash belongs to one consumer at a time.
+
+Pulsar 3.3's ``PersistentStickyKeyDispatcherMultipleConsumers`` ("classic"):
+
+1. entries are grouped by ``selector.select(sticky key hash)``; an entry with no owner
+   waits in the replay set;
+2. on a normal (non-replay) read, a consumer gets nothing of this read if any of its
+   entries' hashes is waiting in the replay set (replays stay ahead of new messages of the
+   same key);
+3. a consumer that joins while the subscription already has consumers and more than one
+   entry since the first unacknowledged one is "recently joined": its join mark is the
+   cursor's read position at that moment and it receives only entries before that mark
+   (on replays, before the smallest join mark of all recently joined consumers) until the
+   mark-delete position passes the mark. ``allow_out_of_order_delivery`` exempts a
+   consumer from this rule;
+4. what a consumer cannot take (no permits, rule 2 or 3) goes to the replay set, and a
+   replayed entry goes to whoever owns its key now.
+
+A Pulsar 4.0 "draining hashes" dispatcher would be a sibling class of this one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..consumer import Consumer, KeySharedMode, SubType
+from ..errors import ConsumerAssignError
+from ..selectors import make_selector
+from ..selectors.base import StickyKeyConsumerSelector, format_range
+from ..storage.base import Position
+from .shared import SendList, SharedDispatcher
+
+
+class KeySharedDispatcher(SharedDispatcher):
+    """Dispatch by sticky key hash, keeping per-key order across consumer changes."""
+
+    sub_type = SubType.Key_Shared
+
+    def __init__(self, subscription) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(subscription)
+        self.key_shared_mode: KeySharedMode | None = None
+        self.selector: StickyKeyConsumerSelector | None = None
+        # Consumer -> join mark (read position when it joined), in join order.
+        self.recently_joined: dict[Consumer, Position] = {}
+        self._stuck_on_replays = False
+
+    # -- consumers ------------------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        meta = consumer.key_shared_meta
+        mode = meta.key_shared_mode if meta else KeySharedMode.AUTO_SPLIT
+        if self.key_shared_mode is not None and self.consumers and mode is not self.key_shared_mode:
+            raise ConsumerAssignError(
+                f"Key_Shared subscription {self.subscription.name!r} uses "
+                f"{self.key_shared_mode} mode; a {mode} consumer cannot join it"
+            )
+        if self.selector is None or not self.consumers:
+            settings = self.subscription.settings
+            selector = make_selector(
+                "sticky" if mode is KeySharedMode.STICKY else "auto_split",
+                settings.key_shared_use_consistent_hashing,
+                settings.subscription_key_shared_consistent_hashing_replica_points,
+            )
+        else:
+            selector = self.selector
+        selector.add_consumer(consumer)  # raises ConsumerAssignError, nothing changed
+        self.selector = selector
+        self.key_shared_mode = mode
+        super().add_consumer(consumer)
+        if (
+            not consumer.allow_out_of_order_delivery
+            and len(self.consumers) > 1
+            and self.cursor.number_of_entries_since_first_not_acked() > 1
+        ):
+            self.recently_joined[consumer] = self.cursor.read_position
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        if consumer not in self.consumers:
+            return
+        assert self.selector is not None
+        self.selector.remove_consumer(consumer)
+        self.recently_joined.pop(consumer, None)
+        if len(self.consumers) <= 2:
+            # Only one consumer will be left: nobody to keep order against.
+            self.recently_joined.clear()
+        super().remove_consumer(consumer)
+
+    def on_mark_delete_moved(self) -> None:
+        super().on_mark_delete_moved()
+        if self._release_recently_joined():
+            self.dispatch()
+
+    def _release_recently_joined(self) -> bool:
+        """Drop join marks the mark-delete position has reached; return whether any was."""
+        if not self.recently_joined:
+            return False
+        next_valid = self.cursor.ledger.next_position(self.cursor.mark_delete_position)
+        released = False
+        for consumer, mark in list(self.recently_joined.items()):
+            if mark <= next_valid:
+                del self.recently_joined[consumer]
+                released = True
+            else:
+                break
+        return released
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    def dispatch(self) -> None:
+        if self._dispatching:
+            return
+        self._dispatching = True
+        try:
+            while self.total_available_permits() > 0:
+                n = self.entries_to_read(self.total_available_permits())
+                if len(self.replay) and not self._stuck_on_replays:
+                    batch = self._read_replay(n)
+                    if batch is None:
+                        continue
+                    if not self.send_read_entries(batch, is_replay=True):
+                        if self.recently_joined:
+                            return
+                        self._stuck_on_replays = True
+                    continue
+                self._stuck_on_replays = False
+                batch = self._read_new(n)
+                if batch is None or not self.send_read_entries(batch, is_replay=False):
+                    return
+        finally:
+            self._dispatching = False
+
+    def _read_replay(self, n: int) -> SendList | None:
+        out: SendList = []
+        for position in self.replay.pop_first(n):
+            if self.cursor.is_deleted(position):
+                continue
+            data = self.cursor.ledger.read_entry(position)
+            header = self.header(position, data)
+            if header is not None and data is not None:
+                out.append((position, data, header))
+        return out or None
+
+    def _read_new(self, n: int) -> SendList | None:
+        while self.cursor.has_more_entries():
+            out: SendList = []
+            for position, data in self.cursor.read_entries(n):
+                header = self.header(position, data)
+                if header is not None and data is not None:
+                    out.append((position, data, header))
+            if out:
+                return out
+        return None
+
+    def send_read_entries(self, entries: SendList, is_replay: bool) -> bool:
+        assert self.selector is not None
+        groups: dict[Consumer, SendList] = {}
+        for item in entries:
+            owner = self.selector.select(item[2].sticky_key_hash)
+            if owner is None:
+                self.replay.add(item[0], item[2].sticky_key_hash)
+            else:
+                groups.setdefault(owner, []).append(item)
+        self._release_recently_joined()
+        sent_any = False
+        for consumer, group in groups.items():
+            n = self._restricted_max_entries(consumer, group, is_replay)
+            if n:
+                self.send_entries(consumer, group[:n])
+                sent_any = True
+            for position, _data, header in group[n:]:
+                self.replay.add(position, header.sticky_key_hash)
+        return sent_any
+
+    def _restricted_max_entries(self, consumer: Consumer, group: SendList, is_replay: bool) -> int:
+        """How many of ``group`` (in order) ``consumer`` may receive now."""
+        if not self.can_receive(consumer):
+            return 0
+        budget = consumer.permits
+        max_entries = 0
+        for _position, _data, header in group:
+            if budget <= 0:
+                break
+            budget -= header.num_messages
+            max_entries += 1
+        if not is_replay and self.replay.contains_any_hash(h.sticky_key_hash for *_, h in group):
+            return 0
+        mark = self.recently_joined.get(consumer)
+        if mark is None:
+            return max_entries
+        if is_replay:
+            first_mark = next(iter(self.recently_joined.values()))
+            mark = min(mark, first_mark)
+        for i in range(max_entries):
+            if group[i][0] >= mark:
+                return i
+        return max_entries
+
+    # -- stats ----------------------------------------------------------------------------
+
+    def consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
+        ranges = self.selector.consumer_key_hash_ranges().get(consumer, []) if self.selector else []
+        stats: dict[str, Any] = {"keyHashRanges": [format_range(r) for r in ranges]}
+        mark = self.recently_joined.get(consumer)
+        if mark is not None:
+            stats["readPositionWhenJoining"] = f"{mark[0]}:{mark[1]}"
+        return stats
+
+    def subscription_stats(self) -> dict[str, Any]:
+        return {
+            "keySharedMode": str(self.key_shared_mode) if self.key_shared_mode else None,
+            "allowOutOfOrderDelivery": any(c.allow_out_of_order_delivery for c in self.consumers),
+            "consumersAfterMarkDeletePosition": {
+                c.consumer_name: f"{m[0]}:{m[1]}" for c, m in self.recently_joined.items()
+            },
+        }
+
+    def join_marks(self) -> dict[str, Position]:
+        """Recently joined consumers and their join marks (for widgets)."""
+        return {c.consumer_name: m for c, m in self.recently_joined.items()}

@@ -1,0 +1,222 @@
+"""Shared subscriptions: entries spread over consumers with permits, in round-robin.
+
+Pulsar's ``PersistentDispatcherMultipleConsumers``: a read is sized by the permits of all
+consumers; its entries go to the next consumer (highest priority level first, round-robin
+within it) up to that consumer's permits, then to the next one. Entries nobody can take,
+and the unacknowledged entries of a consumer that leaves, wait in the replay set and are
+sent before new entries.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterable
+
+from ..consumer import Consumer, SubType
+from ..entry import EntryHeader
+from ..errors import ConsumerBusy
+from ..events import EventType
+from ..storage.base import Position
+from .base import Dispatcher
+
+SendList = list[tuple[Position, bytes, EntryHeader]]
+
+
+class ReplayQueue:
+    """Positions waiting to be sent again, in position order, with their sticky key hash."""
+
+    def __init__(self) -> None:
+        self._heap: list[Position] = []
+        self._hashes: dict[Position, int] = {}
+        self._hash_counts: Counter[int] = Counter()
+
+    def add(self, position: Position, sticky_key_hash: int = 0) -> bool:
+        if position in self._hashes:
+            return False
+        self._hashes[position] = sticky_key_hash
+        self._hash_counts[sticky_key_hash] += 1
+        heapq.heappush(self._heap, position)
+        return True
+
+    def remove(self, position: Position) -> None:
+        sticky_key_hash = self._hashes.pop(position, None)
+        if sticky_key_hash is not None:
+            self._forget_hash(sticky_key_hash)
+
+    def _forget_hash(self, sticky_key_hash: int) -> None:
+        self._hash_counts[sticky_key_hash] -= 1
+        if self._hash_counts[sticky_key_hash] <= 0:
+            del self._hash_counts[sticky_key_hash]
+
+    def pop_first(self, n: int) -> list[Position]:
+        out: list[Position] = []
+        while self._heap and len(out) < n:
+            position = heapq.heappop(self._heap)
+            if position in self._hashes:
+                self._forget_hash(self._hashes.pop(position))
+                out.append(position)
+        return out
+
+    def contains_any_hash(self, sticky_key_hashes: Iterable[int]) -> bool:
+        counts = self._hash_counts
+        return bool(counts) and any(h in counts for h in sticky_key_hashes)
+
+    def positions(self) -> list[Position]:
+        return sorted(self._hashes)
+
+    def __contains__(self, position: Position) -> bool:
+        return position in self._hashes
+
+    def __len__(self) -> int:
+        return len(self._hashes)
+
+
+class SharedDispatcher(Dispatcher):
+    """Round-robin over consumers with permits; replays go first."""
+
+    sub_type = SubType.Shared
+
+    def __init__(self, subscription) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(subscription)
+        self.replay = ReplayQueue()
+        self._next_index = 0
+
+    # -- consumers ------------------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        if any(c.consumer_id == consumer.consumer_id for c in self.consumers):
+            raise ConsumerBusy(f"consumer {consumer.consumer_name} is already subscribed")
+        self.consumers.append(consumer)
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        if consumer not in self.consumers:
+            return
+        self.consumers.remove(consumer)
+        pending = consumer.take_all_pending()
+        for position, ack in sorted(pending.items()):
+            self.replay.add(position, ack.sticky_key_hash)
+        if pending:
+            self.subscription.emit(
+                EventType.REDELIVERY_REQUESTED,
+                consumer,
+                positions=[list(p) for p in sorted(pending)],
+                reason="consumer_removed",
+            )
+        self.dispatch()
+
+    def redeliver_unacknowledged(
+        self, consumer: Consumer, positions: Iterable[Position] | None = None
+    ) -> None:
+        if positions is None:
+            chosen = sorted(consumer.pending_acks)
+        else:
+            chosen = sorted(p for p in positions if p in consumer.pending_acks)
+        for position in chosen:
+            ack = consumer.remove_pending(position)
+            if ack is not None and self.replay.add(position, ack.sticky_key_hash):
+                self.redelivery_tracker.increment(position)
+        self._maybe_unblock(consumer)
+        if chosen:
+            consumer.msg_redeliver_counter += len(chosen)
+            self.subscription.emit(
+                EventType.REDELIVERY_REQUESTED,
+                consumer,
+                positions=[list(p) for p in chosen],
+                reason="consumer_request",
+            )
+        self.dispatch()
+
+    def on_acknowledged(self, positions: Iterable[Position]) -> None:
+        positions = list(positions)
+        for position in positions:
+            self.replay.remove(position)
+        super().on_acknowledged(positions)
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    def total_available_permits(self) -> int:
+        return sum(c.permits for c in self.consumers if self.can_receive(c))
+
+    def dispatch(self) -> None:
+        if self._dispatching:
+            return
+        self._dispatching = True
+        try:
+            while True:
+                permits = self.total_available_permits()
+                if permits <= 0:
+                    return
+                batch, is_replay = self._read(self.entries_to_read(permits))
+                if batch is None:
+                    return
+                if not self.send_read_entries(batch, is_replay):
+                    return
+        finally:
+            self._dispatching = False
+
+    def _read(self, n: int) -> tuple[SendList | None, bool]:
+        """Entries to send next: replayed ones first, else new ones from the cursor."""
+        while len(self.replay):
+            out: SendList = []
+            for position in self.replay.pop_first(n):
+                if self.cursor.is_deleted(position):
+                    continue
+                data = self.cursor.ledger.read_entry(position)
+                header = self.header(position, data)
+                if header is not None and data is not None:
+                    out.append((position, data, header))
+            if out:
+                return out, True
+        if self.skip_new_reads():
+            return None, False
+        while self.cursor.has_more_entries():
+            out = []
+            for position, data in self.cursor.read_entries(n):
+                header = self.header(position, data)
+                if header is not None and data is not None:
+                    out.append((position, data, header))
+            if out:
+                return out, False
+        return None, False
+
+    def skip_new_reads(self) -> bool:
+        """Whether reading new entries must wait (Key_Shared overrides this)."""
+        return False
+
+    def next_consumer(self) -> Consumer | None:
+        """Round-robin among the consumers of the best priority level that can receive."""
+        ready = [c for c in self.consumers if self.can_receive(c)]
+        if not ready:
+            return None
+        best = min(c.priority_level for c in ready)
+        n = len(self.consumers)
+        for step in range(n):
+            consumer = self.consumers[(self._next_index + step) % n]
+            if consumer.priority_level == best and self.can_receive(consumer):
+                self._next_index = (self._next_index + step + 1) % n
+                return consumer
+        return None
+
+    def send_read_entries(self, entries: SendList, is_replay: bool) -> bool:
+        """Hand ``entries`` out; those nobody can take go to the replay set.
+
+        Returns whether anything was sent.
+        """
+        sent_any = False
+        i = 0
+        while i < len(entries):
+            consumer = self.next_consumer()
+            if consumer is None:
+                break
+            chunk: SendList = []
+            budget = consumer.permits
+            while i < len(entries) and budget > 0:
+                chunk.append(entries[i])
+                budget -= entries[i][2].num_messages
+                i += 1
+            self.send_entries(consumer, chunk)
+            sent_any = True
+        for position, _data, header in entries[i:]:
+            self.replay.add(position, header.sticky_key_hash)
+        return sent_any

@@ -1,0 +1,122 @@
+"""Entry format: how one stored entry (a message or a batch) is laid out in the ledger.
+
+An entry is a fixed 26-byte prefix with the fields the dispatcher needs on its hot path,
+then the msgpack-encoded :class:`MessageMetadata`, then the payload::
+
+    u8  format version (1)      u8  flags (bit 0: batched, bit 1: null value)
+    u32 number of messages      u32 sticky key hash (31-bit murmur3, computed at publish)
+    i64 deliver-at time (ms, 0 = immediately)   i64 publish time (ms)   ...
+    u32 metadata length | metadata (msgpack map) | payload bytes
+
+The broker never decodes the payload (batches and compression are the client's business,
+as in Pulsar); it reads the prefix to count permits, pick a Key_Shared consumer and hold
+back delayed messages, and hands the entry bytes to consumers unchanged.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import msgpack
+
+from .selectors.hashing import sticky_key, sticky_key_hash
+
+FORMAT_VERSION = 1
+FLAG_BATCHED = 0x01
+FLAG_NULL_VALUE = 0x02
+
+_PREFIX = struct.Struct(">BBIIqqI")
+PREFIX_SIZE = _PREFIX.size
+
+
+@dataclass(slots=True)
+class MessageMetadata:
+    """Entry-level metadata, with the field names of Pulsar's ``MessageMetadata``."""
+
+    producer_name: str = ""
+    sequence_id: int = 0
+    publish_time: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    partition_key: str | None = None
+    partition_key_b64_encoded: bool = False
+    ordering_key: bytes | None = None
+    event_time: int = 0
+    num_messages_in_batch: int | None = None
+    compression: str = "NONE"
+    uncompressed_size: int = 0
+    deliver_at_time: int = 0
+    schema_version: bytes | None = None
+    null_value: bool = False
+    uuid: str | None = None
+    num_chunks_from_msg: int | None = None
+    total_chunk_msg_size: int | None = None
+    chunk_id: int | None = None
+    marker_type: int | None = None
+
+    @property
+    def num_messages(self) -> int:
+        return self.num_messages_in_batch if self.num_messages_in_batch is not None else 1
+
+    def sticky_key(self) -> bytes:
+        """The Key_Shared sticky key: ordering key, else partition key, else ``NONE_KEY``."""
+        return sticky_key(self.ordering_key, self.partition_key, self.partition_key_b64_encoded)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v not in (None, {}, False, 0, "")}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MessageMetadata:
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryHeader:
+    """The hot-path fields of an entry, read without decoding its metadata."""
+
+    num_messages: int
+    sticky_key_hash: int
+    deliver_at_time: int
+    publish_time: int
+    batched: bool
+
+
+def encode_entry(metadata: MessageMetadata, payload: bytes) -> bytes:
+    """Lay out one entry; the sticky key hash is computed here, once, at publish time."""
+    meta = msgpack.packb(metadata.to_dict(), use_bin_type=True)
+    flags = (FLAG_BATCHED if metadata.num_messages_in_batch is not None else 0) | (
+        FLAG_NULL_VALUE if metadata.null_value else 0
+    )
+    prefix = _PREFIX.pack(
+        FORMAT_VERSION,
+        flags,
+        metadata.num_messages,
+        sticky_key_hash(metadata.sticky_key()),
+        metadata.deliver_at_time,
+        metadata.publish_time,
+        len(meta),
+    )
+    return b"".join((prefix, meta, payload))
+
+
+def read_header(entry: bytes) -> EntryHeader:
+    """The hot-path fields; ``ValueError`` if the entry is not in this format."""
+    if len(entry) < PREFIX_SIZE:
+        raise ValueError(f"entry of {len(entry)} bytes is shorter than its header")
+    version, flags, num, hash_, deliver_at, publish_time, _ = _PREFIX.unpack_from(entry)
+    if version != FORMAT_VERSION:
+        raise ValueError(f"unknown entry format version {version}")
+    return EntryHeader(num, hash_, deliver_at, publish_time, bool(flags & FLAG_BATCHED))
+
+
+def decode_entry(entry: bytes) -> tuple[MessageMetadata, bytes]:
+    """Metadata and payload of an entry."""
+    if len(entry) < PREFIX_SIZE:
+        raise ValueError(f"entry of {len(entry)} bytes is shorter than its header")
+    meta_len = _PREFIX.unpack_from(entry)[-1]
+    end = PREFIX_SIZE + meta_len
+    if end > len(entry):
+        raise ValueError("entry metadata runs past the end of the entry")
+    meta = msgpack.unpackb(entry[PREFIX_SIZE:end], raw=False)
+    return MessageMetadata.from_dict(meta), entry[end:]

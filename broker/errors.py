@@ -1,0 +1,84 @@
+"""Broker error types: one exception per failure a client can be told about.
+
+Each class carries the Pulsar ``ServerError`` name it corresponds to (``code``), so the
+wire layer can send it and the client can raise the matching ``pulsar-client`` exception.
+Messages are one line and name the problem.
+"""
+
+from __future__ import annotations
+
+
+class PulsarLabError(Exception):
+    """Base class of every error the broker reports to a client."""
+
+    code = "UnknownError"
+
+
+class InvalidTopicName(PulsarLabError):
+    code = "InvalidTopicName"
+
+
+class TopicNotFound(PulsarLabError):
+    code = "TopicNotFound"
+
+
+class TopicAlreadyExists(PulsarLabError):
+    code = "TopicAlreadyExists"
+
+
+class SubscriptionNotFound(PulsarLabError):
+    code = "SubscriptionNotFound"
+
+
+class ConsumerBusy(PulsarLabError):
+    """A second consumer on an Exclusive subscription, or a type change with consumers."""
+
+    code = "ConsumerBusy"
+
+
+class SubscriptionTypeMismatch(ConsumerBusy):
+    code = "ConsumerBusy"
+
+
+class ConsumerAssignError(PulsarLabError):
+    """Key_Shared could not give the consumer a hash range (conflicts, no range left)."""
+
+    code = "ConsumerAssignError"
+
+
+class MessageTooBig(PulsarLabError):
+    code = "MessageTooBig"
+
+
+class NotAllowed(PulsarLabError):
+    code = "NotAllowedError"
+
+
+class CumulativeAcknowledgementNotAllowed(NotAllowed):
+    code = "CumulativeAcknowledgementNotAllowedError"
+
+
+class InvalidArgument(PulsarLabError):
+    """A command carried a value of the wrong type or out of range."""
+
+    code = "InvalidConfiguration"
+
+
+class ConsumerNotFound(PulsarLabError):
+    code = "ConsumerNotFound"
+
+
+class ProducerNotFound(PulsarLabError):
+    code = "ProducerNotFound"
+
+
+class StorageError(PulsarLabError):
+    """The ledger could not persist or read an entry (disk full, read-only, I/O error)."""
+
+    code = "PersistenceError"
+
+
+class LedgerCorruption(StorageError):
+    """An entry failed its length/CRC check somewhere other than the torn tail."""
+
+    code = "PersistenceError"

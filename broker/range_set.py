@@ -1,0 +1,84 @@
+"""A set of open-closed position ranges ``(lower, upper]``, as Pulsar's cursor keeps acks.
+
+An individual ack of position ``p`` adds ``(previous(p), p]``, so acks of neighbouring
+entries merge into one range, across ledger boundaries too. Ranges are kept sorted,
+disjoint and non-touching in two parallel lists searched with ``bisect``.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+
+from .storage.base import Position
+
+
+class PositionRangeSet:
+    """Sorted, disjoint open-closed ranges of positions."""
+
+    __slots__ = ("_lowers", "_uppers")
+
+    def __init__(self) -> None:
+        self._lowers: list[Position] = []
+        self._uppers: list[Position] = []
+
+    def add(self, lower: Position, upper: Position) -> None:
+        """Add ``(lower, upper]``, merging with overlapping or touching ranges."""
+        if not lower < upper:
+            raise ValueError(f"empty range ({lower}, {upper}]")
+        i = bisect_left(self._uppers, lower)
+        j = bisect_right(self._lowers, upper)
+        if i < j:
+            lower = min(lower, self._lowers[i])
+            upper = max(upper, self._uppers[j - 1])
+        self._lowers[i:j] = [lower]
+        self._uppers[i:j] = [upper]
+
+    def __contains__(self, position: Position) -> bool:
+        i = bisect_left(self._uppers, position)
+        return i < len(self._uppers) and self._lowers[i] < position
+
+    def first(self) -> tuple[Position, Position] | None:
+        return (self._lowers[0], self._uppers[0]) if self._lowers else None
+
+    def remove_up_to(self, position: Position) -> None:
+        """Forget everything at or below ``position`` (the mark-delete moved there)."""
+        i = bisect_right(self._uppers, position)
+        del self._lowers[:i]
+        del self._uppers[:i]
+        if self._lowers and self._lowers[0] < position:
+            self._lowers[0] = position
+
+    def range_containing(self, position: Position) -> tuple[Position, Position] | None:
+        i = bisect_left(self._uppers, position)
+        if i < len(self._uppers) and self._lowers[i] < position:
+            return (self._lowers[i], self._uppers[i])
+        return None
+
+    def clear(self) -> None:
+        self._lowers.clear()
+        self._uppers.clear()
+
+    def __iter__(self) -> Iterator[tuple[Position, Position]]:
+        return iter(zip(self._lowers, self._uppers, strict=True))
+
+    def __len__(self) -> int:
+        return len(self._lowers)
+
+    def __bool__(self) -> bool:
+        return bool(self._lowers)
+
+    def to_list(self) -> list[list[int]]:
+        return [[lo[0], lo[1], up[0], up[1]] for lo, up in self]
+
+    @classmethod
+    def from_list(cls, data: list[list[int]]) -> PositionRangeSet:
+        ranges = cls()
+        for l_ledger, l_entry, u_ledger, u_entry in data:
+            ranges.add((l_ledger, l_entry), (u_ledger, u_entry))
+        return ranges
+
+    def __str__(self) -> str:
+        """Pulsar's internal-stats form, e.g. ``[(3:5..3:7], (3:9..3:12]]``."""
+        inner = ", ".join(f"({lo[0]}:{lo[1]}..{up[0]}:{up[1]}]" for lo, up in self)
+        return f"[{inner}]"

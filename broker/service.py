@@ -1,0 +1,531 @@
+"""``BrokerService``: the sans-I/O broker core.
+
+It owns topics, producers, consumers and timers. Commands come in as method calls;
+what must go out (messages to push, send receipts, active-consumer notices) is queued as
+actions that the shell drains with :meth:`take_actions`; state changes go to event
+listeners. Time comes from an injected clock and only moves when :meth:`tick` is called.
+
+Publishing is two-phase, for group commit: :meth:`send` appends, :meth:`commit` makes all
+appended entries durable at once, then releases their receipts and dispatches them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .actions import Action, ConsumerClosed, SendError, SendReceipt
+from .clock import Clock
+from .consumer import Consumer, KeySharedMeta, SubType
+from .entry import MessageMetadata
+from .errors import (
+    ConsumerNotFound,
+    InvalidArgument,
+    NotAllowed,
+    ProducerNotFound,
+    PulsarLabError,
+    StorageError,
+    SubscriptionNotFound,
+    TopicAlreadyExists,
+    TopicNotFound,
+)
+from .events import BrokerEvent, EventListener, EventType
+from .message_id import MessageId
+from .settings import BrokerSettings
+from .storage.base import Position, Storage
+from .subscription import Subscription
+from .topic import PersistentTopic, Producer
+from .topic_name import TopicName
+
+log = logging.getLogger("pulsarlab.broker")
+
+
+@dataclass(order=True)
+class TimerHandle:
+    """A scheduled callback; :meth:`cancel` stops it from running."""
+
+    at_ms: int
+    seq: int
+    callback: Callable[[], None] = field(compare=False)
+    cancelled: bool = field(default=False, compare=False)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class BrokerService:
+    """The broker core: topics, subscriptions and dispatch, with no I/O of its own."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        clock: Clock,
+        settings: BrokerSettings | None = None,
+    ) -> None:
+        self.storage = storage
+        self.clock = clock
+        self.settings = settings or BrokerSettings()
+        self.topics: dict[str, PersistentTopic] = {}
+        self.producers: dict[int, Producer] = {}
+        self.consumers: dict[int, tuple[Consumer, Subscription]] = {}
+        self.outbox: list[Action] = []
+        self.dirty_topics: set[PersistentTopic] = set()
+        self._listeners: list[EventListener] = []
+        self._timers: list[TimerHandle] = []
+        self._ids = itertools.count(1)
+        self._timer_seq = itertools.count()
+        self._producer_names = itertools.count(0)
+        self._next_housekeeping = self.now_ms() + self.settings.retention_check_interval_ms
+        self._load_topics()
+
+    # -- time, events, actions ------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    @property
+    def has_listeners(self) -> bool:
+        return bool(self._listeners)
+
+    def add_listener(self, listener: EventListener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: EventListener) -> None:
+        self._listeners.remove(listener)
+
+    def emit(
+        self,
+        type_: EventType,
+        topic: str,
+        subscription: str | None = None,
+        consumer: str | None = None,
+        **data: Any,
+    ) -> None:
+        if not self._listeners:
+            return
+        event = BrokerEvent(type_, self.now_ms(), topic, subscription, consumer, data)
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("event listener failed on %s", type_)
+
+    def take_actions(self) -> list[Action]:
+        """Everything queued for the shell since the last call."""
+        actions, self.outbox = self.outbox, []
+        return actions
+
+    def schedule(self, delay_ms: int, callback: Callable[[], None]) -> TimerHandle:
+        handle = TimerHandle(self.now_ms() + max(0, delay_ms), next(self._timer_seq), callback)
+        heapq.heappush(self._timers, handle)
+        return handle
+
+    def next_deadline(self) -> int | None:
+        """When :meth:`tick` next has something to do (ms since the epoch), if ever."""
+        while self._timers and self._timers[0].cancelled:
+            heapq.heappop(self._timers)
+        deadline = self._timers[0].at_ms if self._timers else None
+        if deadline is None or self._next_housekeeping < deadline:
+            deadline = self._next_housekeeping
+        return deadline
+
+    def tick(self) -> None:
+        """Run timers that are due at the clock's current time, and housekeeping."""
+        now = self.now_ms()
+        while self._timers and self._timers[0].at_ms <= now:
+            handle = heapq.heappop(self._timers)
+            if not handle.cancelled:
+                handle.callback()
+        for topic in list(self.topics.values()):
+            topic.housekeeping(now)
+            for subscription in list(topic.subscriptions.values()):
+                subscription.tick(now)
+        if now >= self._next_housekeeping:
+            self._next_housekeeping = now + self.settings.retention_check_interval_ms
+            for topic in list(self.topics.values()):
+                topic.trim_ledgers()
+
+    # -- topics ---------------------------------------------------------------------------
+
+    def _load_topics(self) -> None:
+        """Reopen every topic the metadata store knows (recovering ledgers after a crash)."""
+        for name, partitions in self.storage.metadata.list_topics().items():
+            if partitions == 0:
+                self._open_topic(TopicName.get(name))
+
+    def _open_topic(self, name: TopicName) -> PersistentTopic:
+        key = str(name)
+        topic = self.topics.get(key)
+        if topic is None:
+            ledger = self.storage.open_ledger(key, self.settings.ledger_config(), self.now_ms())
+            topic = PersistentTopic(self, name, ledger)
+            self.topics[key] = topic
+        return topic
+
+    def get_topic(self, topic: str, create: bool | None = None) -> PersistentTopic:
+        """The topic (partition) named ``topic``, auto-created if allowed."""
+        name = TopicName.get(topic)
+        if not name.persistent:
+            raise NotAllowed(
+                f"{name}: non-persistent topics are not supported by this broker core yet"
+            )
+        key = str(name)
+        existing = self.topics.get(key)
+        if existing is not None:
+            return existing
+        metadata = self.storage.metadata
+        partitions = metadata.get_topic(key)
+        if partitions is not None and partitions > 0:
+            raise NotAllowed(
+                f"{key} is a partitioned topic with {partitions} partitions; "
+                f"use its partitions ({key}-partition-0 …)"
+            )
+        if partitions is None:
+            parent = (
+                metadata.get_topic(str(name.partitioned_topic_name)) if name.is_partition else None
+            )
+            if parent and name.partition_index >= parent:
+                raise TopicNotFound(
+                    f"{key}: partition {name.partition_index} does not exist "
+                    f"(the topic has {parent} partitions)"
+                )
+            allow = self.settings.allow_auto_topic_creation if create is None else create
+            if not allow:
+                raise TopicNotFound(f"topic {key} does not exist")
+            metadata.put_topic(key, 0)
+            self.emit(EventType.TOPIC_CREATED, key, partitions=0)
+        return self._open_topic(name)
+
+    def create_topic(self, topic: str) -> str:
+        """Create a non-partitioned topic; an existing one is an error."""
+        key = str(TopicName.get(topic))
+        if self.storage.metadata.get_topic(key) is not None:
+            raise TopicAlreadyExists(f"topic {key} already exists")
+        return self.get_topic(key, create=True).name
+
+    def create_partitioned_topic(self, topic: str, partitions: int) -> str:
+        """Record a partitioned topic of ``partitions`` partitions and create them."""
+        name = TopicName.get(topic)
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise InvalidArgument(f"number of partitions must be an int >= 1, not {partitions!r}")
+        if name.is_partition:
+            raise InvalidArgument(f"{name} is a partition name; pick a name without -partition-N")
+        key = str(name)
+        if self.storage.metadata.get_topic(key) is not None:
+            raise TopicAlreadyExists(f"topic {key} already exists")
+        self.storage.metadata.put_topic(key, partitions)
+        for i in range(partitions):
+            self.get_topic(str(name.partition(i)), create=True)
+        self.emit(EventType.TOPIC_CREATED, key, partitions=partitions)
+        return key
+
+    def get_partitioned_topic_metadata(self, topic: str) -> int:
+        """Number of partitions (0 for a non-partitioned topic)."""
+        key = str(TopicName.get(topic))
+        partitions = self.storage.metadata.get_topic(key)
+        return partitions or 0
+
+    def list_topics(self, namespace: str | None = None, include_system: bool = False) -> list[str]:
+        """Topic names; partitioned topics are listed by their parent name."""
+        out = []
+        for name, partitions in self.storage.metadata.list_topics().items():
+            parsed = TopicName.get(name)
+            if namespace and parsed.namespace != namespace:
+                continue
+            if parsed.is_system_topic and not include_system:
+                continue
+            if partitions == 0 and parsed.is_partition:
+                parent = self.storage.metadata.get_topic(str(parsed.partitioned_topic_name))
+                if parent:
+                    continue
+            out.append(name)
+        return sorted(out)
+
+    def delete_topic(self, topic: str, force: bool = False) -> None:
+        key = str(TopicName.get(topic))
+        partitions = self.storage.metadata.get_topic(key)
+        if partitions is None:
+            raise TopicNotFound(f"topic {key} does not exist")
+        names = [key] if partitions == 0 else [
+            str(TopicName.get(key).partition(i)) for i in range(partitions)
+        ]
+        targets = [self.get_topic(n, create=True) for n in names]
+        if not force:
+            for t in targets:
+                if t.producers or any(s.consumers for s in t.subscriptions.values()):
+                    raise NotAllowed(f"topic {t.name} has connected producers or consumers")
+        for t in targets:
+            for consumer, _sub in [v for v in self.consumers.values() if v[1].topic is t]:
+                self.outbox.append(ConsumerClosed(consumer.consumer_id, consumer.conn, "deleted"))
+                del self.consumers[consumer.consumer_id]
+            for producer_id in list(t.producers):
+                self.producers.pop(producer_id, None)
+            for subscription in t.subscriptions.values():
+                subscription.close()
+            t.ledger.delete()
+            self.storage.metadata.delete_topic(t.name)
+            for sub_name in list(self.storage.metadata.get_cursors(t.name)):
+                self.storage.metadata.delete_cursor(t.name, sub_name)
+            self.topics.pop(t.name, None)
+            self.dirty_topics.discard(t)
+        if partitions:
+            self.storage.metadata.delete_topic(key)
+        self.emit(EventType.TOPIC_DELETED, key)
+
+    # -- producers ------------------------------------------------------------------------
+
+    def create_producer(
+        self, topic: str, producer_name: str | None = None, conn: Any = None
+    ) -> Producer:
+        t = self.get_topic(topic)
+        if producer_name is not None and not isinstance(producer_name, str):
+            raise InvalidArgument(f"producer_name must be a string, not {producer_name!r}")
+        if producer_name:
+            for p in t.producers.values():
+                if p.producer_name == producer_name:
+                    raise NotAllowed(
+                        f"producer with name {producer_name!r} is already connected to {t.name}"
+                    )
+        name = producer_name or f"standalone-0-{next(self._producer_names)}"
+        producer = Producer(next(self._ids), name, t, conn)
+        t.producers[producer.producer_id] = producer
+        self.producers[producer.producer_id] = producer
+        self.emit(EventType.PRODUCER_ADDED, t.name, producer=name)
+        return producer
+
+    def close_producer(self, producer_id: int) -> None:
+        producer = self.producers.pop(producer_id, None)
+        if producer is None:
+            raise ProducerNotFound(f"producer {producer_id} not found")
+        producer.topic.producers.pop(producer_id, None)
+        self.emit(EventType.PRODUCER_REMOVED, producer.topic.name, producer=producer.producer_name)
+
+    def send(self, producer_id: int, metadata: MessageMetadata, payload: bytes) -> Position:
+        """Append a message (or batch); its receipt comes out of the next :meth:`commit`."""
+        producer = self.producers.get(producer_id)
+        if producer is None:
+            raise ProducerNotFound(f"producer {producer_id} not found")
+        if not isinstance(payload, bytes | bytearray | memoryview):
+            raise InvalidArgument(f"payload must be bytes, not {type(payload).__name__}")
+        if not metadata.producer_name:
+            metadata.producer_name = producer.producer_name
+        if not metadata.publish_time:
+            metadata.publish_time = self.now_ms()
+        try:
+            return producer.topic.publish(producer, metadata, bytes(payload))
+        except StorageError as exc:
+            log.error("%s", exc)
+            raise
+
+    def commit(self) -> None:
+        """Group commit: make appended entries durable, release receipts, dispatch."""
+        topics, self.dirty_topics = self.dirty_topics, set()
+        for topic in topics:
+            try:
+                done = topic.sync()
+            except StorageError as exc:
+                log.error("%s", exc)
+                for pending in topic.pending_sends:
+                    p = pending.producer
+                    self.outbox.append(
+                        SendError(p.producer_id, p.conn, pending.sequence_id, exc.code, str(exc))
+                    )
+                topic.pending_sends = []
+                continue
+            for pending in done:
+                p = pending.producer
+                ledger_id, entry_id = pending.position
+                self.outbox.append(
+                    SendReceipt(
+                        p.producer_id, p.conn, pending.sequence_id,
+                        ledger_id, entry_id, topic.partition_index,
+                    )
+                )
+            if done and self._listeners:
+                for pending in done:
+                    self.emit(
+                        EventType.PUBLISHED,
+                        topic.name,
+                        producer=pending.producer.producer_name,
+                        sequence_id=pending.sequence_id,
+                        position=list(pending.position),
+                    )
+            topic.on_entries_confirmed()
+
+    # -- consumers ------------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topic: str,
+        subscription: str,
+        consumer_name: str | None = None,
+        sub_type: SubType = SubType.Exclusive,
+        *,
+        initial_position_earliest: bool = False,
+        durable: bool = True,
+        priority_level: int = 0,
+        key_shared_meta: KeySharedMeta | None = None,
+        key_hash_ranges: list[tuple[int, int]] | None = None,
+        start_message_id: MessageId | None = None,
+        start_message_id_inclusive: bool = False,
+        batch_index_ack_enabled: bool = False,
+        is_reader: bool = False,
+        conn: Any = None,
+    ) -> Consumer:
+        """Attach a consumer; on any error nothing is created or changed."""
+        if not isinstance(subscription, str) or not subscription:
+            raise InvalidArgument("subscription name must be a non-empty string")
+        if not isinstance(sub_type, SubType):
+            raise InvalidArgument(f"unknown subscription type {sub_type!r}")
+        if not isinstance(priority_level, int) or priority_level < 0:
+            raise InvalidArgument(f"priority_level must be an int >= 0, not {priority_level!r}")
+        if key_shared_meta is not None and sub_type is not SubType.Key_Shared:
+            raise InvalidArgument("key_shared_policy is only valid on Key_Shared subscriptions")
+        if key_hash_ranges and sub_type not in (SubType.Exclusive, SubType.Failover):
+            raise InvalidArgument(
+                "key hash ranges are for Exclusive/Failover consumers and readers; "
+                "Key_Shared consumers declare sticky ranges in their key_shared_policy"
+            )
+        t = self.get_topic(topic)
+        consumer_id = next(self._ids)
+        consumer = Consumer(
+            consumer_id,
+            consumer_name or f"consumer-{consumer_id}",
+            conn=conn,
+            priority_level=priority_level,
+            batch_index_ack_enabled=batch_index_ack_enabled,
+            key_shared_meta=key_shared_meta,
+            key_hash_ranges=key_hash_ranges,
+            is_reader=is_reader,
+            connected_since_ms=self.now_ms(),
+        )
+        start = None
+        if start_message_id is not None:
+            if start_message_id == MessageId.earliest:
+                initial_position_earliest = True
+            elif start_message_id == MessageId.latest:
+                initial_position_earliest = False
+            else:
+                start = start_message_id.position
+        sub, _created = t.get_or_create_subscription(
+            subscription,
+            durable=durable,
+            earliest=initial_position_earliest,
+            start_position=start,
+            start_inclusive=start_message_id_inclusive,
+        )
+        t.attach(sub, consumer, sub_type)
+        self.consumers[consumer_id] = (consumer, sub)
+        return consumer
+
+    def _consumer(self, consumer_id: int) -> tuple[Consumer, Subscription]:
+        entry = self.consumers.get(consumer_id)
+        if entry is None:
+            raise ConsumerNotFound(f"consumer {consumer_id} not found")
+        return entry
+
+    def flow(self, consumer_id: int, permits: int) -> None:
+        """The consumer grants ``permits`` more messages."""
+        if not isinstance(permits, int) or isinstance(permits, bool) or permits <= 0:
+            raise InvalidArgument(f"flow permits must be an int > 0, not {permits!r}")
+        consumer, sub = self._consumer(consumer_id)
+        sub.flow(consumer, permits)
+
+    def ack(
+        self,
+        consumer_id: int,
+        positions: Iterable[Position | MessageId],
+        *,
+        cumulative: bool = False,
+        ack_sets: dict[Position, tuple[int, int]] | None = None,
+    ) -> None:
+        """Acknowledge entries (see :meth:`Subscription.acknowledge`)."""
+        consumer, sub = self._consumer(consumer_id)
+        sub.acknowledge(consumer, [_position(p) for p in positions],
+                        cumulative=cumulative, ack_sets=ack_sets)
+
+    def redeliver_unacknowledged(
+        self, consumer_id: int, positions: Iterable[Position | MessageId] | None = None
+    ) -> None:
+        consumer, sub = self._consumer(consumer_id)
+        sub.redeliver_unacknowledged(
+            consumer, None if positions is None else [_position(p) for p in positions]
+        )
+
+    def close_consumer(self, consumer_id: int) -> None:
+        consumer, sub = self._consumer(consumer_id)
+        del self.consumers[consumer_id]
+        sub.topic.detach(sub, consumer)
+
+    def unsubscribe(self, consumer_id: int) -> None:
+        """Delete the consumer's subscription (it must be the only consumer left)."""
+        consumer, sub = self._consumer(consumer_id)
+        others = [c for c in sub.consumers if c is not consumer]
+        if others:
+            raise NotAllowed(
+                f"subscription {sub.name!r} has other connected consumers; cannot unsubscribe"
+            )
+        self.close_consumer(consumer_id)
+        if sub.name in sub.topic.subscriptions:
+            sub.topic.remove_subscription(sub.name)
+
+    def close_connection(self, conn: Any) -> None:
+        """A client went away: close its producers and consumers."""
+        for consumer_id, (consumer, _sub) in list(self.consumers.items()):
+            if consumer.conn == conn:
+                self.close_consumer(consumer_id)
+        for producer_id, producer in list(self.producers.items()):
+            if producer.conn == conn:
+                self.close_producer(producer_id)
+
+    # -- admin on subscriptions -----------------------------------------------------------
+
+    def _subscription(self, topic: str, subscription: str) -> Subscription:
+        t = self.get_topic(topic, create=False)
+        sub = t.subscriptions.get(subscription)
+        if sub is None:
+            raise SubscriptionNotFound(f"subscription {subscription!r} not found on {t.name}")
+        return sub
+
+    def reset_cursor(self, topic: str, subscription: str, message_id: MessageId) -> None:
+        sub = self._subscription(topic, subscription)
+        if message_id == MessageId.earliest:
+            position = sub.topic.ledger.first_position()
+        elif message_id == MessageId.latest:
+            position = sub.topic.ledger.next_position(sub.topic.ledger.last_confirmed)
+        else:
+            position = message_id.position
+        sub.reset_cursor(position)
+
+    def topic_stats(self, topic: str) -> dict[str, Any]:
+        return self.get_topic(topic, create=False).stats()
+
+    def internal_stats(self, topic: str) -> dict[str, Any]:
+        return self.get_topic(topic, create=False).internal_stats()
+
+    def close(self) -> None:
+        """Persist cursors and close every ledger (a clean shutdown)."""
+        self.commit()
+        for topic in self.topics.values():
+            topic.close()
+        self.topics.clear()
+        self.storage.close()
+
+
+def _position(value: Position | MessageId) -> Position:
+    if isinstance(value, MessageId):
+        return value.position
+    if (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        return value
+    raise InvalidArgument(f"not a message id or (ledger, entry) position: {value!r}")
+
+
+__all__ = ["BrokerService", "PulsarLabError", "TimerHandle"]

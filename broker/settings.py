@@ -1,0 +1,64 @@
+"""Broker settings, named as broker.conf's keys in snake_case, with Pulsar 3.3's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from .errors import InvalidArgument
+from .storage.base import LedgerConfig
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    """Every tunable of the broker core. Unknown names are rejected, not ignored."""
+
+    max_message_size: int = 5 * 1024 * 1024
+    allow_auto_topic_creation: bool = True
+    key_shared_use_consistent_hashing: bool = True
+    subscription_key_shared_consistent_hashing_replica_points: int = 100
+    acknowledgment_at_batch_index_level_enabled: bool = False
+    active_consumer_failover_delay_ms: int = 1000
+    dispatcher_max_read_batch_size: int = 100
+    max_unacked_messages_per_consumer: int = 50_000
+    max_unacked_messages_per_subscription: int = 200_000
+    managed_ledger_max_entries_per_ledger: int = 50_000
+    managed_ledger_max_size_per_ledger_mb: int = 2048
+    managed_ledger_max_ledger_rollover_time_minutes: int = 240
+    managed_ledger_min_ledger_rollover_time_minutes: int = 10
+    managed_ledger_cache_size_mb: int = 16
+    # Cursor positions are saved at most this often (Pulsar's mark-delete rate limit: 1/s).
+    managed_ledger_cursor_persist_interval_ms: int = 1000
+    journal_sync_data: bool = True
+    retention_check_interval_ms: int = 120_000
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> BrokerSettings:
+        """Build settings from keyword arguments; a wrong name or type is a clear error."""
+        known = {f.name: f for f in fields(cls)}
+        for name, value in kwargs.items():
+            if name not in known:
+                raise InvalidArgument(f"unknown broker setting {name!r}")
+            expected = type(getattr(cls(), name))
+            if expected is int and (not isinstance(value, int) or isinstance(value, bool)):
+                raise InvalidArgument(f"broker setting {name} must be an int, not {value!r}")
+            if expected is bool and not isinstance(value, bool):
+                raise InvalidArgument(f"broker setting {name} must be a bool, not {value!r}")
+        settings = replace(cls(), **kwargs)
+        if settings.max_message_size <= 0:
+            raise InvalidArgument("broker setting max_message_size must be > 0")
+        if settings.dispatcher_max_read_batch_size <= 0:
+            raise InvalidArgument("broker setting dispatcher_max_read_batch_size must be > 0")
+        return settings
+
+    def ledger_config(self) -> LedgerConfig:
+        return LedgerConfig(
+            max_entries_per_ledger=self.managed_ledger_max_entries_per_ledger,
+            max_size_per_ledger_bytes=self.managed_ledger_max_size_per_ledger_mb * 1024 * 1024,
+            max_ledger_rollover_time_ms=self.managed_ledger_max_ledger_rollover_time_minutes
+            * 60_000,
+            min_ledger_rollover_time_ms=self.managed_ledger_min_ledger_rollover_time_minutes
+            * 60_000,
+            journal_sync_data=self.journal_sync_data,
+            cache_size_bytes=self.managed_ledger_cache_size_mb * 1024 * 1024,
+        )

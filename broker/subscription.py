@@ -1,0 +1,313 @@
+"""A subscription: a cursor, a dispatcher of its type, and the rules that tie them.
+
+The type is fixed by the first consumer and may change only when no consumer is
+connected. Acknowledgements land here: individual and batch-index acks on any type,
+cumulative acks only on Exclusive and Failover.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .actions import ActiveConsumerChange, Deliver, DeliveredEntry
+from .consumer import Consumer, SubType
+from .cursor import ManagedCursor
+from .dispatchers.base import Dispatcher
+from .dispatchers.key_shared import KeySharedDispatcher
+from .dispatchers.shared import SharedDispatcher
+from .dispatchers.single_active import SingleActiveConsumerDispatcher
+from .errors import (
+    CumulativeAcknowledgementNotAllowed,
+    InvalidArgument,
+    SubscriptionTypeMismatch,
+)
+from .events import EventType
+from .selectors.sticky import HashRangeExclusiveStickyKeyConsumerSelector
+from .storage.base import Position
+
+if TYPE_CHECKING:
+    from .service import TimerHandle
+    from .settings import BrokerSettings
+    from .topic import PersistentTopic
+
+
+class Subscription:
+    """One named subscription of one topic (partition)."""
+
+    def __init__(self, topic: PersistentTopic, name: str, cursor: ManagedCursor) -> None:
+        self.topic = topic
+        self.name = name
+        self.cursor = cursor
+        self.dispatcher: Dispatcher | None = None
+        self.sub_type: SubType | None = None
+        self.msg_out_counter = 0
+        self.bytes_out_counter = 0
+
+    # -- context for dispatchers ----------------------------------------------------------
+
+    @property
+    def settings(self) -> BrokerSettings:
+        return self.topic.service.settings
+
+    @property
+    def topic_name(self) -> str:
+        return self.topic.name
+
+    @property
+    def partition_index(self) -> int:
+        return self.topic.partition_index
+
+    @property
+    def durable(self) -> bool:
+        return self.cursor.durable
+
+    @property
+    def consumers(self) -> list[Consumer]:
+        return self.dispatcher.consumers if self.dispatcher else []
+
+    def now_ms(self) -> int:
+        return self.topic.service.now_ms()
+
+    def emit(self, type_: EventType, consumer: Consumer | None = None, **data: Any) -> None:
+        service = self.topic.service
+        if service.has_listeners:
+            service.emit(
+                type_, self.topic.name, self.name,
+                consumer.consumer_name if consumer else None, **data,
+            )
+
+    def deliver(self, consumer: Consumer, entries: list[DeliveredEntry]) -> None:
+        self.msg_out_counter += sum(1 for _ in entries)
+        self.topic.service.outbox.append(
+            Deliver(consumer.consumer_id, consumer.conn, self.topic.name, entries)
+        )
+        self.topic.msg_out_counter += len(entries)
+        self.emit(
+            EventType.DISPATCHED,
+            consumer,
+            entries=[[e.position[0], e.position[1], e.redelivery_count] for e in entries],
+        )
+
+    def notify_active(self, consumer: Consumer, is_active: bool) -> None:
+        self.topic.service.outbox.append(
+            ActiveConsumerChange(consumer.consumer_id, consumer.conn, is_active)
+        )
+
+    def schedule(self, delay_ms: int, callback: Callable[[], None]) -> TimerHandle:
+        return self.topic.service.schedule(delay_ms, callback)
+
+    def batch_index_ack_enabled(self, consumer: Consumer) -> bool:
+        return (
+            self.settings.acknowledgment_at_batch_index_level_enabled
+            and consumer.batch_index_ack_enabled
+        )
+
+    # -- consumers ------------------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer, sub_type: SubType) -> None:
+        """Attach a consumer; on any rejection the subscription is left as it was."""
+        if self.dispatcher is not None and self.sub_type is not sub_type:
+            if self.dispatcher.consumers:
+                raise SubscriptionTypeMismatch(
+                    f"subscription {self.name!r} on {self.topic.name} is of type "
+                    f"{self.sub_type}; a {sub_type} consumer cannot join while it has consumers"
+                )
+            self.dispatcher.close()
+            self.dispatcher = None
+        if consumer.key_hash_ranges and sub_type in (SubType.Exclusive, SubType.Failover):
+            selector = HashRangeExclusiveStickyKeyConsumerSelector()
+            selector.add_consumer(consumer)
+            consumer.key_hash_filter = selector
+        dispatcher = self.dispatcher or self._new_dispatcher(sub_type)
+        dispatcher.add_consumer(consumer)
+        self.dispatcher = dispatcher
+        self.sub_type = sub_type
+        self.emit(
+            EventType.CONSUMER_ADDED,
+            consumer,
+            sub_type=str(sub_type),
+            priority_level=consumer.priority_level,
+            consumer_id=consumer.consumer_id,
+        )
+
+    def _new_dispatcher(self, sub_type: SubType) -> Dispatcher:
+        if sub_type is SubType.Shared:
+            return SharedDispatcher(self)
+        if sub_type is SubType.Key_Shared:
+            return KeySharedDispatcher(self)
+        return SingleActiveConsumerDispatcher(self, sub_type)
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        if self.dispatcher is None or consumer not in self.dispatcher.consumers:
+            return
+        consumer.closed = True
+        self.dispatcher.remove_consumer(consumer)
+        self.emit(EventType.CONSUMER_REMOVED, consumer, consumer_id=consumer.consumer_id)
+
+    def flow(self, consumer: Consumer, permits: int) -> None:
+        if self.dispatcher is None:
+            return
+        self.emit(EventType.FLOW, consumer, permits=permits, total=consumer.permits + permits)
+        self.dispatcher.consumer_flow(consumer, permits)
+
+    def redeliver_unacknowledged(
+        self, consumer: Consumer, positions: Iterable[Position] | None = None
+    ) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.redeliver_unacknowledged(consumer, positions)
+
+    # -- acknowledgements -----------------------------------------------------------------
+
+    def acknowledge(
+        self,
+        consumer: Consumer | None,
+        positions: Iterable[Position],
+        *,
+        cumulative: bool = False,
+        ack_sets: dict[Position, tuple[int, int]] | None = None,
+    ) -> None:
+        """Apply an ack command.
+
+        ``ack_sets`` maps a position to ``(unacked_bits, batch_size)`` for batch-index acks;
+        they are honoured only when both the broker and the consumer enable batch-index
+        acks, otherwise the entry is acknowledged whole, as Pulsar's broker does.
+        """
+        positions = list(positions)
+        last = self.topic.ledger.last_confirmed
+        for position in positions:
+            if position > last:
+                raise InvalidArgument(
+                    f"ack for {position[0]}:{position[1]} is beyond the last entry "
+                    f"{last[0]}:{last[1]} of {self.topic.name}"
+                )
+        if cumulative:
+            if self.sub_type in (SubType.Shared, SubType.Key_Shared):
+                raise CumulativeAcknowledgementNotAllowed(
+                    f"cumulative ack is not allowed on a {self.sub_type} subscription "
+                    f"({self.name!r} on {self.topic.name})"
+                )
+            if len(positions) != 1:
+                raise InvalidArgument("a cumulative ack carries exactly one message id")
+            position = positions[0]
+            ack_set = (ack_sets or {}).get(position)
+            batch_acks = consumer is not None and self.batch_index_ack_enabled(consumer)
+            if ack_set is not None and batch_acks:
+                moved = self.cursor.mark_delete(self.topic.ledger.previous_position(position))
+                self.cursor.delete_batch_indexes(position, ack_set[0], ack_set[1])
+            else:
+                moved = self.cursor.mark_delete(position)
+            self.emit(EventType.ACKED, consumer, positions=[list(position)], cumulative=True)
+            self._after_ack([], moved)
+            return
+        full: list[Position] = []
+        moved = False
+        batch_acks = consumer is not None and self.batch_index_ack_enabled(consumer)
+        for position in positions:
+            ack_set = (ack_sets or {}).get(position)
+            if ack_set is not None and batch_acks:
+                moved |= self.cursor.delete_batch_indexes(position, ack_set[0], ack_set[1])
+                if self.cursor.is_deleted(position):
+                    full.append(position)
+            else:
+                full.append(position)
+        moved |= self.cursor.delete(full)
+        self.emit(
+            EventType.ACKED,
+            consumer,
+            positions=[list(p) for p in positions],
+            cumulative=False,
+            batch_index=bool(ack_sets) and batch_acks,
+        )
+        self._after_ack(full, moved)
+
+    def acknowledge_by_broker(self, positions: list[Position]) -> None:
+        """Acks the broker makes itself (filtered or corrupt entries)."""
+        moved = self.cursor.delete(positions)
+        self._after_ack(positions, moved)
+
+    def _after_ack(self, positions: list[Position], mark_delete_moved: bool) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.on_acknowledged(positions)
+            if mark_delete_moved:
+                self.dispatcher.on_mark_delete_moved()
+        if mark_delete_moved:
+            md = self.cursor.mark_delete_position
+            self.emit(
+                EventType.CURSOR_MOVED,
+                mark_delete=list(md),
+                read_position=list(self.cursor.read_position),
+                individually_deleted=str(self.cursor.individually_deleted),
+            )
+        if self.dispatcher is not None:
+            self.dispatcher.dispatch()
+
+    # -- cursor control -------------------------------------------------------------------
+
+    def reset_cursor(self, position: Position) -> None:
+        """Move the cursor so ``position`` is read next (admin reset-cursor / consumer seek)."""
+        self.cursor.reset(position)
+        if self.dispatcher is not None:
+            for consumer in self.dispatcher.consumers:
+                consumer.take_all_pending()
+            replay = getattr(self.dispatcher, "replay", None)
+            if replay is not None:
+                for p in replay.positions():
+                    replay.remove(p)
+        self.emit(
+            EventType.CURSOR_REWOUND,
+            read_position=list(self.cursor.read_position),
+            mark_delete=list(self.cursor.mark_delete_position),
+        )
+        if self.dispatcher is not None:
+            self.dispatcher.dispatch()
+
+    def on_new_entries(self) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.dispatch()
+
+    def tick(self, now_ms: int) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.tick(now_ms)
+
+    def close(self) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.close()
+
+    # -- stats ----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        consumers = self.consumers
+        dispatcher = self.dispatcher
+        active = getattr(dispatcher, "active_consumer", None)
+        stats: dict[str, Any] = {
+            "type": str(self.sub_type) if self.sub_type else None,
+            "msgBacklog": self.cursor.number_of_entries_in_backlog(),
+            "unackedMessages": sum(c.unacked_messages for c in consumers),
+            "msgOutCounter": sum(c.msg_out_counter for c in consumers),
+            "isDurable": self.durable,
+            "activeConsumerName": active.consumer_name if active else None,
+            "consumers": [self._consumer_stats(c) for c in consumers],
+        }
+        if dispatcher is not None and hasattr(dispatcher, "replay"):
+            stats["msgInReplay"] = len(dispatcher.replay)  # type: ignore[attr-defined]
+        if isinstance(dispatcher, KeySharedDispatcher):
+            stats.update(dispatcher.subscription_stats())
+        return stats
+
+    def _consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
+        stats: dict[str, Any] = {
+            "consumerName": consumer.consumer_name,
+            "availablePermits": consumer.permits,
+            "unackedMessages": consumer.unacked_messages,
+            "blockedConsumerOnUnackedMsgs": consumer.blocked_on_unacked,
+            "msgOutCounter": consumer.msg_out_counter,
+            "bytesOutCounter": consumer.bytes_out_counter,
+            "priorityLevel": consumer.priority_level,
+            "connectedSince": consumer.connected_since_ms,
+        }
+        if self.sub_type in (SubType.Exclusive, SubType.Failover):
+            stats["isActive"] = consumer.is_active
+        if isinstance(self.dispatcher, KeySharedDispatcher):
+            stats.update(self.dispatcher.consumer_stats(consumer))
+        return stats

@@ -1,0 +1,227 @@
+"""A persistent topic (or one partition of a partitioned topic): a ledger, its producers
+and its subscriptions.
+
+Publishing appends an entry to the managed ledger; the send receipt is released, and the
+entry dispatched, only after the ledger has made it durable (``BrokerService.commit``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .consumer import Consumer, SubType
+from .cursor import ManagedCursor
+from .entry import MessageMetadata, encode_entry
+from .errors import MessageTooBig, SubscriptionNotFound
+from .events import EventType
+from .storage.base import ManagedLedger, Position
+from .subscription import Subscription
+from .topic_name import TopicName
+
+if TYPE_CHECKING:
+    from .service import BrokerService
+
+log = logging.getLogger("pulsarlab.broker.topic")
+
+
+@dataclass(slots=True)
+class Producer:
+    """A producer attached to a topic."""
+
+    producer_id: int
+    producer_name: str
+    topic: PersistentTopic
+    conn: Any = None
+    last_sequence_id: int = -1
+    msg_in_counter: int = 0
+    bytes_in_counter: int = 0
+
+
+@dataclass(slots=True)
+class PendingSend:
+    producer: Producer
+    sequence_id: int
+    position: Position
+
+
+class PersistentTopic:
+    """One persistent topic partition and everything attached to it."""
+
+    def __init__(self, service: BrokerService, name: TopicName, ledger: ManagedLedger) -> None:
+        self.service = service
+        self.topic_name = name
+        self.name = str(name)
+        self.partition_index = name.partition_index
+        self.ledger = ledger
+        self.producers: dict[int, Producer] = {}
+        self.subscriptions: dict[str, Subscription] = {}
+        self.pending_sends: list[PendingSend] = []
+        self.msg_in_counter = 0
+        self.bytes_in_counter = 0
+        self.msg_out_counter = 0
+        self._last_cursor_persist_ms = 0
+        for cursor_name, state in service.storage.metadata.get_cursors(self.name).items():
+            cursor = ManagedCursor.from_state(cursor_name, ledger, state)
+            self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor)
+
+    # -- publishing -----------------------------------------------------------------------
+
+    def publish(self, producer: Producer, metadata: MessageMetadata, payload: bytes) -> Position:
+        """Append one entry; its receipt waits for the next commit."""
+        size = len(payload)
+        limit = self.service.settings.max_message_size
+        if size > limit:
+            raise MessageTooBig(
+                f"message of {size} bytes exceeds max_message_size {limit} on {self.name}"
+            )
+        data = encode_entry(metadata, payload)
+        position = self.ledger.add_entry(data, self.service.now_ms())
+        self.pending_sends.append(PendingSend(producer, metadata.sequence_id, position))
+        producer.last_sequence_id = max(producer.last_sequence_id, metadata.sequence_id)
+        producer.msg_in_counter += metadata.num_messages
+        producer.bytes_in_counter += size
+        self.msg_in_counter += metadata.num_messages
+        self.bytes_in_counter += size
+        self.service.dirty_topics.add(self)
+        return position
+
+    def sync(self) -> list[PendingSend]:
+        """Make appended entries durable; return the sends now confirmed."""
+        self.ledger.sync()
+        done, self.pending_sends = self.pending_sends, []
+        return done
+
+    def on_entries_confirmed(self) -> None:
+        for subscription in list(self.subscriptions.values()):
+            subscription.on_new_entries()
+
+    # -- subscriptions --------------------------------------------------------------------
+
+    def get_or_create_subscription(
+        self,
+        name: str,
+        *,
+        durable: bool,
+        earliest: bool,
+        start_position: Position | None = None,
+        start_inclusive: bool = False,
+    ) -> tuple[Subscription, bool]:
+        subscription = self.subscriptions.get(name)
+        if subscription is not None:
+            return subscription, False
+        if start_position is not None:
+            cursor = ManagedCursor.at_message(
+                name, self.ledger, start_position, start_inclusive, durable=durable
+            )
+        else:
+            cursor = ManagedCursor.at_start_position(name, self.ledger, earliest, durable=durable)
+        subscription = Subscription(self, name, cursor)
+        return subscription, True
+
+    def attach(self, subscription: Subscription, consumer: Consumer, sub_type: SubType) -> None:
+        """Add the consumer; a new subscription is recorded only if that succeeds."""
+        is_new = subscription.name not in self.subscriptions
+        subscription.add_consumer(consumer, sub_type)
+        if is_new:
+            self.subscriptions[subscription.name] = subscription
+            if subscription.durable:
+                self.persist_cursor(subscription.cursor)
+            self.service.emit(
+                EventType.SUBSCRIPTION_CREATED, self.name, subscription.name, None,
+                durable=subscription.durable, sub_type=str(sub_type),
+            )
+        subscription.on_new_entries()
+
+    def remove_subscription(self, name: str) -> None:
+        subscription = self.subscriptions.pop(name, None)
+        if subscription is None:
+            raise SubscriptionNotFound(f"subscription {name!r} not found on {self.name}")
+        subscription.close()
+        if subscription.durable:
+            self.service.storage.metadata.delete_cursor(self.name, name)
+        self.service.emit(EventType.SUBSCRIPTION_DELETED, self.name, name, None)
+
+    def detach(self, subscription: Subscription, consumer: Consumer) -> None:
+        subscription.remove_consumer(consumer)
+        if not subscription.durable and not subscription.consumers:
+            self.subscriptions.pop(subscription.name, None)
+            subscription.close()
+
+    # -- persistence and housekeeping -----------------------------------------------------
+
+    def persist_cursor(self, cursor: ManagedCursor) -> None:
+        self.service.storage.metadata.put_cursor(self.name, cursor.name, cursor.state())
+        cursor.dirty = False
+
+    def persist_cursors(self, now_ms: int, force: bool = False) -> None:
+        interval = self.service.settings.managed_ledger_cursor_persist_interval_ms
+        if not force and now_ms - self._last_cursor_persist_ms < interval:
+            return
+        self._last_cursor_persist_ms = now_ms
+        for subscription in self.subscriptions.values():
+            if subscription.durable and subscription.cursor.dirty:
+                self.persist_cursor(subscription.cursor)
+
+    def trim_ledgers(self) -> list[int]:
+        """Delete ledgers every durable subscription has fully acknowledged."""
+        durable = [s.cursor for s in self.subscriptions.values() if s.durable]
+        if not durable:
+            return []
+        slowest = min(c.mark_delete_position for c in durable)
+        deleted = self.ledger.trim(slowest)
+        if deleted:
+            self.service.emit(EventType.LEDGERS_TRIMMED, self.name, None, None, ledgers=deleted)
+        return deleted
+
+    def housekeeping(self, now_ms: int) -> None:
+        before = self.ledger.ledgers[-1].ledger_id if self.ledger.ledgers else None
+        if self.ledger.maybe_rollover(now_ms):
+            after = self.ledger.ledgers[-1].ledger_id
+            self.service.emit(
+                EventType.LEDGER_ROLLED_OVER, self.name, None, None, closed=before, opened=after
+            )
+            self.trim_ledgers()
+        self.persist_cursors(now_ms)
+
+    def close(self) -> None:
+        self.persist_cursors(self.service.now_ms(), force=True)
+        for subscription in self.subscriptions.values():
+            subscription.close()
+        self.ledger.close()
+
+    # -- stats ----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "msgInCounter": self.msg_in_counter,
+            "bytesInCounter": self.bytes_in_counter,
+            "msgOutCounter": self.msg_out_counter,
+            "storageSize": self.ledger.total_size,
+            "publishers": [
+                {
+                    "producerName": p.producer_name,
+                    "producerId": p.producer_id,
+                    "msgInCounter": p.msg_in_counter,
+                    "bytesInCounter": p.bytes_in_counter,
+                }
+                for p in self.producers.values()
+            ],
+            "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
+        }
+
+    def internal_stats(self) -> dict[str, Any]:
+        lac = self.ledger.last_confirmed
+        return {
+            "entriesAddedCounter": self.ledger.number_of_entries,
+            "numberOfEntries": self.ledger.number_of_entries,
+            "totalSize": self.ledger.total_size,
+            "currentLedgerEntries": self.ledger.ledgers[-1].entries if self.ledger.ledgers else 0,
+            "lastConfirmedEntry": f"{lac[0]}:{lac[1]}",
+            "ledgers": [info.to_dict() for info in self.ledger.ledgers],
+            "corruptEntries": [f"{p[0]}:{p[1]}" for p in sorted(self.ledger.corrupt_entries)],
+            "cursors": {
+                name: s.cursor.internal_stats() for name, s in self.subscriptions.items()
+            },
+        }

@@ -1,0 +1,11 @@
+"""pulsarlab: see and operate Apache Pulsar's messaging semantics from Jupyter.
+
+The broker lives in ``pulsarlab.broker``, the widgets in ``pulsarlab.widgets``; this
+package is also the IPython extension (``%load_ext pulsarlab``) once the magics land.
+"""
+
+from .broker import BrokerService, BrokerSettings, MessageId
+
+__version__ = "0.1.0"
+
+__all__ = ["BrokerService", "BrokerSettings", "MessageId", "__version__"]

@@ -1,0 +1,141 @@
+"""Shared fixtures: a sans-I/O broker core on a manual clock, and helpers to drive it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from pulsarlab.broker import BrokerService, BrokerSettings, ManualClock, MessageMetadata, SubType
+from pulsarlab.broker.actions import ActiveConsumerChange, Deliver, SendError, SendReceipt
+from pulsarlab.broker.consumer import Consumer
+from pulsarlab.broker.storage import DurableStorage, MemoryStorage
+
+
+class Harness:
+    """Drives a :class:`BrokerService` and sorts what it sends by consumer."""
+
+    def __init__(self, storage: Any = None, clock: ManualClock | None = None, **settings: Any):
+        self.clock = clock or ManualClock()
+        self.storage = storage if storage is not None else MemoryStorage()
+        self.service = BrokerService(
+            self.storage, self.clock, BrokerSettings.from_kwargs(**settings)
+        )
+        self.events: list[Any] = []
+        self.service.add_listener(self.events.append)
+        self.delivered: dict[int, list[tuple[tuple[int, int], int, int | None]]] = defaultdict(list)
+        self.receipts: list[SendReceipt] = []
+        self.send_errors: list[SendError] = []
+        self.active: dict[int, bool] = {}
+        self._producers: dict[str, int] = {}
+
+    # -- producing ------------------------------------------------------------------------
+
+    def producer(self, topic: str, name: str | None = None) -> int:
+        key = f"{topic}|{name}"
+        if key not in self._producers:
+            self._producers[key] = self.service.create_producer(topic, name).producer_id
+        return self._producers[key]
+
+    def publish(
+        self,
+        topic: str,
+        count: int = 1,
+        *,
+        key: str | None = None,
+        ordering_key: bytes | None = None,
+        batch: int | None = None,
+        payload: bytes = b"x",
+        commit: bool = True,
+    ) -> list[tuple[int, int]]:
+        producer_id = self.producer(topic)
+        positions = []
+        for _ in range(count):
+            meta = MessageMetadata(
+                partition_key=key, ordering_key=ordering_key, num_messages_in_batch=batch
+            )
+            positions.append(self.service.send(producer_id, meta, payload))
+        if commit:
+            self.commit()
+        return positions
+
+    def commit(self) -> None:
+        self.service.commit()
+        self.drain()
+
+    # -- consuming ------------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topic: str,
+        subscription: str,
+        name: str,
+        sub_type: SubType = SubType.Exclusive,
+        permits: int = 0,
+        **kwargs: Any,
+    ) -> Consumer:
+        consumer = self.service.subscribe(topic, subscription, name, sub_type, **kwargs)
+        self.drain()
+        if permits:
+            self.flow(consumer, permits)
+        return consumer
+
+    def flow(self, consumer: Consumer, permits: int) -> None:
+        self.service.flow(consumer.consumer_id, permits)
+        self.drain()
+
+    def ack(self, consumer: Consumer, positions: Any, **kwargs: Any) -> None:
+        self.service.ack(consumer.consumer_id, list(positions), **kwargs)
+        self.drain()
+
+    def close(self, consumer: Consumer) -> None:
+        self.service.close_consumer(consumer.consumer_id)
+        self.drain()
+
+    def advance(self, ms: int) -> None:
+        self.clock.advance(ms)
+        self.service.tick()
+        self.drain()
+
+    def drain(self) -> None:
+        for action in self.service.take_actions():
+            if isinstance(action, Deliver):
+                self.delivered[action.consumer_id].extend(
+                    (e.position, e.redelivery_count, e.ack_set) for e in action.entries
+                )
+            elif isinstance(action, SendReceipt):
+                self.receipts.append(action)
+            elif isinstance(action, SendError):
+                self.send_errors.append(action)
+            elif isinstance(action, ActiveConsumerChange):
+                self.active[action.consumer_id] = action.is_active
+
+    def take(self, consumer: Consumer) -> list[tuple[int, int]]:
+        """Positions delivered to ``consumer`` since the last call."""
+        got = [p for p, _, _ in self.delivered.pop(consumer.consumer_id, [])]
+        return got
+
+    def take_full(self, consumer: Consumer) -> list[tuple[tuple[int, int], int, int | None]]:
+        return self.delivered.pop(consumer.consumer_id, [])
+
+    def events_of(self, type_: Any) -> list[Any]:
+        return [e for e in self.events if e.type == type_]
+
+
+@pytest.fixture
+def harness() -> Harness:
+    return Harness()
+
+
+@pytest.fixture
+def make_harness():
+    return Harness
+
+
+@pytest.fixture
+def durable_storage_factory(tmp_path):
+    def factory() -> DurableStorage:
+        return DurableStorage(tmp_path / "data")
+
+    return factory

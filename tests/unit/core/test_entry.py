@@ -1,0 +1,41 @@
+"""Entry layout: hot-path header, metadata round trip, sticky key hash at publish."""
+
+import pytest
+
+from pulsarlab.broker.entry import MessageMetadata, decode_entry, encode_entry, read_header
+
+
+def test_round_trip_and_header():
+    meta = MessageMetadata(
+        producer_name="p",
+        sequence_id=7,
+        publish_time=123,
+        properties={"a": "b"},
+        partition_key="Order-3459134",
+        num_messages_in_batch=5,
+        deliver_at_time=999,
+    )
+    data = encode_entry(meta, b"payload")
+    header = read_header(data)
+    assert header.num_messages == 5 and header.batched
+    assert header.sticky_key_hash == 964695987
+    assert header.deliver_at_time == 999 and header.publish_time == 123
+    decoded, payload = decode_entry(data)
+    assert payload == b"payload"
+    assert decoded == meta
+
+
+def test_ordering_key_wins_and_none_key_fallback():
+    meta = MessageMetadata(partition_key="a", ordering_key=b"b")
+    with_ordering = read_header(encode_entry(meta, b""))
+    only_b = read_header(encode_entry(MessageMetadata(partition_key="b"), b""))
+    assert with_ordering.sticky_key_hash == only_b.sticky_key_hash
+    keyless = read_header(encode_entry(MessageMetadata(), b""))
+    none_key = read_header(encode_entry(MessageMetadata(partition_key="NONE_KEY"), b""))
+    assert keyless.sticky_key_hash == none_key.sticky_key_hash
+    assert not keyless.batched and keyless.num_messages == 1
+
+
+def test_short_entry_is_a_clear_error():
+    with pytest.raises(ValueError, match="shorter than"):
+        read_header(b"abc")
