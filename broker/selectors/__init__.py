@@ -1,0 +1,100 @@
+"""Key_Shared sticky-key selectors, failover picking and the hashes behind them (Pulsar 3.3).
+
+:func:`make_selector` chooses a selector the way Pulsar's Key_Shared dispatcher does: STICKY
+mode → :class:`HashRangeExclusiveStickyKeyConsumerSelector`; AUTO_SPLIT mode → consistent
+hashing when the broker setting ``subscriptionKeySharedUseConsistentHashing`` is on (Pulsar's
+default since 2.10), else the auto-split hash ranges.
+"""
+
+from __future__ import annotations
+
+from .auto_split import HashRangeAutoSplitStickyKeyConsumerSelector
+from .base import (
+    HashRange,
+    HashRangeConsumer,
+    KeySharedConsumer,
+    StickyKeyConsumerSelector,
+    format_range,
+)
+from .consistent_hashing import (
+    DEFAULT_NUMBER_OF_POINTS,
+    RING_SIZE,
+    ConsistentHashingStickyKeyConsumerSelector,
+    consumer_point_hash,
+)
+from .failover import (
+    CONSUMER_CONSISTENT_HASH_REPLICAS,
+    PriorityConsumer,
+    active_consumer_hash_ring,
+    eligible_consumers,
+    pick_active_consumer,
+    sort_consumers,
+)
+from .hashing import (
+    INT_MAX,
+    NONE_KEY,
+    RANGE_SIZE,
+    HashingScheme,
+    java_string_hash,
+    java_string_hash_code,
+    murmur3_32_hash,
+    partition_for_key,
+    slot,
+    sticky_key,
+    sticky_key_hash,
+)
+from .sticky import HashRangeExclusiveStickyKeyConsumerSelector
+
+__all__ = [
+    "CONSUMER_CONSISTENT_HASH_REPLICAS",
+    "DEFAULT_NUMBER_OF_POINTS",
+    "INT_MAX",
+    "NONE_KEY",
+    "RANGE_SIZE",
+    "RING_SIZE",
+    "ConsistentHashingStickyKeyConsumerSelector",
+    "HashRange",
+    "HashRangeAutoSplitStickyKeyConsumerSelector",
+    "HashRangeConsumer",
+    "HashRangeExclusiveStickyKeyConsumerSelector",
+    "HashingScheme",
+    "KeySharedConsumer",
+    "PriorityConsumer",
+    "StickyKeyConsumerSelector",
+    "active_consumer_hash_ring",
+    "consumer_point_hash",
+    "eligible_consumers",
+    "format_range",
+    "java_string_hash",
+    "java_string_hash_code",
+    "make_selector",
+    "murmur3_32_hash",
+    "partition_for_key",
+    "pick_active_consumer",
+    "slot",
+    "sort_consumers",
+    "sticky_key",
+    "sticky_key_hash",
+]
+
+_MODES = ("auto_split", "sticky")
+
+
+def make_selector(
+    mode: str,
+    use_consistent_hashing: bool,
+    consistent_hashing_points: int = DEFAULT_NUMBER_OF_POINTS,
+) -> StickyKeyConsumerSelector:
+    """A fresh selector for a Key_Shared subscription in ``mode`` (``"auto_split"``/``"sticky"``).
+
+    ``mode`` is case-insensitive and may also be an enum member named ``AUTO_SPLIT`` or
+    ``STICKY``. ``use_consistent_hashing`` only matters for AUTO_SPLIT.
+    """
+    name = str(getattr(mode, "name", mode)).lower()
+    if name == "sticky":
+        return HashRangeExclusiveStickyKeyConsumerSelector()
+    if name == "auto_split":
+        if use_consistent_hashing:
+            return ConsistentHashingStickyKeyConsumerSelector(consistent_hashing_points)
+        return HashRangeAutoSplitStickyKeyConsumerSelector()
+    raise ValueError(f"unknown Key_Shared mode {mode!r}; expected one of {_MODES}")

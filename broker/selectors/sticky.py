@@ -1,0 +1,162 @@
+"""Key_Shared STICKY mode: ``HashRangeExclusiveStickyKeyConsumerSelector`` (fixed rules).
+
+Every consumer declares its own inclusive slot ranges inside ``[0, range_size - 1]``
+(``KeySharedPolicy.stickyHashRange()``); the selector only checks them and looks them up.
+The same class filters Exclusive/Failover consumers and readers that declare key hash
+ranges: register the one consumer, and an entry whose :meth:`select` is ``None`` is skipped.
+
+Validation, in this order, each failure a one-line
+:class:`~pulsarlab.broker.errors.ConsumerAssignError` that leaves the selector unchanged:
+
+1. ranges missing or empty — "Ranges for KeyShared policy must not be empty."
+2. a range with start > end — "Fixed hash range start > end for range: [s, e]"
+3. a range outside ``[0, 65535]`` — "Ranges must be [0, 65535] but provided range is [s, e]"
+   (Pulsar checks this in the client; the broker here checks it too)
+4. two of the consumer's own ranges overlap — "Consumer's own ranges conflict: [a, b]
+   overlaps with [c, d]"
+5. a range overlaps another consumer's — "Range conflict with consumer <name>: [a, b]
+   overlaps with [c, d]" (ranges are inclusive: ``[0, 10]`` and ``[10, 20]`` conflict).
+
+Selection is the fixed rule of Pulsar 3.3.9+ (PR #24730): the consumer whose range contains
+``hash % range_size``, else ``None``. :meth:`legacy_floor_ceiling_select` reproduces the buggy
+rule of Pulsar ≤ 3.3.8 for teaching (see its docstring). Pulsar's 3.1+ broker also pings the
+conflicting consumer's connection before rejecting; that liveness check is the dispatcher's
+job, not the selector's.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from itertools import pairwise
+
+from ..errors import ConsumerAssignError
+from .base import HashRange, HashRangeConsumer, StickyKeyConsumerSelector, format_range
+from .hashing import RANGE_SIZE
+
+__all__ = ["HashRangeExclusiveStickyKeyConsumerSelector"]
+
+
+def _overlaps(a: HashRange, b: HashRange) -> bool:
+    return max(a[0], b[0]) <= min(a[1], b[1])
+
+
+class HashRangeExclusiveStickyKeyConsumerSelector(StickyKeyConsumerSelector[HashRangeConsumer]):
+    """Gives each consumer exactly the hash ranges it declared (``KeySharedMode.STICKY``)."""
+
+    def __init__(self, range_size: int = RANGE_SIZE) -> None:
+        if range_size < 1:
+            raise ValueError(f"range size must be greater than 0, got {range_size}")
+        self.range_size = range_size
+        self._starts: list[int] = []  # ascending range starts
+        self._ends: list[int] = []  # _ends[i] ends the range starting at _starts[i]
+        self._owners: list[HashRangeConsumer] = []
+        self._ranges_of: dict[HashRangeConsumer, list[HashRange]] = {}  # joining order
+
+    @property
+    def consumers(self) -> tuple[HashRangeConsumer, ...]:
+        return tuple(self._ranges_of)
+
+    def __contains__(self, consumer: object) -> bool:
+        return consumer in self._ranges_of
+
+    def add_consumer(self, consumer: HashRangeConsumer) -> None:
+        ranges = self.validate(consumer)
+        for start, end in ranges:
+            index = bisect_left(self._starts, start)
+            self._starts.insert(index, start)
+            self._ends.insert(index, end)
+            self._owners.insert(index, consumer)
+        self._ranges_of[consumer] = ranges
+
+    def remove_consumer(self, consumer: HashRangeConsumer) -> None:
+        if self._ranges_of.pop(consumer, None) is None:
+            return
+        keep = [i for i, owner in enumerate(self._owners) if owner != consumer]
+        self._starts = [self._starts[i] for i in keep]
+        self._ends = [self._ends[i] for i in keep]
+        self._owners = [self._owners[i] for i in keep]
+
+    def select(self, sticky_key_hash: int) -> HashRangeConsumer | None:
+        slot = sticky_key_hash % self.range_size
+        index = bisect_right(self._starts, slot) - 1
+        if index >= 0 and slot <= self._ends[index]:
+            return self._owners[index]
+        return None
+
+    def legacy_floor_ceiling_select(self, sticky_key_hash: int) -> HashRangeConsumer | None:
+        """The BUGGY selection of Pulsar ≤ 3.3.8 (≤ 3.0.13, ≤ 4.0.6), for the tutorial only.
+
+        The old broker kept every range's start AND end as keys of one ``TreeMap`` and
+        returned ``floorEntry(slot)``'s consumer when it equalled ``ceilingEntry(slot)``'s.
+        A slot in the gap between two ranges of the SAME consumer therefore went to that
+        consumer too: with ``[0, 9999], [20000, 29999]`` it also receives slot 15000. Takes a
+        31-bit hash or a slot (reduced with ``% range_size``). Never use it to dispatch.
+        """
+        slot = sticky_key_hash % self.range_size
+        index = bisect_right(self._starts, slot) - 1
+        if index < 0:
+            return None  # no floor entry
+        owner = self._owners[index]
+        if slot <= self._ends[index]:
+            return owner  # floor and ceiling are this range's own start/end
+        following = index + 1
+        if following < len(self._starts) and self._owners[following] == owner:
+            return owner  # floor = end of one range, ceiling = start of the next: same owner
+        return None
+
+    def consumer_key_hash_ranges(self) -> dict[HashRangeConsumer, list[HashRange]]:
+        result: dict[HashRangeConsumer, list[HashRange]] = {}
+        for start, end, owner in zip(self._starts, self._ends, self._owners, strict=True):
+            result.setdefault(owner, []).append((start, end))
+        return result
+
+    def validate(self, consumer: HashRangeConsumer) -> list[HashRange]:
+        """Check ``consumer``'s declared ranges against the rules; return them sorted.
+
+        Raises :class:`~pulsarlab.broker.errors.ConsumerAssignError` with the first rule
+        broken. Changes nothing.
+        """
+        declared: Sequence[HashRange] | None = getattr(consumer, "key_hash_ranges", None)
+        if not declared:
+            raise ConsumerAssignError("Ranges for KeyShared policy must not be empty.")
+        ranges = [(int(start), int(end)) for start, end in declared]
+        for r in ranges:
+            if r[0] > r[1]:
+                raise ConsumerAssignError(
+                    f"Fixed hash range start > end for range: {format_range(r)}"
+                )
+        top = self.range_size - 1
+        for r in ranges:
+            if r[0] < 0 or r[1] > top:
+                raise ConsumerAssignError(
+                    f"Ranges must be [0, {top}] but provided range is {format_range(r)}"
+                )
+        ranges.sort()
+        for current, following in pairwise(ranges):
+            if _overlaps(current, following):
+                raise ConsumerAssignError(
+                    f"Consumer's own ranges conflict: {format_range(current)} overlaps with "
+                    f"{format_range(following)}"
+                )
+        for r in ranges:
+            conflict = self._first_overlap(r)
+            if conflict is not None:
+                existing, owner = conflict
+                raise ConsumerAssignError(
+                    f"Range conflict with consumer {owner.consumer_name}: "
+                    f"{format_range(r)} overlaps with {format_range(existing)}"
+                )
+        return ranges
+
+    def _first_overlap(self, r: HashRange) -> tuple[HashRange, HashRangeConsumer] | None:
+        """The registered range overlapping ``r`` that starts lowest, with its owner."""
+        # Registered ranges never overlap each other, so only the range starting at or
+        # before r's start and those starting inside r can overlap it.
+        index = max(bisect_right(self._starts, r[0]) - 1, 0)
+        while index < len(self._starts) and self._starts[index] <= r[1]:
+            existing = (self._starts[index], self._ends[index])
+            if _overlaps(r, existing):
+                return existing, self._owners[index]
+            index += 1
+        return None
