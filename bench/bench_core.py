@@ -24,20 +24,25 @@ GROUP = 100  # entries per group commit
 QUEUE = 1000  # receiver queue, refilled at half like the real client
 
 
-def run(storage, messages: int, batch: int) -> dict:
+def run(
+    storage, messages: int, batch: int, sub_type: SubType = SubType.Shared, consumers: int = 1
+) -> dict:
     core = BrokerService(storage, ManualClock())
     producer = core.create_producer("bench").producer_id
-    consumer = core.subscribe("bench", "s", "c", SubType.Shared).consumer_id
-    core.flow(consumer, QUEUE)
+    ids = [core.subscribe("bench", "s", f"c{i}", sub_type).consumer_id for i in range(consumers)]
+    for consumer in ids:
+        core.flow(consumer, QUEUE)
     entries = messages // batch
     meta_batch = batch if batch > 1 else None
+    keys = [f"key-{i}" for i in range(1000)]
     received = 0
-    permits_used = 0
+    permits_used = dict.fromkeys(ids, 0)
     start = time.perf_counter()
     sent = 0
     while sent < entries:
         for _ in range(min(GROUP, entries - sent)):
-            core.send(producer, MessageMetadata(num_messages_in_batch=meta_batch), PAYLOAD * batch)
+            meta = MessageMetadata(num_messages_in_batch=meta_batch, partition_key=keys[sent % 1000])
+            core.send(producer, meta, PAYLOAD * batch)
             sent += 1
         core.commit()
         while True:
@@ -47,11 +52,12 @@ def run(storage, messages: int, batch: int) -> dict:
             for action in delivered:
                 positions = [e.position for e in action.entries]
                 received += len(positions) * batch
-                permits_used += len(positions) * batch
-                core.ack(consumer, positions)
-            if permits_used >= QUEUE // 2:
-                core.flow(consumer, permits_used)
-                permits_used = 0
+                permits_used[action.consumer_id] += len(positions) * batch
+                core.ack(action.consumer_id, positions)
+            for consumer, used in permits_used.items():
+                if used >= QUEUE // 2:
+                    core.flow(consumer, used)
+                    permits_used[consumer] = 0
     elapsed = time.perf_counter() - start
     assert received == entries * batch, (received, entries * batch)
     core.close()
@@ -76,6 +82,15 @@ def main() -> None:
                 storage = MemoryStorage() if store == "memory" else DurableStorage(tmp)
                 name = f"{store}_{'batched100' if batch > 1 else 'unbatched'}"
                 results["runs"][name] = run(storage, args.messages, batch)
+    for sub_type in (SubType.Shared, SubType.Key_Shared):
+        n = max(1, args.messages // 5)
+        name = f"memory_unbatched_{sub_type.value.lower()}_10_consumers"
+        results["runs"][name] = run(MemoryStorage(), n, 1, sub_type, consumers=10)
+    runs = results["runs"]
+    results["key_shared_vs_shared"] = round(
+        runs["memory_unbatched_key_shared_10_consumers"]["msgs_per_s"]
+        / runs["memory_unbatched_shared_10_consumers"]["msgs_per_s"], 3
+    )
     results["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(json.dumps(results, indent=2))
 

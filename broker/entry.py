@@ -16,7 +16,7 @@ back delayed messages, and hands the entry bytes to consumers unchanged.
 from __future__ import annotations
 
 import struct
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import msgpack
@@ -64,11 +64,22 @@ class MessageMetadata:
         return sticky_key(self.ordering_key, self.partition_key, self.partition_key_b64_encoded)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, {}, False, 0, "")}
+        """The fields that are set (defaults are left out, as protobuf does)."""
+        out = {}
+        for name, default in _DEFAULTS:
+            value = getattr(self, name)
+            if value is not None and value != default:
+                out[name] = value
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MessageMetadata:
         return cls(**data)
+
+
+_DEFAULTS = tuple(
+    (f.name, {} if f.name == "properties" else f.default) for f in fields(MessageMetadata)
+)
 
 
 @dataclass(frozen=True, slots=True)
