@@ -41,7 +41,8 @@ def run(
     sent = 0
     while sent < entries:
         for _ in range(min(GROUP, entries - sent)):
-            meta = MessageMetadata(num_messages_in_batch=meta_batch, partition_key=keys[sent % 1000])
+            key = keys[sent % len(keys)]
+            meta = MessageMetadata(num_messages_in_batch=meta_batch, partition_key=key)
             core.send(producer, meta, PAYLOAD * batch)
             sent += 1
         core.commit()
