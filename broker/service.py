@@ -328,13 +328,7 @@ class BrokerService:
             try:
                 done = topic.sync()
             except StorageError as exc:
-                log.error("%s", exc)
-                for pending in topic.pending_sends:
-                    p = pending.producer
-                    self.outbox.append(
-                        SendError(p.producer_id, p.conn, pending.sequence_id, exc.code, str(exc))
-                    )
-                topic.pending_sends = []
+                self.fail_pending_sends(topic, exc)
                 continue
             for pending in done:
                 p = pending.producer
@@ -355,6 +349,16 @@ class BrokerService:
                         position=list(pending.position),
                     )
             topic.on_entries_confirmed()
+
+    def fail_pending_sends(self, topic: PersistentTopic, exc: StorageError) -> None:
+        """The ledger lost its unconfirmed entries: their producers get an error each."""
+        log.error("%s", exc)
+        for pending in topic.pending_sends:
+            p = pending.producer
+            self.outbox.append(
+                SendError(p.producer_id, p.conn, pending.sequence_id, exc.code, str(exc))
+            )
+        topic.pending_sends = []
 
     # -- consumers ------------------------------------------------------------------------
 

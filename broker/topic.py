@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .consumer import Consumer, SubType
 from .cursor import ManagedCursor
 from .entry import MessageMetadata, encode_entry
-from .errors import MessageTooBig, SubscriptionNotFound
+from .errors import MessageTooBig, StorageError, SubscriptionNotFound
 from .events import EventType
 from .storage.base import ManagedLedger, Position
 from .subscription import Subscription
@@ -77,7 +77,12 @@ class PersistentTopic:
                 f"message of {size} bytes exceeds max_message_size {limit} on {self.name}"
             )
         data = encode_entry(metadata, payload)
-        position = self.ledger.add_entry(data, self.service.now_ms())
+        try:
+            position = self.ledger.add_entry(data, self.service.now_ms())
+        except StorageError as exc:
+            # The ledger dropped every unconfirmed entry: fail their sends too.
+            self.service.fail_pending_sends(self, exc)
+            raise
         self.pending_sends.append(PendingSend(producer, metadata.sequence_id, position))
         producer.last_sequence_id = max(producer.last_sequence_id, metadata.sequence_id)
         producer.msg_in_counter += metadata.num_messages

@@ -1,0 +1,446 @@
+"""The durable backend: managed ledgers in CRC-checked segment files, metadata in SQLite.
+
+Layout under ``data_dir``: ``metadata.sqlite`` and
+``ledgers/<encoded managed-ledger name>/<ledger_id>.log``. A segment file is a run of
+records ``length (u32, big-endian) | zlib.crc32(data) (u32, big-endian) | data``.
+
+Appends are buffered in memory; :meth:`sync` writes them and makes one ``fsync`` for all of
+them (group commit) before they become readable. The ledger list is saved on create,
+rollover, trim and close, not per entry, so opening after a crash scans the segment files:
+a torn tail of the last ledger is truncated (WARNING), a bad record followed by good ones is
+corruption and is reported (ERROR) and kept as a ``None`` entry, never skipped silently.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import mmap
+import os
+import re
+import struct
+import zlib
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import LedgerCorruption, StorageError
+from .base import LedgerConfig, LedgerInfo, MetadataStore, Position
+from .memory import LedgerSequence, LedgerStorage
+from .sqlite_store import SqliteMetadataStore
+
+log = logging.getLogger("pulsarlab.broker.storage")
+
+_HEADER = struct.Struct(">II")
+_FLUSH_BYTES = 1 << 20
+_MAX_OPEN_FILES = 4
+_SEGMENT = re.compile(r"(\d+)\.log")
+_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def segment_dir_name(ml_name: str) -> str:
+    """The directory name of a managed ledger's segment files: one safe path component.
+
+    Lower-case letters, digits, ``-`` and ``_`` stay; every other byte (upper case too, so
+    names differing only in case stay apart on case-insensitive file systems) becomes
+    ``%XX``. Names too long for a file name are cut and completed with a hash.
+    """
+    raw = ml_name.encode()
+    encoded = "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in raw)
+    if len(encoded) > 200:
+        encoded = f"{encoded[:150]}~{hashlib.sha256(raw).hexdigest()[:40]}"
+    return encoded
+
+
+def _reason(exc: OSError) -> str:
+    return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _record_at(buf: mmap.mmap, pos: int, size: int) -> tuple[int, bool] | None:
+    """End offset of the record at ``pos`` and whether its CRC matches; ``None`` if it does
+    not fit in the file."""
+    if pos + _HEADER.size > size:
+        return None
+    length, crc = _HEADER.unpack_from(buf, pos)
+    end = pos + _HEADER.size + length
+    if length == 0 or end > size:
+        # Empty entries are never written, so a zero length is a zero-filled torn tail.
+        return None
+    return end, zlib.crc32(buf[pos + _HEADER.size : end]) == crc
+
+
+def _scan(path: Path, closed: bool) -> tuple[array[int], list[int], int | None, int]:
+    """Walk a segment file's records.
+
+    Returns the record boundaries (``offsets[i]`` = start of entry ``i``, plus the end), the
+    ids of corrupt entries (a record whose declared length fits but whose CRC does not
+    match, kept in place when the ledger is closed or a good record follows it), the offset
+    where readable records stop (``None`` if the file ends cleanly) and the file size.
+    """
+    offsets = array("Q", [0])
+    corrupt: list[int] = []
+    if not path.exists():
+        return offsets, corrupt, None, 0
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size == 0:
+            return offsets, corrupt, None, 0
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            pos = 0
+            while pos < size:
+                record = _record_at(buf, pos, size)
+                if record is None:
+                    return offsets, corrupt, pos, size
+                end, intact = record
+                if not intact:
+                    following = _record_at(buf, end, size)
+                    if not (closed or (following is not None and following[1])):
+                        return offsets, corrupt, pos, size
+                    corrupt.append(len(offsets) - 1)
+                offsets.append(end)
+                pos = end
+    return offsets, corrupt, None, size
+
+
+class DurableManagedLedger(LedgerSequence):
+    """A managed ledger stored as one segment file per ledger in ``directory``."""
+
+    def __init__(
+        self, name: str, config: LedgerConfig, metadata: MetadataStore, directory: Path
+    ) -> None:
+        super().__init__(name, config, metadata)
+        self._dir = directory
+        # Per ledger: start offset of every entry, then the end of the last one.
+        self._offsets: dict[int, array[int]] = {}
+        # Open descriptors, oldest first: the current ledger's (read/write) and a few others.
+        self._fds: dict[int, int] = {}
+        self._buffer = bytearray()
+        self._dirs_to_sync: tuple[Path, ...] = ()
+        self._cache: OrderedDict[Position, bytes] = OrderedDict()
+        self._cache_bytes = 0
+
+    def _path(self, ledger_id: int) -> Path:
+        return self._dir / f"{ledger_id}.log"
+
+    # -- recovery ---------------------------------------------------------------------------
+
+    def _recover(self, saved: list[LedgerInfo] | None, now_ms: int) -> list[LedgerInfo]:
+        self._remove_unlisted(saved)
+        return [self._recover_ledger(info, now_ms) for info in saved or []]
+
+    def _remove_unlisted(self, saved: list[LedgerInfo] | None) -> None:
+        """Delete segment files the ledger list does not know of, when that is safe.
+
+        They are leftovers of a trim, a delete or a rollover interrupted by a crash (the list
+        is saved before files are removed and before a new ledger is written to). Anything
+        else is reported and left alone.
+        """
+        if not self._dir.is_dir():
+            return
+        listed = [info.ledger_id for info in saved or []]
+        for path in sorted(self._dir.iterdir()):
+            match = _SEGMENT.fullmatch(path.name)
+            if match is None or int(match[1]) in listed:
+                continue
+            ledger_id = int(match[1])
+            if not listed or ledger_id < min(listed) or path.stat().st_size == 0:
+                log.warning(
+                    "managed ledger %s: removing segment file of ledger %d, which is "
+                    "not in the ledger list",
+                    self.name,
+                    ledger_id,
+                )
+                self._store_delete(ledger_id)
+            else:
+                log.error(
+                    "managed ledger %s: segment file %s is not in the ledger list; left in place",
+                    self.name,
+                    path.name,
+                )
+
+    def _recover_ledger(self, info: LedgerInfo, now_ms: int) -> LedgerInfo:
+        ledger_id, path = info.ledger_id, self._path(info.ledger_id)
+        offsets, corrupt, stop, size = _scan(path, info.closed)
+        records = len(offsets) - 1
+        for entry_id in corrupt:
+            log.error(
+                "managed ledger %s: ledger %d entry %d at byte offset %d failed its CRC "
+                "check; reads of it return None",
+                self.name,
+                ledger_id,
+                entry_id,
+                offsets[entry_id],
+            )
+        if stop is not None and not info.closed:
+            log.warning(
+                "managed ledger %s: torn tail in ledger %d at byte offset %d (entry %d):"
+                " truncating %d bytes",
+                self.name,
+                ledger_id,
+                stop,
+                records,
+                size - stop,
+            )
+            self._truncate(path, stop)
+        elif stop is not None:
+            log.error(
+                "managed ledger %s: ledger %d is unreadable from byte offset %d (entry %d)",
+                self.name,
+                ledger_id,
+                stop,
+                records,
+            )
+        if records < info.entries:
+            log.error(
+                "managed ledger %s: ledger %d has %d of its %d entries; reads of entries "
+                "%d..%d return None",
+                self.name,
+                ledger_id,
+                records,
+                info.entries,
+                records,
+                info.entries - 1,
+            )
+            corrupt.extend(range(records, info.entries))
+            offsets.extend([offsets[-1]] * (info.entries - records))
+        entries = len(offsets) - 1
+        self._offsets[ledger_id] = offsets
+        self._corrupt.update((ledger_id, entry_id) for entry_id in corrupt)
+        stamp = info.timestamp_ms if info.closed else now_ms
+        return LedgerInfo(
+            ledger_id, entries, offsets[-1] - _HEADER.size * records, stamp, closed=True
+        )
+
+    def _truncate(self, path: Path, length: int) -> None:
+        try:
+            with open(path, "r+b") as file:
+                file.truncate(length)
+                if self.config.journal_sync_data:
+                    os.fsync(file.fileno())
+        except OSError as exc:
+            raise StorageError(
+                f"cannot truncate the torn tail of {path.name} of {self.name}: {_reason(exc)}"
+            ) from exc
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _store_create(self, ledger_id: int) -> None:
+        new_dir = not self._dir.is_dir()
+        try:
+            self._dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(
+                self._path(ledger_id), os.O_RDWR | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o644
+            )
+        except OSError as exc:
+            raise StorageError(
+                f"cannot create ledger {ledger_id} of {self.name}: {_reason(exc)}"
+            ) from exc
+        self._fds[ledger_id] = fd
+        self._limit_open_files(keep=ledger_id)
+        self._offsets[ledger_id] = array("Q", [0])
+        self._dirs_to_sync = (self._dir.parent, self._dir) if new_dir else (self._dir,)
+
+    def _store_append(self, ledger_id: int, data: bytes) -> None:
+        offsets = self._offsets[ledger_id]
+        self._buffer += _HEADER.pack(len(data), zlib.crc32(data))
+        self._buffer += data
+        offsets.append(offsets[-1] + _HEADER.size + len(data))
+        self._cache_put((ledger_id, len(offsets) - 2), data)
+        if len(self._buffer) >= _FLUSH_BYTES:
+            self._write_buffer(ledger_id)
+
+    def _write_buffer(self, ledger_id: int) -> None:
+        buffer, fd = self._buffer, self._fds[ledger_id]
+        offset = self._offsets[ledger_id][-1] - len(buffer)
+        try:
+            while buffer:
+                written = os.pwrite(fd, buffer, offset)
+                del buffer[:written]
+                offset += written
+        except OSError as exc:
+            self._fail(ledger_id, exc)
+
+    def _store_flush(self, ledger_id: int) -> None:
+        if self._buffer:
+            self._write_buffer(ledger_id)
+        if not self.config.journal_sync_data:
+            return
+        try:
+            os.fsync(self._fds[ledger_id])
+            for directory in self._dirs_to_sync:
+                _fsync_dir(directory)
+        except OSError as exc:
+            self._fail(ledger_id, exc)
+        self._dirs_to_sync = ()
+
+    def _fail(self, ledger_id: int, exc: OSError) -> None:
+        """Drop every unconfirmed entry (memory and file) and raise ``StorageError``."""
+        offsets = self._offsets[ledger_id]
+        confirmed = self._infos[-1].entries
+        for entry_id in range(confirmed, len(offsets) - 1):
+            self._cache_drop((ledger_id, entry_id))
+        del offsets[confirmed + 1 :]
+        self._buffer.clear()
+        try:
+            os.ftruncate(self._fds[ledger_id], offsets[-1])
+        except OSError as truncate_exc:
+            # The next write overwrites the tail (pwrite at the confirmed end) and recovery
+            # truncates whatever is left past the last good record.
+            log.error(
+                "managed ledger %s: cannot truncate ledger %d after a failed write: %s",
+                self.name,
+                ledger_id,
+                _reason(truncate_exc),
+            )
+        raise StorageError(
+            f"cannot persist entry to ledger {ledger_id} of {self.name}: {_reason(exc)}"
+        ) from exc
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _store_read(self, ledger_id: int, first: int, last: int) -> list[bytes | None]:
+        result = [self._cache.get((ledger_id, e)) for e in range(first, last + 1)]
+        entry_id = first
+        while entry_id <= last:
+            if result[entry_id - first] is not None or (ledger_id, entry_id) in self._corrupt:
+                entry_id += 1
+                continue
+            end = entry_id
+            while (
+                end < last
+                and result[end + 1 - first] is None
+                and (ledger_id, end + 1) not in self._corrupt
+            ):
+                end += 1
+            result[entry_id - first : end + 1 - first] = self._read_disk(ledger_id, entry_id, end)
+            entry_id = end + 1
+        return result
+
+    def _read_disk(self, ledger_id: int, first: int, last: int) -> list[bytes]:
+        offsets = self._offsets[ledger_id]
+        start, stop = offsets[first], offsets[last + 1]
+        try:
+            fd = self._fd_for_read(ledger_id)
+            buf = os.pread(fd, stop - start, start)
+            while len(buf) < stop - start:
+                more = os.pread(fd, stop - start - len(buf), start + len(buf))
+                if not more:
+                    raise OSError(errno.EIO, f"segment file ends at byte {start + len(buf)}")
+                buf += more
+        except OSError as exc:
+            raise StorageError(
+                f"cannot read ledger {ledger_id} of {self.name}: {_reason(exc)}"
+            ) from exc
+        entries = []
+        for entry_id in range(first, last + 1):
+            pos = offsets[entry_id] - start
+            length, crc = _HEADER.unpack_from(buf, pos)
+            data = buf[pos + _HEADER.size : offsets[entry_id + 1] - start]
+            if length != len(data) or zlib.crc32(data) != crc:
+                raise LedgerCorruption(
+                    f"entry {ledger_id}:{entry_id} of {self.name} failed its CRC check "
+                    f"(byte offset {offsets[entry_id]})"
+                )
+            entries.append(data)
+        return entries
+
+    def _fd_for_read(self, ledger_id: int) -> int:
+        fd = self._fds.get(ledger_id)
+        if fd is None:
+            fd = self._fds[ledger_id] = os.open(self._path(ledger_id), os.O_RDONLY | _O_CLOEXEC)
+            self._limit_open_files(keep=self._ids[-1])
+        return fd
+
+    def _limit_open_files(self, keep: int) -> None:
+        """Close the oldest descriptors beyond the limit (never ``keep``'s, the current one)."""
+        while len(self._fds) > _MAX_OPEN_FILES:
+            oldest = next(lid for lid in self._fds if lid != keep)
+            os.close(self._fds.pop(oldest))
+
+    def _cache_put(self, position: Position, data: bytes) -> None:
+        if len(data) > self.config.cache_size_bytes:
+            return
+        self._cache[position] = data
+        self._cache_bytes += len(data)
+        while self._cache_bytes > self.config.cache_size_bytes:
+            self._cache_bytes -= len(self._cache.popitem(last=False)[1])
+
+    def _cache_drop(self, position: Position) -> None:
+        data = self._cache.pop(position, None)
+        if data is not None:
+            self._cache_bytes -= len(data)
+
+    # -- removal ----------------------------------------------------------------------------
+
+    def _store_delete(self, ledger_id: int) -> None:
+        fd = self._fds.pop(ledger_id, None)
+        if fd is not None:
+            os.close(fd)
+        for position in [p for p in self._cache if p[0] == ledger_id]:
+            self._cache_drop(position)
+        self._offsets.pop(ledger_id, None)
+        try:
+            self._path(ledger_id).unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning(
+                "managed ledger %s: cannot remove the file of ledger %d (%s); it is "
+                "removed at the next open",
+                self.name,
+                ledger_id,
+                _reason(exc),
+            )
+
+    def _store_release(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+        self._buffer.clear()
+        self._cache.clear()
+        self._cache_bytes = 0
+
+    def delete(self) -> None:
+        super().delete()
+        try:
+            self._dir.rmdir()
+        except OSError as exc:
+            log.warning(
+                "managed ledger %s: cannot remove %s: %s", self.name, self._dir.name, _reason(exc)
+            )
+
+
+class DurableStorage(LedgerStorage):
+    """Managed ledgers and metadata under ``data_dir``; they survive a crash of the process."""
+
+    durable = True
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        super().__init__()
+        self.data_dir = Path(data_dir)
+        self._ledgers_dir = self.data_dir / "ledgers"
+        try:
+            if not self._ledgers_dir.is_dir():
+                self._ledgers_dir.mkdir(parents=True)
+                _fsync_dir(self.data_dir)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot create data directory {self.data_dir}: {_reason(exc)}"
+            ) from exc
+        self.metadata: SqliteMetadataStore = SqliteMetadataStore(self.data_dir / "metadata.sqlite")
+
+    def _make_ledger(self, name: str, config: LedgerConfig) -> LedgerSequence:
+        directory = self._ledgers_dir / segment_dir_name(name)
+        return DurableManagedLedger(name, config, self.metadata, directory)
+
+    def managed_ledger_names(self) -> Iterator[str]:
+        return iter(self.metadata.ledger_list_names())

@@ -1,0 +1,372 @@
+"""Durable backend: crash recovery, torn tails, corruption reports, segment files, caching."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+from pulsarlab.broker.errors import LedgerCorruption, StorageError
+from pulsarlab.broker.storage import DurableStorage, LedgerConfig, ManagedLedger
+from pulsarlab.broker.storage import durable as durable_module
+from pulsarlab.broker.storage.durable import segment_dir_name
+
+TOPIC = "persistent://public/default/orders"
+LOGGER = "pulsarlab.broker.storage"
+
+
+def open_ml(data_dir: Path, **config: int) -> tuple[DurableStorage, ManagedLedger]:
+    storage = DurableStorage(data_dir)
+    return storage, storage.open_ledger(TOPIC, LedgerConfig(**config), 0)
+
+
+def segment(data_dir: Path, ledger_id: int) -> Path:
+    return data_dir / "ledgers" / segment_dir_name(TOPIC) / f"{ledger_id}.log"
+
+
+def record(data: bytes, crc: int | None = None) -> bytes:
+    return struct.pack(">II", len(data), zlib.crc32(data) if crc is None else crc) + data
+
+
+def everything(ml: ManagedLedger) -> list[bytes | None]:
+    return [data for _, data in ml.read_entries(ml.first_position(), 1_000_000)]
+
+
+def written(count: int) -> list[bytes]:
+    return [b"entry-%03d" % i for i in range(count)]
+
+
+def write_synced(ml: ManagedLedger, count: int) -> None:
+    for data in written(count):
+        ml.add_entry(data, 0)
+    ml.sync()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork() to kill a writer process")
+def test_synced_entries_survive_kill_9(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child writes, reports what sync() confirmed, and is killed
+        try:
+            os.close(reader)
+            storage, ml = open_ml(data_dir, max_entries_per_ledger=7)
+            for batch in range(5):
+                for i in range(10):
+                    ml.add_entry(b"%d-%d" % (batch, i), 0)
+                ml.sync()
+            ml.add_entry(b"never synced", 0)
+            report = {"ids": [info.ledger_id for info in ml.ledgers]}
+            os.write(writer, json.dumps(report).encode())
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.close(writer)
+    with os.fdopen(reader) as pipe:
+        report = json.loads(pipe.read())
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=7)
+    expected = [b"%d-%d" % (batch, i) for batch in range(5) for i in range(10)]
+    data = everything(ml)
+    assert data[:50] == expected
+    assert data[50:] in ([], [b"never synced"])
+    assert ml.last_confirmed[0] > max(report["ids"])
+    storage.close()
+
+
+def test_reopen_after_crash_keeps_synced_entries_in_order(tmp_path: Path, crash) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=4)
+    write_synced(ml, 10)
+    before = [info.ledger_id for info in ml.ledgers]
+    crash(storage)
+
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=4)
+    assert everything(ml) == written(10)
+    assert [(i.ledger_id, i.entries, i.closed) for i in ml.ledgers] == [
+        (before[0], 4, True),
+        (before[1], 4, True),
+        (before[2], 2, True),
+        (ml.last_confirmed[0], 0, False),
+    ]
+    assert ml.last_confirmed[0] > max(before)
+    assert ml.add_entry(b"after", 0) == (ml.last_confirmed[0], 0)
+    storage.close()
+
+
+def test_ledger_ids_grow_across_restarts_and_crashes(tmp_path: Path, crash) -> None:
+    data_dir = tmp_path / "data"
+    seen: list[int] = []
+    for round_ in range(4):
+        storage, ml = open_ml(data_dir)
+        write_synced(ml, 1)
+        seen.append(ml.last_confirmed[0])
+        if round_ % 2:
+            crash(storage)
+        else:
+            storage.close()
+    assert seen == sorted(set(seen))
+    storage, ml = open_ml(data_dir)
+    assert [info.ledger_id for info in ml.ledgers][:-1] == seen
+    assert everything(ml) == written(1) * 4
+    storage.close()
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        pytest.param(b"\x00\x00\x01", id="partial-length-header"),
+        pytest.param(record(b"x" * 100)[:30], id="partial-data"),
+        pytest.param(record(b"torn", crc=12345), id="crc-mismatch-on-last-record"),
+        pytest.param(b"\xff" * 64, id="garbage"),
+        pytest.param(b"\x00" * 4096, id="zero-filled-block"),
+    ],
+)
+def test_torn_tail_is_truncated_with_a_warning(
+    tmp_path: Path, crash, caplog: pytest.LogCaptureFixture, tail: bytes
+) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir)
+    write_synced(ml, 5)
+    ledger_id = ml.last_confirmed[0]
+    path = segment(data_dir, ledger_id)
+    good_size = path.stat().st_size
+    with open(path, "ab") as file:
+        file.write(tail)
+    crash(storage)
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        storage, ml = open_ml(data_dir)
+    warnings = [r for r in caplog.records if r.name == LOGGER and r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    message = warnings[0].getMessage()
+    assert "torn tail" in message and TOPIC in message
+    assert f"ledger {ledger_id} at byte offset {good_size}" in message
+    assert path.stat().st_size == good_size
+    assert everything(ml) == written(5)
+    assert ml.corrupt_entries == frozenset()
+    storage.close()
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        storage, ml = open_ml(data_dir)
+    assert caplog.records == []
+    storage.close()
+
+
+def test_corrupt_middle_entry_is_reported_and_kept(
+    tmp_path: Path, crash, caplog: pytest.LogCaptureFixture
+) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir)
+    write_synced(ml, 5)
+    ledger_id = ml.last_confirmed[0]
+    crash(storage)
+    path = segment(data_dir, ledger_id)
+    offset = 2 * len(record(written(1)[0]))
+    raw = bytearray(path.read_bytes())
+    raw[offset + 8] ^= 0xFF  # first data byte of entry 2
+    path.write_bytes(bytes(raw))
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        storage, ml = open_ml(data_dir)
+    (error,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert error.levelno == logging.ERROR
+    message = error.getMessage()
+    assert TOPIC in message
+    assert f"ledger {ledger_id} entry 2 at byte offset {offset}" in message
+    assert ml.corrupt_entries == {(ledger_id, 2)}
+    assert ml.read_entry((ledger_id, 2)) is None
+    assert ml.read_entry((ledger_id, 3)) == written(4)[3]
+    expected = written(5)
+    expected[2] = None
+    assert everything(ml) == expected
+    assert ml.count_entries((ledger_id, 0), (ledger_id, 4)) == 5
+    assert path.stat().st_size == len(raw)
+    storage.close()
+
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger=LOGGER):
+        storage, ml = open_ml(data_dir)
+    assert len(caplog.records) == 1  # still reported on every open, never dropped
+    assert ml.corrupt_entries == {(ledger_id, 2)}
+    storage.close()
+
+
+def test_crc_mismatch_in_a_closed_ledger_is_corruption_not_a_tail(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
+    write_synced(ml, 4)
+    first = ml.ledgers[0].ledger_id
+    storage.close()
+    path = segment(data_dir, first)
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0x01  # last byte of the closed ledger's last entry
+    path.write_bytes(bytes(raw))
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
+    assert [r.levelno for r in caplog.records] == [logging.ERROR]
+    assert ml.corrupt_entries == {(first, 2)}
+    assert path.stat().st_size == len(raw)
+    assert everything(ml) == [*written(2), None, written(4)[3]]
+    storage.close()
+
+
+def test_missing_entries_of_a_closed_ledger_read_as_none(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
+    write_synced(ml, 4)
+    first = ml.ledgers[0].ledger_id
+    storage.close()
+    path = segment(data_dir, first)
+    os.truncate(path, len(record(written(1)[0])))
+
+    with caplog.at_level(logging.ERROR, logger=LOGGER):
+        storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
+    assert any("has 1 of its 3 entries" in r.getMessage() for r in caplog.records)
+    assert ml.corrupt_entries == {(first, 1), (first, 2)}
+    assert everything(ml) == [written(1)[0], None, None, written(4)[3]]
+    storage.close()
+
+
+def test_corruption_found_while_reading_raises(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir)
+    write_synced(ml, 3)
+    ledger_id = ml.last_confirmed[0]
+    storage.close()
+    storage, ml = open_ml(data_dir)
+    path = segment(data_dir, ledger_id)
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0x01
+    path.write_bytes(bytes(raw))
+    assert ml.read_entry((ledger_id, 0)) == written(1)[0]
+    with pytest.raises(LedgerCorruption, match=rf"entry {ledger_id}:2 of {TOPIC}"):
+        ml.read_entry((ledger_id, 2))
+    storage.close()
+
+
+def test_tail_reads_come_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    storage, ml = open_ml(tmp_path / "data")
+    cold = storage.open_ledger(
+        "persistent://public/default/cold", LedgerConfig(cache_size_bytes=0), 0
+    )
+    write_synced(ml, 20)
+    write_synced(cold, 20)
+
+    def no_disk(*args: object) -> bytes:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(durable_module.os, "pread", no_disk)
+    assert everything(ml) == written(20)
+    with pytest.raises(StorageError, match="cannot read ledger"):
+        everything(cold)
+    monkeypatch.undo()
+    assert everything(cold) == written(20)
+    storage.close()
+
+
+def test_group_commit_makes_one_fsync_per_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage, ml = open_ml(tmp_path / "data")
+    unsynced = storage.open_ledger(
+        "persistent://public/default/fast", LedgerConfig(journal_sync_data=False), 0
+    )
+    calls: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        calls.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(durable_module.os, "fsync", counting_fsync)
+    write_synced(ml, 100)
+    first_sync = len(calls)
+    assert first_sync >= 2  # the segment file, then its new directory entries
+    write_synced(ml, 100)
+    assert len(calls) == first_sync + 1
+    assert ml.sync() == (ml.last_confirmed[0], 199)
+    assert len(calls) == first_sync + 1  # nothing pending: no fsync
+    calls.clear()
+    write_synced(unsynced, 100)
+    assert calls == []
+    assert len(everything(unsynced)) == 100
+    storage.close()
+
+
+def test_segment_directory_names_are_safe_and_distinct() -> None:
+    names = [
+        "persistent://public/default/orders",
+        "persistent://public/default/Orders",
+        "persistent://public/default/..",
+        "persistent://public/default/" + "x" * 400,
+    ]
+    encoded = [segment_dir_name(name) for name in names]
+    assert len({e.lower() for e in encoded}) == len(names)
+    for name in encoded:
+        assert "/" not in name and ":" not in name and "." not in name
+        assert 0 < len(name) <= 200
+    assert encoded[0] == "persistent%3A%2F%2Fpublic%2Fdefault%2Forders"
+
+
+def test_leftover_segment_files_are_cleaned_or_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=2)
+    write_synced(ml, 4)
+    first, second = (info.ledger_id for info in ml.ledgers[:2])
+    ml.trim((first, 1))
+    storage.close()
+    stale = segment(data_dir, first)
+    stale.write_bytes(record(b"trimmed"))  # a trim that crashed before removing the file
+    stray = segment(data_dir, 10_000)
+    stray.write_bytes(record(b"unknown"))
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        storage, ml = open_ml(data_dir, max_entries_per_ledger=2)
+    assert not stale.exists()
+    assert stray.exists()
+    assert any(r.levelno == logging.ERROR and "10000.log" in r.getMessage() for r in caplog.records)
+    assert everything(ml)[:2] == written(4)[2:]
+    assert ml.first_position() == (second, 0)
+    storage.close()
+
+
+def test_delete_removes_the_segment_directory(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=2)
+    write_synced(ml, 5)
+    directory = segment(data_dir, 0).parent
+    assert len(list(directory.iterdir())) == 3
+    ml.delete()
+    assert not directory.exists()
+    storage.close()
+    storage, ml = open_ml(data_dir)
+    assert everything(ml) == []
+    storage.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
+def test_many_ledgers_keep_few_files_open(tmp_path: Path) -> None:
+    storage, ml = open_ml(tmp_path / "data", max_entries_per_ledger=2, cache_size_bytes=0)
+    baseline = len(os.listdir("/proc/self/fd"))  # the metadata store and the first ledger
+    write_synced(ml, 40)
+    assert len(ml.ledgers) == 20
+    assert len(os.listdir("/proc/self/fd")) - baseline <= 3
+    assert everything(ml) == written(40)
+    assert len(os.listdir("/proc/self/fd")) - baseline <= 3
+    storage.close()
