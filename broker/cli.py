@@ -1,8 +1,7 @@
 """The ``pulsarlab`` command line.
 
 ``pulsarlab broker`` opens (and, after a crash, recovers) a broker data directory and
-keeps the core's timers running; the ZeroMQ listener and the ``produce``/``consume``/
-``admin`` commands arrive with the wire-protocol issue.
+serves it over ZeroMQ, printing its service and event URLs.
 """
 
 from __future__ import annotations
@@ -14,11 +13,9 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from .clock import WallClock
 from .errors import PulsarLabError
+from .server import Broker
 from .service import BrokerService
-from .settings import BrokerSettings
-from .storage import open_storage
 
 
 def _parse_setting(text: str) -> tuple[str, object]:
@@ -42,6 +39,9 @@ def _build_parser() -> argparse.ArgumentParser:
     broker = commands.add_parser("broker", help="run a standalone broker on a data directory")
     broker.add_argument("--data-dir", default="data", help="where ledgers and metadata live")
     broker.add_argument("--storage", choices=("durable", "memory"), default="durable")
+    broker.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
+    broker.add_argument("--port", type=int, default=6650, help="0 picks a free port")
+    broker.add_argument("--events-port", type=int, default=0, help="0 picks a free port")
     broker.add_argument(
         "--set", dest="settings", action="append", type=_parse_setting, default=[],
         metavar="NAME=VALUE", help="a broker setting in broker.conf's snake_case names",
@@ -51,14 +51,15 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _run_broker(args: argparse.Namespace) -> int:
-    settings = BrokerSettings.from_kwargs(**dict(args.settings))
+    settings = dict(args.settings)
     data_dir = None if args.storage == "memory" else args.data_dir
-    service = BrokerService(open_storage(data_dir, args.storage), WallClock(), settings)
-    summary = {
-        "status": "ready",
-        "storage": args.storage,
-        "data_dir": data_dir,
-        "topics": {
+    broker = Broker(
+        data_dir, args.host, args.port, storage=args.storage, events_port=args.events_port,
+        **settings,
+    ).start()
+
+    def summary(service: BrokerService) -> dict:
+        return {
             name: {
                 "entries": topic.ledger.number_of_entries,
                 "subscriptions": {
@@ -67,23 +68,28 @@ def _run_broker(args: argparse.Namespace) -> int:
                 },
             }
             for name, topic in service.topics.items()
-        },
+        }
+
+    report = {
+        "status": "ready",
+        "service_url": broker.service_url,
+        "events_url": broker.events_url,
+        "storage": args.storage,
+        "data_dir": data_dir,
+        "topics": broker.call(summary),
     }
-    print(json.dumps(summary, indent=2), flush=True)
+    print(json.dumps(report, indent=2), flush=True)
     if args.once:
-        service.close()
+        broker.stop()
         return 0
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        while not stop.is_set():
-            service.tick()
-            deadline = service.next_deadline()
-            wait = 1.0 if deadline is None else max(0.0, (deadline - service.now_ms()) / 1000)
-            stop.wait(min(wait, 1.0))
+        while not stop.is_set() and broker.running:
+            stop.wait(0.5)
     finally:
-        service.close()
+        broker.stop()
     return 0
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from .actions import Action, ConsumerClosed, SendError, SendReceipt
 from .clock import Clock
 from .consumer import Consumer, KeySharedMeta, SubType
-from .entry import MessageMetadata
+from .entry import MessageMetadata, read_header
 from .errors import (
     ConsumerNotFound,
     InvalidArgument,
@@ -504,6 +504,100 @@ class BrokerService:
         else:
             position = message_id.position
         sub.reset_cursor(position)
+
+    def position_for_publish_time(self, topic: PersistentTopic, publish_time: int) -> Position:
+        """The first entry published at or after ``publish_time`` (or the end)."""
+        ledger = topic.ledger
+        position = ledger.first_position()
+        while position <= ledger.last_confirmed:
+            batch = ledger.read_entries(position, 256)
+            if not batch:
+                break
+            for pos, data in batch:
+                if data is not None and read_header(data).publish_time >= publish_time:
+                    return pos
+            position = ledger.next_position(batch[-1][0])
+        return ledger.next_position(ledger.last_confirmed)
+
+    def seek(
+        self, consumer_id: int, *, message_id: MessageId | None = None,
+        publish_time: int | None = None,
+    ) -> None:
+        """Reset the consumer's subscription to a message id or a publish time."""
+        _consumer, sub = self._consumer(consumer_id)
+        if publish_time is not None:
+            sub.reset_cursor(self.position_for_publish_time(sub.topic, publish_time))
+        elif message_id is not None:
+            self.reset_cursor(sub.topic.name, sub.name, message_id)
+        else:
+            raise InvalidArgument("seek needs a message id or a publish time")
+
+    def create_subscription(
+        self, topic: str, subscription: str, message_id: MessageId = MessageId.latest
+    ) -> None:
+        """Create a durable subscription with no consumer (admin)."""
+        t = self.get_topic(topic)
+        if subscription in t.subscriptions:
+            raise NotAllowed(f"subscription {subscription!r} already exists on {t.name}")
+        if message_id in (MessageId.earliest, MessageId.latest):
+            sub, _ = t.get_or_create_subscription(
+                subscription, durable=True, earliest=message_id == MessageId.earliest
+            )
+        else:
+            sub, _ = t.get_or_create_subscription(
+                subscription, durable=True, earliest=False,
+                start_position=message_id.position, start_inclusive=True,
+            )
+        t.subscriptions[subscription] = sub
+        sub.cursor.dirty = True
+        t.persist_cursor(sub.cursor)
+        self.emit(EventType.SUBSCRIPTION_CREATED, t.name, subscription, None, durable=True)
+
+    def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
+        sub = self._subscription(topic, subscription)
+        if sub.consumers and not force:
+            raise NotAllowed(f"subscription {subscription!r} has connected consumers")
+        for consumer in list(sub.consumers):
+            self.outbox.append(ConsumerClosed(consumer.consumer_id, consumer.conn, "unsubscribed"))
+            self.consumers.pop(consumer.consumer_id, None)
+            sub.remove_consumer(consumer)
+        sub.topic.remove_subscription(subscription)
+
+    def skip_messages(self, topic: str, subscription: str, count: int) -> None:
+        """Acknowledge the next ``count`` unacknowledged entries of the subscription."""
+        sub = self._subscription(topic, subscription)
+        cursor = sub.cursor
+        position = cursor.ledger.next_position(cursor.mark_delete_position)
+        chosen: list[Position] = []
+        while len(chosen) < count and position <= cursor.ledger.last_confirmed:
+            if not cursor.is_deleted(position):
+                chosen.append(position)
+            position = cursor.ledger.next_position(position)
+        if chosen:
+            sub.acknowledge_by_broker(chosen)
+
+    def peek_messages(self, topic: str, subscription: str, count: int) -> list[tuple]:
+        """The next ``count`` unacknowledged entries, without moving anything."""
+        sub = self._subscription(topic, subscription)
+        cursor = sub.cursor
+        position = cursor.ledger.next_position(cursor.mark_delete_position)
+        out: list[tuple] = []
+        while len(out) < count and position <= cursor.ledger.last_confirmed:
+            if not cursor.is_deleted(position):
+                data = cursor.ledger.read_entry(position)
+                if data is not None:
+                    out.append((position, data))
+            position = cursor.ledger.next_position(position)
+        return out
+
+    def expire_messages(self, topic: str, subscription: str, expire_time_seconds: int) -> None:
+        """Acknowledge every entry published more than ``expire_time_seconds`` ago."""
+        sub = self._subscription(topic, subscription)
+        limit = self.now_ms() - expire_time_seconds * 1000
+        end = self.position_for_publish_time(sub.topic, limit + 1)
+        last = sub.topic.ledger.previous_position(end)
+        if last > sub.cursor.mark_delete_position:
+            sub.mark_delete_by_broker(last)
 
     def topic_stats(self, topic: str) -> dict[str, Any]:
         return self.get_topic(topic, create=False).stats()

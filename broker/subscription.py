@@ -226,6 +226,10 @@ class Subscription:
         moved = self.cursor.delete(positions)
         self._after_ack(positions, moved)
 
+    def mark_delete_by_broker(self, position: Position) -> None:
+        """Cumulative acks the broker makes itself (expiry, skip)."""
+        self._after_ack([], self.cursor.mark_delete(position))
+
     def _after_ack(self, positions: list[Position], mark_delete_moved: bool) -> None:
         if self.dispatcher is not None:
             self.dispatcher.on_acknowledged(positions)

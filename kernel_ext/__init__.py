@@ -5,7 +5,9 @@ package is also the IPython extension (``%load_ext pulsarlab``) once the magics 
 """
 
 from .broker import BrokerService, BrokerSettings, MessageId
+from .broker.admin import Admin
+from .broker.server import Broker
 
 __version__ = "0.1.0"
 
-__all__ = ["BrokerService", "BrokerSettings", "MessageId", "__version__"]
+__all__ = ["Admin", "Broker", "BrokerService", "BrokerSettings", "MessageId", "__version__"]

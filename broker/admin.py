@@ -1,0 +1,211 @@
+"""``Admin``: the admin client, mirroring Java's ``PulsarAdmin`` in snake_case.
+
+``Admin(service_url).topics.get_stats("t")`` returns the same dict ``pulsar-admin topics
+stats`` prints (Pulsar's field names). Each call is one ``ADMIN`` request over its own
+DEALER socket; the object is thread-safe.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+import zmq
+
+from . import wire
+from .errors import PulsarLabError
+
+_ERRORS: dict[str, type[PulsarLabError]] = {}
+
+
+def _error_for(code: str, message: str) -> PulsarLabError:
+    if not _ERRORS:
+        from . import errors
+
+        for obj in vars(errors).values():
+            if isinstance(obj, type) and issubclass(obj, PulsarLabError):
+                _ERRORS.setdefault(obj.code, obj)
+    cls = _ERRORS.get(code, PulsarLabError)
+    return cls(message)
+
+
+def tcp_address(service_url: str) -> str:
+    """``zmq://host:port`` (or ``tcp://``) → the ZeroMQ endpoint."""
+    for prefix in ("zmq://", "tcp://", "pulsarlab://"):
+        if service_url.startswith(prefix):
+            return "tcp://" + service_url[len(prefix):].rstrip("/")
+    raise ValueError(f"service URL must look like zmq://host:port, not {service_url!r}")
+
+
+class Admin:
+    """Admin operations on a pulsarlab broker."""
+
+    def __init__(self, service_url: str, timeout_seconds: float = 30.0) -> None:
+        self._endpoint = tcp_address(service_url)
+        self._timeout_ms = int(timeout_seconds * 1000)
+        self._ctx = zmq.Context.instance()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._socket: zmq.Socket | None = None
+        self.topics = Topics(self)
+        self.namespaces = Namespaces(self)
+
+    def _connect(self) -> zmq.Socket:
+        sock = self._ctx.socket(zmq.DEALER)
+        sock.linger = 0
+        sock.connect(self._endpoint)
+        self._socket = sock
+        self._request(sock, "CONNECT", client_version="pulsarlab-admin")
+        return sock
+
+    def _request(self, sock: zmq.Socket, name: str, **fields: Any) -> wire.Command:
+        request_id = next(self._ids)
+        sock.send_multipart(wire.encode(name, request_id, **fields))
+        while True:
+            if not sock.poll(self._timeout_ms):
+                sock.close(linger=0)
+                self._socket = None
+                raise TimeoutError(f"the broker at {self._endpoint} did not answer {name}")
+            reply = wire.decode(sock.recv_multipart(), wire.BROKER_COMMANDS)
+            if reply.name == "PING":
+                sock.send_multipart(wire.encode("PONG"))
+                continue
+            if reply.request_id != request_id:
+                continue
+            if reply.name == "ERROR":
+                raise _error_for(reply["code"], reply["message"])
+            return reply
+
+    def call(self, op: str, **args: Any) -> Any:
+        """Run one admin operation by name (``"topics.get_stats"`` …)."""
+        with self._lock:
+            sock = self._socket or self._connect()
+            return self._request(sock, "ADMIN", op=op, args=args).get("result")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._socket is not None:
+                self._socket.close(linger=0)
+                self._socket = None
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Topics:
+    """``admin.topics``: topics, subscriptions, cursors and stats."""
+
+    def __init__(self, admin: Admin) -> None:
+        self._admin = admin
+
+    def create_partitioned_topic(self, topic: str, partitions: int) -> None:
+        self._admin.call("topics.create_partitioned_topic", topic=topic, partitions=partitions)
+
+    def create_non_partitioned_topic(self, topic: str) -> None:
+        self._admin.call("topics.create_non_partitioned_topic", topic=topic)
+
+    def get_partitioned_topic_metadata(self, topic: str) -> dict[str, int]:
+        return self._admin.call("topics.get_partitioned_topic_metadata", topic=topic)
+
+    def get_list(self, namespace: str = "public/default", include_system: bool = False) -> list:
+        return self._admin.call(
+            "topics.get_list", namespace=namespace, include_system=include_system
+        )
+
+    def delete(self, topic: str, force: bool = False) -> None:
+        self._admin.call("topics.delete", topic=topic, force=force)
+
+    def get_subscriptions(self, topic: str) -> list[str]:
+        return self._admin.call("topics.get_subscriptions", topic=topic)
+
+    def create_subscription(self, topic: str, subscription: str, message_id: Any = None) -> None:
+        self._admin.call(
+            "topics.create_subscription", topic=topic, subscription=subscription,
+            message_id=_id_arg(message_id),
+        )
+
+    def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
+        self._admin.call(
+            "topics.delete_subscription", topic=topic, subscription=subscription, force=force
+        )
+
+    def reset_cursor(
+        self, topic: str, subscription: str, message_id: Any = None, timestamp: int | None = None
+    ) -> None:
+        self._admin.call(
+            "topics.reset_cursor", topic=topic, subscription=subscription,
+            message_id=_id_arg(message_id), timestamp=timestamp,
+        )
+
+    def skip_messages(self, topic: str, subscription: str, count: int) -> None:
+        self._admin.call("topics.skip_messages", topic=topic, subscription=subscription,
+                         count=count)
+
+    def peek_messages(self, topic: str, subscription: str, count: int = 1) -> list[dict]:
+        return self._admin.call(
+            "topics.peek_messages", topic=topic, subscription=subscription, count=count
+        )
+
+    def expire_messages(self, topic: str, subscription: str, expire_time_seconds: int) -> None:
+        self._admin.call(
+            "topics.expire_messages", topic=topic, subscription=subscription,
+            expire_time_seconds=expire_time_seconds,
+        )
+
+    def unload(self, topic: str) -> None:
+        self._admin.call("topics.unload", topic=topic)
+
+    def get_stats(self, topic: str) -> dict[str, Any]:
+        return self._admin.call("topics.get_stats", topic=topic)
+
+    def get_internal_stats(self, topic: str) -> dict[str, Any]:
+        return self._admin.call("topics.get_internal_stats", topic=topic)
+
+    def get_partitioned_stats(self, topic: str, per_partition: bool = True) -> dict[str, Any]:
+        return self._admin.call(
+            "topics.get_partitioned_stats", topic=topic, per_partition=per_partition
+        )
+
+
+class Namespaces:
+    """``admin.namespaces``: namespace policies (their effects land with retention/TTL)."""
+
+    def __init__(self, admin: Admin) -> None:
+        self._admin = admin
+
+    def get_policies(self, namespace: str) -> dict[str, Any]:
+        return self._admin.call("namespaces.get_policies", namespace=namespace)
+
+    def set_retention(self, namespace: str, retention_time_in_minutes: int,
+                      retention_size_in_mb: int) -> None:
+        self._admin.call(
+            "namespaces.set_retention", namespace=namespace,
+            value={"retentionTimeInMinutes": retention_time_in_minutes,
+                   "retentionSizeInMB": retention_size_in_mb},
+        )
+
+    def set_message_ttl(self, namespace: str, ttl_seconds: int) -> None:
+        self._admin.call("namespaces.set_message_ttl", namespace=namespace, value=ttl_seconds)
+
+    def set_deduplication_status(self, namespace: str, enabled: bool) -> None:
+        self._admin.call("namespaces.set_deduplication_status", namespace=namespace,
+                         value=enabled)
+
+    def set_backlog_quota(self, namespace: str, limit_size: int,
+                          policy: str = "producer_request_hold") -> None:
+        self._admin.call(
+            "namespaces.set_backlog_quota", namespace=namespace,
+            value={"limitSize": limit_size, "policy": policy},
+        )
+
+
+def _id_arg(message_id: Any) -> Any:
+    if message_id is None or isinstance(message_id, str | list):
+        return message_id
+    if hasattr(message_id, "ledger_id"):
+        return [message_id.ledger_id(), message_id.entry_id(), message_id.partition()]
+    raise ValueError(f"message_id must be a MessageId, 'earliest' or 'latest', not {message_id!r}")

@@ -1,0 +1,683 @@
+"""The ZeroMQ shell around the broker core: sockets, timers, heart-beats, one thread.
+
+``Broker`` binds a ROUTER socket for client commands (replies and pushed messages go
+back through it) and an XPUB socket for the event stream, then runs one loop on its own
+thread: read a burst of commands, hand them to :class:`BrokerService`, group-commit
+(one fsync for the burst), run due timers, and turn the core's actions into frames. The
+same class serves inside a Jupyter kernel (``start()`` in-process) and as its own process
+(``pulsarlab broker`` calls the very same ``start()``/``stop()``).
+
+Other threads never touch the core directly: :meth:`Broker.call` runs a function on the
+broker thread and returns its result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import msgpack
+import zmq
+
+from . import wire
+from .actions import ActiveConsumerChange, ConsumerClosed, Deliver, SendError, SendReceipt
+from .admin_handler import AdminHandler
+from .clock import WallClock
+from .consumer import KeySharedMeta, KeySharedMode, SubType
+from .entry import MessageMetadata
+from .errors import ConsumerNotFound, InvalidArgument, PulsarLabError
+from .events import BrokerEvent
+from .message_id import MessageId
+from .service import BrokerService
+from .settings import BrokerSettings
+from .storage import open_storage
+
+log = logging.getLogger("pulsarlab.broker.server")
+
+SERVER_VERSION = "pulsarlab-0.1"
+T = TypeVar("T")
+
+_BURST = 2000  # commands read before a group commit
+_FRAME_OVERHEAD = 1 << 20
+
+
+@dataclass(eq=False)
+class Connection:
+    """One client connection (a DEALER identity) and what it opened."""
+
+    identity: bytes
+    connected: bool = False
+    last_seen_ms: int = 0
+    producers: dict[int, int] = field(default_factory=dict)  # client id -> core id
+    consumers: dict[int, int] = field(default_factory=dict)  # client id -> core id
+    consumer_ids: dict[int, int] = field(default_factory=dict)  # core id -> client id
+    producer_ids: dict[int, int] = field(default_factory=dict)  # core id -> client id
+
+
+class Broker:
+    """A pulsarlab broker serving the core over ZeroMQ.
+
+    ``data_dir=None`` uses a temporary durable directory (removed on stop);
+    ``storage="memory"`` keeps nothing on disk. Other keyword arguments are broker
+    settings (see :class:`BrokerSettings`), e.g. ``max_message_size``.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        storage: str = "durable",
+        events_port: int = 0,
+        keep_alive_interval_seconds: float = 30.0,
+        **settings: Any,
+    ) -> None:
+        self.settings = BrokerSettings.from_kwargs(**settings)
+        if storage not in ("durable", "memory"):
+            raise InvalidArgument(f"storage must be 'durable' or 'memory', not {storage!r}")
+        self.host = host
+        self.port = port
+        self.events_port = events_port
+        self.storage_kind = storage
+        self.keep_alive_ms = int(keep_alive_interval_seconds * 1000)
+        self._temp_dir: str | None = None
+        if storage == "durable" and data_dir is None:
+            self._temp_dir = tempfile.mkdtemp(prefix="pulsarlab-")
+            data_dir = self._temp_dir
+        self.data_dir = data_dir if storage == "durable" else None
+        self.service: BrokerService | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+        self._calls: queue.SimpleQueue[tuple[Callable[[BrokerService], Any], Future]] = (
+            queue.SimpleQueue()
+        )
+        self._ctx: zmq.Context | None = None
+        self._wake_addr = f"inproc://pulsarlab-wake-{id(self)}"
+        self._wake_lock = threading.Lock()
+        self._wake_sender: zmq.Socket | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def service_url(self) -> str:
+        return f"zmq://{self.host}:{self.port}"
+
+    @property
+    def events_url(self) -> str:
+        return f"tcp://{self.host}:{self.events_port}"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, timeout: float = 30.0) -> Broker:
+        """Bind the sockets, open (recover) the storage and serve on a daemon thread."""
+        if self.running:
+            return self
+        self._stop.clear()
+        self._ready.clear()
+        self._thread = threading.Thread(target=self._serve, name="pulsarlab-broker", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise RuntimeError("pulsarlab broker did not start in time")
+        if self._startup_error is not None:
+            raise self._startup_error
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving, persist cursors and close the storage."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._wake()
+        self._thread.join(timeout)
+        self._thread = None
+        if self._wake_sender is not None:
+            self._wake_sender.close(linger=0)
+            self._wake_sender = None
+        if self._ctx is not None:
+            self._ctx.term()
+            self._ctx = None
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def call(self, fn: Callable[[BrokerService], T], timeout: float = 30.0) -> T:
+        """Run ``fn(service)`` on the broker thread and return its result."""
+        if not self.running:
+            raise RuntimeError("the broker is not running")
+        future: Future = Future()
+        self._calls.put((fn, future))
+        self._wake()
+        return future.result(timeout)
+
+    def _wake(self) -> None:
+        ctx = self._ctx
+        if ctx is None:
+            return
+        with self._wake_lock:
+            if self._wake_sender is None:
+                try:
+                    self._wake_sender = ctx.socket(zmq.PAIR)
+                    self._wake_sender.linger = 0
+                    self._wake_sender.connect(self._wake_addr)
+                except zmq.ZMQError:
+                    return
+            with contextlib.suppress(zmq.ZMQError):
+                self._wake_sender.send(b"", zmq.NOBLOCK)
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        try:
+            self._setup()
+        except BaseException as exc:  # reported to start()
+            self._startup_error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            self._loop()
+        except Exception:
+            log.exception("pulsarlab broker loop crashed")
+        finally:
+            self._teardown()
+
+    def _setup(self) -> None:
+        self._ctx = zmq.Context()
+        ctx = self._ctx
+        self.router = ctx.socket(zmq.ROUTER)
+        self.router.linger = 0
+        self.router.setsockopt(zmq.MAXMSGSIZE, self.settings.max_message_size + _FRAME_OVERHEAD)
+        self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        self.router.sndhwm = 0
+        self.router.rcvhwm = 0
+        if self.port:
+            self.router.bind(f"tcp://{self.host}:{self.port}")
+        else:
+            self.port = self.router.bind_to_random_port(f"tcp://{self.host}")
+        self.pub = ctx.socket(zmq.XPUB)
+        self.pub.linger = 0
+        if self.events_port:
+            self.pub.bind(f"tcp://{self.host}:{self.events_port}")
+        else:
+            self.events_port = self.pub.bind_to_random_port(f"tcp://{self.host}")
+        self.wake = ctx.socket(zmq.PAIR)
+        self.wake.linger = 0
+        self.wake.bind(self._wake_addr)
+        self.clock = WallClock()
+        self.service = BrokerService(
+            open_storage(self.data_dir, self.storage_kind), self.clock, self.settings
+        )
+        self.connections: dict[bytes, Connection] = {}
+        self.admin = AdminHandler(self.service)
+        self._event_subscribers = 0
+        self._next_ping = self.clock.now_ms() + self.keep_alive_ms
+        log.info("pulsarlab broker serving on %s (events %s)", self.service_url, self.events_url)
+
+    def _teardown(self) -> None:
+        try:
+            if self.service is not None:
+                self.service.close()
+        except Exception:
+            log.exception("error while closing the broker core")
+        for sock in (self.router, self.pub, self.wake):
+            sock.close(linger=0)
+
+    def _loop(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self.router, zmq.POLLIN)
+        poller.register(self.pub, zmq.POLLIN)
+        poller.register(self.wake, zmq.POLLIN)
+        service = self.service
+        assert service is not None
+        while not self._stop.is_set():
+            now = self.clock.now_ms()
+            deadline = min(service.next_deadline() or now + 100, self._next_ping, now + 100)
+            ready = dict(poller.poll(max(0, deadline - now)))
+            if self.wake in ready:
+                while self._poll_nowait(self.wake):
+                    pass
+            if self.pub in ready:
+                self._read_event_subscriptions()
+            if self.router in ready:
+                for _ in range(_BURST):
+                    try:
+                        frames = self.router.recv_multipart(zmq.NOBLOCK, copy=False)
+                    except zmq.Again:
+                        break
+                    self._handle(frames)
+            self._run_calls()
+            service.commit()
+            service.tick()
+            self._heartbeat()
+            self._flush_actions()
+
+    @staticmethod
+    def _poll_nowait(sock: zmq.Socket) -> bool:
+        try:
+            sock.recv(zmq.NOBLOCK)
+            return True
+        except zmq.Again:
+            return False
+
+    def _run_calls(self) -> None:
+        while True:
+            try:
+                fn, future = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(self.service))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _read_event_subscriptions(self) -> None:
+        while True:
+            try:
+                msg = self.pub.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            if msg[:1] == b"\x01":
+                self._event_subscribers += 1
+            elif msg[:1] == b"\x00":
+                self._event_subscribers = max(0, self._event_subscribers - 1)
+        assert self.service is not None
+        listening = self._publish_event in self.service._listeners
+        if self._event_subscribers and not listening:
+            self.service.add_listener(self._publish_event)
+        elif not self._event_subscribers and listening:
+            self.service.remove_listener(self._publish_event)
+
+    def _publish_event(self, event: BrokerEvent) -> None:
+        body = msgpack.packb(event.to_dict(), use_bin_type=True, default=str)
+        self.pub.send_multipart([str(event.type).encode(), body])
+
+    # -- commands -------------------------------------------------------------------------
+
+    def _send(self, conn: Connection, frames: list) -> None:
+        try:
+            self.router.send_multipart([conn.identity, *frames], copy=False)
+        except zmq.ZMQError as exc:
+            log.warning("could not send to a client: %s", exc)
+
+    def _reply_error(self, conn: Connection, request_id: int, code: str, message: str) -> None:
+        self._send(conn, wire.encode("ERROR", request_id, code=code, message=message))
+
+    def _handle(self, frames: list) -> None:
+        if len(frames) < 2:
+            log.warning("dropped a message with no header frame")
+            return
+        identity = frames[0].bytes
+        conn = self.connections.get(identity)
+        if conn is None:
+            conn = Connection(identity)
+            self.connections[identity] = conn
+        conn.last_seen_ms = self.clock.now_ms()
+        try:
+            command = wire.decode(frames[1:], wire.CLIENT_COMMANDS)
+        except wire.ProtocolError as exc:
+            log.info("protocol error from a client: %s", exc)
+            self._reply_error(conn, exc.request_id, "InvalidMessage", str(exc))
+            return
+        name = command.name
+        if name == "PONG":
+            return
+        if name == "PING":
+            self._send(conn, wire.encode("PONG", command.request_id))
+            return
+        if name != "CONNECT" and not conn.connected:
+            self._reply_error(
+                conn, command.request_id, "NotConnected",
+                f"{name} before CONNECT: send CONNECT first",
+            )
+            return
+        handler = getattr(self, f"_cmd_{name.lower()}")
+        try:
+            handler(conn, command)
+        except PulsarLabError as exc:
+            self._reply_error(conn, command.request_id, exc.code, str(exc))
+        except wire.ProtocolError as exc:
+            self._reply_error(conn, command.request_id, "InvalidMessage", str(exc))
+        except (ValueError, TypeError, KeyError) as exc:
+            self._reply_error(
+                conn, command.request_id, "InvalidMessage", f"{name}: {type(exc).__name__}: {exc}"
+            )
+
+    def _success(self, conn: Connection, command: wire.Command, result: Any = None) -> None:
+        if command.request_id or result is not None:
+            self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
+
+    def _cmd_connect(self, conn: Connection, command: wire.Command) -> None:
+        conn.connected = True
+        self._send(
+            conn,
+            wire.encode(
+                "CONNECTED",
+                command.request_id,
+                server_version=SERVER_VERSION,
+                protocol_version=wire.PROTOCOL_VERSION,
+                max_message_size=self.settings.max_message_size,
+            ),
+        )
+
+    def _cmd_producer(self, conn: Connection, command: wire.Command) -> None:
+        client_id = command["producer_id"]
+        if client_id in conn.producers:
+            raise InvalidArgument(f"producer id {client_id} is already in use on this connection")
+        assert self.service is not None
+        producer = self.service.create_producer(
+            command["topic"], command.get("producer_name"), conn
+        )
+        conn.producers[client_id] = producer.producer_id
+        conn.producer_ids[producer.producer_id] = client_id
+        self._send(
+            conn,
+            wire.encode(
+                "PRODUCER_SUCCESS",
+                command.request_id,
+                producer_id=client_id,
+                producer_name=producer.producer_name,
+                last_sequence_id=producer.last_sequence_id,
+            ),
+        )
+
+    def _cmd_send(self, conn: Connection, command: wire.Command) -> None:
+        client_id = command["producer_id"]
+        core_id = conn.producers.get(client_id)
+        sequence_id = command["sequence_id"]
+        if core_id is None:
+            self._send(
+                conn,
+                wire.encode(
+                    "SEND_ERROR", command.request_id, producer_id=client_id,
+                    sequence_id=sequence_id, code="ProducerNotFound",
+                    message=f"producer {client_id} is not open on this connection",
+                ),
+            )
+            return
+        try:
+            metadata = MessageMetadata.from_dict(command["metadata"])
+        except TypeError as exc:
+            raise InvalidArgument(f"SEND metadata has an unknown field: {exc}") from None
+        metadata.sequence_id = sequence_id
+        payload = command.payloads[0]
+        payload = payload.bytes if hasattr(payload, "bytes") else bytes(payload)
+        assert self.service is not None
+        try:
+            self.service.send(core_id, metadata, payload)
+        except PulsarLabError as exc:
+            self._send(
+                conn,
+                wire.encode(
+                    "SEND_ERROR", command.request_id, producer_id=client_id,
+                    sequence_id=sequence_id, code=exc.code, message=str(exc),
+                ),
+            )
+
+    def _cmd_close_producer(self, conn: Connection, command: wire.Command) -> None:
+        client_id = command["producer_id"]
+        core_id = conn.producers.pop(client_id, None)
+        if core_id is not None:
+            conn.producer_ids.pop(core_id, None)
+            assert self.service is not None
+            self.service.close_producer(core_id)
+        self._success(conn, command)
+
+    def _cmd_subscribe(self, conn: Connection, command: wire.Command) -> None:
+        client_id = command["consumer_id"]
+        if client_id in conn.consumers:
+            raise InvalidArgument(f"consumer id {client_id} is already in use on this connection")
+        try:
+            sub_type = SubType(command["sub_type"])
+        except ValueError:
+            raise InvalidArgument(f"unknown subscription type {command['sub_type']!r}") from None
+        key_shared_meta = None
+        if sub_type is SubType.Key_Shared:
+            mode = command.get("key_shared_mode") or "AUTO_SPLIT"
+            try:
+                ks_mode = KeySharedMode(mode)
+            except ValueError:
+                raise InvalidArgument(f"unknown key_shared_mode {mode!r}") from None
+            key_shared_meta = KeySharedMeta(
+                ks_mode,
+                tuple(_ranges(command.get("sticky_ranges") or [])),
+                bool(command.get("allow_out_of_order_delivery", False)),
+            )
+        start = command.get("start_message_id")
+        start_id = None
+        if start is not None:
+            if len(start) != 4 or not all(isinstance(v, int) for v in start):
+                raise InvalidArgument("start_message_id must be [ledger, entry, partition, batch]")
+            start_id = MessageId(start[2], start[0], start[1], start[3])
+        initial = command.get("initial_position", "latest")
+        if initial not in ("latest", "earliest"):
+            raise InvalidArgument(f"initial_position must be latest or earliest, not {initial!r}")
+        assert self.service is not None
+        consumer = self.service.subscribe(
+            command["topic"],
+            command["subscription"],
+            command.get("consumer_name"),
+            sub_type,
+            initial_position_earliest=initial == "earliest",
+            durable=bool(command.get("durable", True)),
+            priority_level=command.get("priority_level", 0),
+            key_shared_meta=key_shared_meta,
+            key_hash_ranges=_ranges(command.get("key_hash_ranges") or []) or None,
+            start_message_id=start_id,
+            start_message_id_inclusive=bool(command.get("start_message_id_inclusive", False)),
+            batch_index_ack_enabled=bool(command.get("batch_index_ack_enabled", False)),
+            is_reader=bool(command.get("is_reader", False)),
+            conn=conn,
+        )
+        conn.consumers[client_id] = consumer.consumer_id
+        conn.consumer_ids[consumer.consumer_id] = client_id
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=consumer.consumer_name))
+
+    def _core_consumer(self, conn: Connection, command: wire.Command) -> int:
+        client_id = command["consumer_id"]
+        core_id = conn.consumers.get(client_id)
+        if core_id is None:
+            raise ConsumerNotFound(f"consumer {client_id} is not open on this connection")
+        return core_id
+
+    def _cmd_flow(self, conn: Connection, command: wire.Command) -> None:
+        assert self.service is not None
+        self.service.flow(self._core_consumer(conn, command), command["permits"])
+        self._success(conn, command)
+
+    def _cmd_ack(self, conn: Connection, command: wire.Command) -> None:
+        core_id = self._core_consumer(conn, command)
+        positions = [wire.position_list(p) for p in command["positions"]]
+        ack_sets = None
+        if command.get("ack_sets"):
+            ack_sets = {}
+            for item in command["ack_sets"]:
+                if (
+                    not isinstance(item, list) or len(item) != 4
+                    or not all(isinstance(v, int) for v in item)
+                ):
+                    raise InvalidArgument("ack_sets items are [ledger, entry, bits, batch_size]")
+                ack_sets[(item[0], item[1])] = (item[2], item[3])
+        assert self.service is not None
+        self.service.ack(
+            core_id, positions, cumulative=bool(command.get("cumulative", False)), ack_sets=ack_sets
+        )
+        self._success(conn, command)
+
+    def _cmd_redeliver_unacknowledged(self, conn: Connection, command: wire.Command) -> None:
+        core_id = self._core_consumer(conn, command)
+        positions = command.get("positions")
+        assert self.service is not None
+        self.service.redeliver_unacknowledged(
+            core_id, None if positions is None else [wire.position_list(p) for p in positions]
+        )
+        self._success(conn, command)
+
+    def _cmd_close_consumer(self, conn: Connection, command: wire.Command) -> None:
+        client_id = command["consumer_id"]
+        core_id = conn.consumers.pop(client_id, None)
+        if core_id is not None:
+            conn.consumer_ids.pop(core_id, None)
+            assert self.service is not None
+            self.service.close_consumer(core_id)
+        self._success(conn, command)
+
+    def _cmd_unsubscribe(self, conn: Connection, command: wire.Command) -> None:
+        core_id = self._core_consumer(conn, command)
+        assert self.service is not None
+        self.service.unsubscribe(core_id)
+        client_id = conn.consumer_ids.pop(core_id, None)
+        if client_id is not None:
+            conn.consumers.pop(client_id, None)
+        self._success(conn, command)
+
+    def _cmd_seek(self, conn: Connection, command: wire.Command) -> None:
+        core_id = self._core_consumer(conn, command)
+        assert self.service is not None
+        mid = command.get("message_id")
+        if mid is not None:
+            if len(mid) != 4 or not all(isinstance(v, int) for v in mid):
+                raise InvalidArgument("message_id must be [ledger, entry, partition, batch]")
+            self.service.seek(core_id, message_id=MessageId(mid[2], mid[0], mid[1], mid[3]))
+        elif command.get("publish_time") is not None:
+            self.service.seek(core_id, publish_time=command["publish_time"])
+        else:
+            raise InvalidArgument("SEEK needs message_id or publish_time")
+        self._success(conn, command)
+
+    def _cmd_get_last_message_id(self, conn: Connection, command: wire.Command) -> None:
+        core_id = self._core_consumer(conn, command)
+        assert self.service is not None
+        _consumer, sub = self.service.consumers[core_id]
+        ledger_id, entry_id = sub.topic.ledger.last_confirmed
+        result = [ledger_id, entry_id, sub.topic.partition_index, -1]
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
+
+    def _cmd_partitioned_metadata(self, conn: Connection, command: wire.Command) -> None:
+        assert self.service is not None
+        n = self.service.get_partitioned_topic_metadata(command["topic"])
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=n))
+
+    def _cmd_get_topics(self, conn: Connection, command: wire.Command) -> None:
+        assert self.service is not None
+        names = self.service.list_topics(
+            command["namespace"], bool(command.get("include_system", False))
+        )
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=names))
+
+    def _cmd_admin(self, conn: Connection, command: wire.Command) -> None:
+        result = self.admin.call(command["op"], command.get("args") or {})
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
+
+    # -- actions and heart-beats ----------------------------------------------------------
+
+    def _flush_actions(self) -> None:
+        assert self.service is not None
+        for action in self.service.take_actions():
+            conn = action.conn
+            if not isinstance(conn, Connection) or conn.identity not in self.connections:
+                continue
+            if isinstance(action, Deliver):
+                client_id = conn.consumer_ids.get(action.consumer_id)
+                if client_id is None:
+                    continue
+                entries = [
+                    [e.position[0], e.position[1], e.partition, e.redelivery_count, e.ack_set]
+                    for e in action.entries
+                ]
+                self._send(
+                    conn,
+                    wire.encode(
+                        "MESSAGE", 0, [e.data for e in action.entries],
+                        consumer_id=client_id, entries=entries,
+                    ),
+                )
+            elif isinstance(action, SendReceipt):
+                client_id = conn.producer_ids.get(action.producer_id)
+                if client_id is not None:
+                    mid = [action.ledger_id, action.entry_id, action.partition, -1]
+                    self._send(
+                        conn,
+                        wire.encode(
+                            "SEND_RECEIPT", 0, producer_id=client_id,
+                            sequence_id=action.sequence_id, message_id=mid,
+                        ),
+                    )
+            elif isinstance(action, SendError):
+                client_id = conn.producer_ids.get(action.producer_id)
+                if client_id is not None:
+                    self._send(
+                        conn,
+                        wire.encode(
+                            "SEND_ERROR", 0, producer_id=client_id,
+                            sequence_id=action.sequence_id, code=action.code,
+                            message=action.message,
+                        ),
+                    )
+            elif isinstance(action, ActiveConsumerChange):
+                client_id = conn.consumer_ids.get(action.consumer_id)
+                if client_id is not None:
+                    self._send(
+                        conn,
+                        wire.encode(
+                            "ACTIVE_CONSUMER_CHANGE", 0, consumer_id=client_id,
+                            is_active=action.is_active,
+                        ),
+                    )
+            elif isinstance(action, ConsumerClosed):
+                client_id = conn.consumer_ids.pop(action.consumer_id, None)
+                if client_id is not None:
+                    conn.consumers.pop(client_id, None)
+                    self._send(
+                        conn,
+                        wire.encode(
+                            "CLOSE_CONSUMER", 0, consumer_id=client_id, reason=action.reason
+                        ),
+                    )
+
+    def _heartbeat(self) -> None:
+        now = self.clock.now_ms()
+        if now < self._next_ping:
+            return
+        self._next_ping = now + self.keep_alive_ms
+        assert self.service is not None
+        for identity, conn in list(self.connections.items()):
+            if now - conn.last_seen_ms > 2 * self.keep_alive_ms:
+                log.info("closing a client that stopped answering heart-beats")
+                self.service.close_connection(conn)
+                del self.connections[identity]
+            else:
+                self._send(conn, wire.encode("PING"))
+
+
+def _ranges(value: list) -> list[tuple[int, int]]:
+    out = []
+    for item in value:
+        if (
+            not isinstance(item, list | tuple) or len(item) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in item)
+        ):
+            raise InvalidArgument(f"hash ranges are [start, end] pairs of ints, not {item!r}")
+        out.append((item[0], item[1]))
+    return out

@@ -1,0 +1,225 @@
+"""The pulsarlab wire protocol, version 1: ZeroMQ multipart frames between client and broker.
+
+Transport: each client owns one DEALER socket connected to the broker's ROUTER socket
+(the ROUTER prepends the peer identity frame; it is not part of what follows). Every
+message, in either direction, is::
+
+    frame 0   header: a msgpack map {"v": 1, "cmd": NAME, "rid": REQUEST_ID, ...fields}
+    frame 1.. payload frames (raw bytes, never re-encoded): one per entry for SEND and
+              MESSAGE; none for every other command
+
+``rid`` pairs a request with its reply (``SUCCESS``, ``ERROR`` or a command-specific
+answer); pushes from the broker (``MESSAGE``, ``SEND_RECEIPT``, ``ACTIVE_CONSUMER_CHANGE``,
+``CLOSE_CONSUMER``, ``PING``) carry ``rid`` 0 or the request they answer. Positions are
+``[ledger_id, entry_id]`` lists; message ids are ``[ledger_id, entry_id, partition,
+batch_index]``.
+
+The broker also binds a PUB socket for the event stream: two frames, the event type
+(utf-8) and a msgpack map (:meth:`BrokerEvent.to_dict`), so subscribers can filter by type.
+
+Validation: :func:`decode` checks the header is a msgpack map of at most
+``MAX_HEADER_SIZE`` bytes, the version, that the command is known, that each required
+field is present with the right type, and the number of payload frames. Anything else
+raises :class:`ProtocolError` with a one-line reason; the broker answers it with ``ERROR``
+(or drops the frame with a log line when it cannot even find a request id) and goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+PROTOCOL_VERSION = 1
+MAX_HEADER_SIZE = 1 << 20
+
+_INT = (int,)
+_STR = (str,)
+_BOOL = (bool,)
+_LIST = (list,)
+_DICT = (dict,)
+_OPT_INT = (int, type(None))
+_OPT_STR = (str, type(None))
+_OPT_LIST = (list, type(None))
+_OPT_DICT = (dict, type(None))
+_OPT_BYTES = (bytes, type(None))
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """The fields a command must or may carry, and how many payload frames follow."""
+
+    required: dict[str, tuple[type, ...]] = field(default_factory=dict)
+    optional: dict[str, tuple[type, ...]] = field(default_factory=dict)
+    payloads: str = "none"  # "none", "one" or "any"
+
+
+# Client -> broker.
+CLIENT_COMMANDS: dict[str, Spec] = {
+    "CONNECT": Spec({"client_version": _STR}, {"auth_token": _OPT_STR}),
+    "PING": Spec(),
+    "PONG": Spec(),
+    "PRODUCER": Spec(
+        {"topic": _STR, "producer_id": _INT}, {"producer_name": _OPT_STR}
+    ),
+    "SEND": Spec(
+        {"producer_id": _INT, "sequence_id": _INT, "metadata": _DICT}, payloads="one"
+    ),
+    "CLOSE_PRODUCER": Spec({"producer_id": _INT}),
+    "SUBSCRIBE": Spec(
+        {"topic": _STR, "subscription": _STR, "consumer_id": _INT, "sub_type": _STR},
+        {
+            "consumer_name": _OPT_STR,
+            "initial_position": _STR,  # "latest" | "earliest"
+            "durable": _BOOL,
+            "priority_level": _INT,
+            "key_shared_mode": _OPT_STR,  # "AUTO_SPLIT" | "STICKY"
+            "sticky_ranges": _OPT_LIST,
+            "allow_out_of_order_delivery": _BOOL,
+            "key_hash_ranges": _OPT_LIST,
+            "start_message_id": _OPT_LIST,
+            "start_message_id_inclusive": _BOOL,
+            "batch_index_ack_enabled": _BOOL,
+            "is_reader": _BOOL,
+        },
+    ),
+    "FLOW": Spec({"consumer_id": _INT, "permits": _INT}),
+    "ACK": Spec(
+        {"consumer_id": _INT, "positions": _LIST},
+        # ack_sets: [[ledger, entry, unacked_bits, batch_size], ...]
+        {"cumulative": _BOOL, "ack_sets": _OPT_LIST},
+    ),
+    "REDELIVER_UNACKNOWLEDGED": Spec({"consumer_id": _INT}, {"positions": _OPT_LIST}),
+    "CLOSE_CONSUMER": Spec({"consumer_id": _INT}),
+    "UNSUBSCRIBE": Spec({"consumer_id": _INT}),
+    # SEEK: message_id [ledger, entry, partition, batch] or publish_time ms.
+    "SEEK": Spec({"consumer_id": _INT}, {"message_id": _OPT_LIST, "publish_time": _OPT_INT}),
+    "GET_LAST_MESSAGE_ID": Spec({"consumer_id": _INT}),
+    "PARTITIONED_METADATA": Spec({"topic": _STR}),
+    "GET_TOPICS": Spec({"namespace": _STR}, {"include_system": _BOOL}),
+    # ADMIN: op is an Admin method name (e.g. "topics.get_stats"), args its keyword args.
+    "ADMIN": Spec({"op": _STR}, {"args": _OPT_DICT}),
+}
+
+# Broker -> client.
+BROKER_COMMANDS: dict[str, Spec] = {
+    "CONNECTED": Spec(
+        {"server_version": _STR, "protocol_version": _INT}, {"max_message_size": _INT}
+    ),
+    "SUCCESS": Spec({}, {"result": (object,)}),
+    "ERROR": Spec({"code": _STR, "message": _STR}),
+    "PING": Spec(),
+    "PONG": Spec(),
+    "PRODUCER_SUCCESS": Spec(
+        {"producer_id": _INT, "producer_name": _STR, "last_sequence_id": _INT}
+    ),
+    "SEND_RECEIPT": Spec({"producer_id": _INT, "sequence_id": _INT, "message_id": _LIST}),
+    "SEND_ERROR": Spec(
+        {"producer_id": _INT, "sequence_id": _INT, "code": _STR, "message": _STR}
+    ),
+    # entries: [[ledger, entry, partition, redelivery_count, ack_set_or_None], ...],
+    # one payload frame per entry, in the same order.
+    "MESSAGE": Spec({"consumer_id": _INT, "entries": _LIST}, payloads="any"),
+    "ACTIVE_CONSUMER_CHANGE": Spec({"consumer_id": _INT, "is_active": _BOOL}),
+    "CLOSE_CONSUMER": Spec({"consumer_id": _INT}, {"reason": _OPT_STR}),
+    "CLOSE_PRODUCER": Spec({"producer_id": _INT}, {"reason": _OPT_STR}),
+}
+
+
+class ProtocolError(Exception):
+    """A frame that does not follow this protocol; ``request_id`` is 0 when unknown."""
+
+    def __init__(self, message: str, request_id: int = 0) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+@dataclass(slots=True)
+class Command:
+    """One decoded protocol message."""
+
+    name: str
+    request_id: int
+    fields: dict[str, Any]
+    payloads: list[Any] = field(default_factory=list)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.fields[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.fields.get(key, default)
+
+
+def encode(name: str, request_id: int = 0, payloads: Sequence[Any] = (), **fields: Any) -> list:
+    """Frames for one message: the msgpack header, then the payload frames unchanged."""
+    header = {"v": PROTOCOL_VERSION, "cmd": name, "rid": request_id}
+    header.update(fields)
+    return [msgpack.packb(header, use_bin_type=True), *payloads]
+
+
+def decode(frames: Sequence[Any], specs: dict[str, Spec]) -> Command:
+    """Validate and decode one message (``frames`` without the ROUTER identity)."""
+    if not frames:
+        raise ProtocolError("empty message: expected a header frame")
+    raw = frames[0]
+    raw = raw.bytes if hasattr(raw, "bytes") else raw
+    if len(raw) > MAX_HEADER_SIZE:
+        raise ProtocolError(f"header frame of {len(raw)} bytes exceeds {MAX_HEADER_SIZE}")
+    try:
+        header = msgpack.unpackb(raw, raw=False, strict_map_key=True)
+    except Exception as exc:  # msgpack raises several unrelated types on garbage
+        raise ProtocolError(f"header frame is not valid msgpack ({type(exc).__name__})") from None
+    if not isinstance(header, dict):
+        raise ProtocolError(f"header must be a msgpack map, not {type(header).__name__}")
+    request_id = header.get("rid", 0)
+    if not isinstance(request_id, int) or isinstance(request_id, bool) or request_id < 0:
+        raise ProtocolError(f"request id must be an int >= 0, not {request_id!r}")
+    version = header.get("v")
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"unsupported protocol version {version!r} (this broker speaks {PROTOCOL_VERSION})",
+            request_id,
+        )
+    name = header.get("cmd")
+    spec = specs.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise ProtocolError(f"unknown command {name!r}", request_id)
+    fields = {k: v for k, v in header.items() if k not in ("v", "cmd", "rid")}
+    for key, types in spec.required.items():
+        if key not in fields:
+            raise ProtocolError(f"{name} is missing field {key!r}", request_id)
+        _check(name, key, fields[key], types, request_id)
+    for key, types in spec.optional.items():
+        if key in fields:
+            _check(name, key, fields[key], types, request_id)
+    payloads = list(frames[1:])
+    if spec.payloads == "none" and payloads:
+        raise ProtocolError(f"{name} takes no payload frames, got {len(payloads)}", request_id)
+    if spec.payloads == "one" and len(payloads) != 1:
+        raise ProtocolError(f"{name} takes exactly one payload frame, got {len(payloads)}",
+                            request_id)
+    return Command(name, request_id, fields, payloads)
+
+
+def _check(name: str, key: str, value: Any, types: tuple[type, ...], request_id: int) -> None:
+    if object in types:
+        return
+    wrong_bool = isinstance(value, bool) and bool not in types
+    if wrong_bool or not isinstance(value, types):
+        expected = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+        raise ProtocolError(
+            f"{name} field {key!r} must be {expected}, not {type(value).__name__}", request_id
+        )
+
+
+def position_list(value: Any, what: str = "position") -> tuple[int, int]:
+    """Check a ``[ledger, entry]`` list from a frame and return it as a position tuple."""
+    if (
+        not isinstance(value, list | tuple)
+        or len(value) < 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value[:2])
+    ):
+        raise ProtocolError(f"{what} must be [ledger_id, entry_id], not {value!r}")
+    return (value[0], value[1])

@@ -1,0 +1,192 @@
+"""R-WIRE: the ZeroMQ server validates every frame and keeps serving everyone."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+import zmq
+
+from pulsarlab import Admin, Broker
+from pulsarlab.broker import wire
+
+from .wire_client import RawClient
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with Broker(storage="memory", max_message_size=64 * 1024) as b:
+        yield b
+
+
+@pytest.fixture
+def healthy(broker):
+    """A client with a producer and a Shared consumer, checked after each bad input."""
+    client = RawClient(broker.service_url)
+    topic = f"healthy-{id(client)}"
+    assert client.request("PRODUCER", topic=topic, producer_id=1).name == "PRODUCER_SUCCESS"
+    reply = client.request("SUBSCRIBE", topic=topic, subscription="s", consumer_id=1,
+                           sub_type="Shared")
+    assert reply.name == "SUCCESS"
+    client.send("FLOW", consumer_id=1, permits=1000)
+    state = {"seq": 0}
+
+    def check() -> None:
+        seq = state["seq"]
+        state["seq"] += 1
+        client.send("SEND", 0, [f"m{seq}".encode()], producer_id=1, sequence_id=seq, metadata={})
+        receipt = client.wait_for("SEND_RECEIPT")
+        assert receipt["sequence_id"] == seq
+        message = client.wait_for("MESSAGE")
+        assert message.payloads[0].endswith(f"m{seq}".encode())
+
+    check()
+    yield check
+    client.close()
+
+
+BAD_FRAMES = {
+    "garbage": [b"\xde\xad\xbe\xef"],
+    "truncated-msgpack": [msgpack.packb({"v": 1, "cmd": "PING", "rid": 1})[:-2]],
+    "not-a-map": [msgpack.packb([1, 2, 3])],
+    "wrong-version": [msgpack.packb({"v": 99, "cmd": "PING", "rid": 5})],
+    "unknown-command": [msgpack.packb({"v": 1, "cmd": "LAUNCH", "rid": 6})],
+    "missing-field": [msgpack.packb({"v": 1, "cmd": "FLOW", "rid": 7, "consumer_id": 1})],
+    "wrong-type": [msgpack.packb({"v": 1, "cmd": "FLOW", "rid": 8, "consumer_id": "one",
+                                  "permits": 1})],
+    "bool-for-int": [msgpack.packb({"v": 1, "cmd": "FLOW", "rid": 9, "consumer_id": True,
+                                    "permits": 1})],
+    "payload-on-flow": [msgpack.packb({"v": 1, "cmd": "PING", "rid": 10}), b"extra"],
+    "send-without-payload": [msgpack.packb({"v": 1, "cmd": "SEND", "rid": 11, "producer_id": 1,
+                                            "sequence_id": 1, "metadata": {}})],
+    "negative-rid": [msgpack.packb({"v": 1, "cmd": "PING", "rid": -4})],
+    "bad-metadata-field": [msgpack.packb({"v": 1, "cmd": "SEND", "rid": 12, "producer_id": 1,
+                                          "sequence_id": 1, "metadata": {"nope": 1}}), b"x"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FRAMES))
+def test_bad_frames_get_an_error_naming_the_problem(broker, healthy, name):
+    bad = RawClient(broker.service_url)
+    bad.send_raw(BAD_FRAMES[name])
+    reply = bad.recv()
+    if name == "bad-metadata-field":
+        assert reply.name in ("ERROR", "SEND_ERROR")
+    else:
+        assert reply.name == "ERROR"
+    assert reply["message"]
+    assert "\n" not in reply["message"]
+    bad.close()
+    healthy()
+
+
+def test_commands_before_connect_are_refused(broker, healthy):
+    raw = RawClient(broker.service_url, connect=False)
+    reply = raw.request("PRODUCER", topic="t", producer_id=1)
+    assert reply.name == "ERROR" and reply["code"] == "NotConnected"
+    raw.close()
+    healthy()
+
+
+def test_unknown_ids_and_rule_violations_are_errors(broker, healthy):
+    c = RawClient(broker.service_url)
+    assert c.request("FLOW", consumer_id=42, permits=1)["code"] == "ConsumerNotFound"
+    assert c.request("SUBSCRIBE", topic="bad topic/x/y/z", subscription="s", consumer_id=1,
+                     sub_type="Shared")["code"] == "InvalidTopicName"
+    assert c.request("SUBSCRIBE", topic="ok-t", subscription="s", consumer_id=1,
+                     sub_type="Nope")["code"] == "InvalidConfiguration"
+    assert c.request("SUBSCRIBE", topic="ok-t", subscription="s", consumer_id=1,
+                     sub_type="Shared").name == "SUCCESS"
+    reply = c.request("ACK", consumer_id=1, positions=[[0, 0]], cumulative=True)
+    assert reply["code"] == "CumulativeAcknowledgementNotAllowedError"
+    c.close()
+    healthy()
+
+
+def test_oversize_message_is_refused_with_message_too_big(broker, healthy):
+    c = RawClient(broker.service_url)
+    assert c.request("PRODUCER", topic="big", producer_id=1).name == "PRODUCER_SUCCESS"
+    c.send("SEND", 0, [b"x" * (64 * 1024 + 1)], producer_id=1, sequence_id=0, metadata={})
+    error = c.wait_for("SEND_ERROR")
+    assert error["code"] == "MessageTooBig"
+    c.close()
+    healthy()
+
+
+def test_huge_frame_drops_only_that_client(broker, healthy):
+    c = RawClient(broker.service_url)
+    c.send_raw([wire.encode("PING", 1)[0], b"x" * (3 << 20)])  # over the frame limit
+    healthy()
+    c.close()
+
+
+def test_stats_use_pulsar_field_names(broker):
+    c = RawClient(broker.service_url)
+    c.request("PRODUCER", topic="stats-t", producer_id=1)
+    c.request("SUBSCRIBE", topic="stats-t", subscription="s", consumer_id=1,
+              sub_type="Key_Shared", consumer_name="ks-1")
+    with Admin(broker.service_url) as admin:
+        stats = admin.topics.get_stats("stats-t")
+        internal = admin.topics.get_internal_stats("stats-t")
+    sub = stats["subscriptions"]["s"]
+    for key in ("type", "msgBacklog", "unackedMessages", "consumersAfterMarkDeletePosition",
+                "consumers"):
+        assert key in sub
+    consumer = sub["consumers"][0]
+    for key in ("consumerName", "availablePermits", "unackedMessages", "keyHashRanges"):
+        assert key in consumer
+    assert consumer["consumerName"] == "ks-1"
+    for key in ("ledgers", "cursors", "lastConfirmedEntry"):
+        assert key in internal
+    for key in ("markDeletePosition", "individuallyDeletedMessages", "readPosition"):
+        assert key in internal["cursors"]["s"]
+    c.close()
+
+
+def test_event_stream_publishes_state_changes(broker):
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.linger = 0
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect(broker.events_url)
+    c = RawClient(broker.service_url)
+    c.request("PRODUCER", topic="events-t", producer_id=1)
+    seen: list[bytes] = []
+    for seq in range(200):
+        c.send("SEND", 0, [b"e"], producer_id=1, sequence_id=seq, metadata={})
+        c.wait_for("SEND_RECEIPT")
+        if sub.poll(50):
+            kind, _body = sub.recv_multipart()
+            seen.append(kind)
+            break
+    assert seen, "no event arrived"
+    sub.close()
+    c.close()
+
+
+def test_call_runs_on_the_broker_thread(broker):
+    names = broker.call(lambda service: service.list_topics())
+    assert isinstance(names, list)
+
+
+def test_heartbeat_closes_a_silent_client_and_redelivers(tmp_path):
+    with Broker(storage="memory", keep_alive_interval_seconds=0.2) as b:
+        silent = RawClient(b.service_url)
+        silent.request("PRODUCER", topic="hb", producer_id=1)
+        silent.request("SUBSCRIBE", topic="hb", subscription="s", consumer_id=1,
+                       sub_type="Shared")
+        silent.send("FLOW", consumer_id=1, permits=100)
+        for seq in range(3):
+            silent.send("SEND", 0, [b"hb"], producer_id=1, sequence_id=seq, metadata={})
+        got = 0
+        while got < 3:
+            got += len(silent.wait_for("MESSAGE")["entries"])
+        silent.answer_pings = False
+        other = RawClient(b.service_url)
+        other.request("SUBSCRIBE", topic="hb", subscription="s", consumer_id=1,
+                      sub_type="Shared")
+        other.send("FLOW", consumer_id=1, permits=100)
+        received = 0
+        while received < 3:
+            received += len(other.wait_for("MESSAGE", timeout_ms=15_000)["entries"])
+        assert received == 3
+        other.close()
+        silent.close()
