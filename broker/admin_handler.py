@@ -179,11 +179,6 @@ class AdminHandler:
 
     def _policy_setter(self, key: str) -> Callable[..., None]:
         def setter(namespace: str, value: Any) -> None:
-            if "/" not in namespace or namespace.count("/") != 1:
-                raise InvalidArgument(f"namespace must be 'tenant/namespace', not {namespace!r}")
-            store = self.service.storage.metadata
-            policies = store.get_policies(namespace) or {}
-            policies[key] = value
-            store.put_policies(namespace, policies)
+            self.service.set_namespace_policy(namespace, key, value)
 
         return setter

@@ -54,6 +54,8 @@ class MessageMetadata:
     total_chunk_msg_size: int | None = None
     chunk_id: int | None = None
     marker_type: int | None = None
+    # For a batch: the sequence id of its last message (``sequence_id`` is the first's).
+    highest_sequence_id: int | None = None
 
     @property
     def num_messages(self) -> int:

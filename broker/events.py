@@ -34,6 +34,10 @@ class EventType(StrEnum):
     LEDGER_ROLLED_OVER = "ledger_rolled_over"
     LEDGERS_TRIMMED = "ledgers_trimmed"
     CORRUPT_ENTRY_SKIPPED = "corrupt_entry_skipped"
+    DELAYED = "delayed"
+    EXPIRED = "expired"
+    DEDUPLICATED = "deduplicated"
+    DROPPED = "dropped"
 
 
 @dataclass(frozen=True, slots=True)

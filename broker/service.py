@@ -35,6 +35,7 @@ from .errors import (
 )
 from .events import BrokerEvent, EventListener, EventType
 from .message_id import MessageId
+from .policies import Policies, validate_policy
 from .settings import BrokerSettings
 from .storage.base import Position, Storage
 from .subscription import Subscription
@@ -80,6 +81,7 @@ class BrokerService:
         self._timer_seq = itertools.count()
         self._producer_names = itertools.count(0)
         self._next_housekeeping = self.now_ms() + self.settings.retention_check_interval_ms
+        self._policies: dict[str, Policies] = {}
         self._load_topics()
 
     # -- time, events, actions ------------------------------------------------------------
@@ -292,6 +294,8 @@ class BrokerService:
                     )
         name = producer_name or f"standalone-0-{next(self._producer_names)}"
         producer = Producer(next(self._ids), name, t, conn)
+        if self.policies_for(t).deduplication_enabled:
+            producer.last_sequence_id = t.deduplication().highest_sequence_id.get(name, -1)
         t.producers[producer.producer_id] = producer
         self.producers[producer.producer_id] = producer
         self.emit(EventType.PRODUCER_ADDED, t.name, producer=name)
@@ -505,10 +509,12 @@ class BrokerService:
             position = message_id.position
         sub.reset_cursor(position)
 
-    def position_for_publish_time(self, topic: PersistentTopic, publish_time: int) -> Position:
-        """The first entry published at or after ``publish_time`` (or the end)."""
+    def position_for_publish_time(
+        self, topic: PersistentTopic, publish_time: int, start: Position | None = None
+    ) -> Position:
+        """The first entry from ``start`` published at or after ``publish_time`` (or the end)."""
         ledger = topic.ledger
-        position = ledger.first_position()
+        position = start if start is not None else ledger.first_position()
         while position <= ledger.last_confirmed:
             batch = ledger.read_entries(position, 256)
             if not batch:
@@ -593,11 +599,44 @@ class BrokerService:
     def expire_messages(self, topic: str, subscription: str, expire_time_seconds: int) -> None:
         """Acknowledge every entry published more than ``expire_time_seconds`` ago."""
         sub = self._subscription(topic, subscription)
-        limit = self.now_ms() - expire_time_seconds * 1000
-        end = self.position_for_publish_time(sub.topic, limit + 1)
-        last = sub.topic.ledger.previous_position(end)
+        self.expire_subscription(sub, expire_time_seconds, self.now_ms())
+
+    def expire_subscription(self, sub: Subscription, ttl_seconds: int, now_ms: int) -> None:
+        """Mark-delete past every entry older than ``ttl_seconds`` (delayed ones included)."""
+        limit = now_ms - ttl_seconds * 1000
+        ledger = sub.topic.ledger
+        start = ledger.next_position(sub.cursor.mark_delete_position)
+        end = self.position_for_publish_time(sub.topic, limit + 1, start)
+        last = ledger.previous_position(end)
         if last > sub.cursor.mark_delete_position:
+            expired = ledger.count_entries(start, last)
             sub.mark_delete_by_broker(last)
+            self.emit(EventType.EXPIRED, sub.topic.name, sub.name, None,
+                      up_to=list(last), entries=expired, ttl_seconds=ttl_seconds)
+
+    # -- policies -------------------------------------------------------------------------
+
+    def policies_for(self, topic: PersistentTopic) -> Policies:
+        """Policies in force for ``topic`` (namespace policies over broker defaults)."""
+        namespace = topic.topic_name.namespace
+        policies = self._policies.get(namespace)
+        if policies is None:
+            stored = self.storage.metadata.get_policies(namespace)
+            policies = Policies.resolve(self.settings, stored)
+            self._policies[namespace] = policies
+        return policies
+
+    def set_namespace_policy(self, namespace: str, key: str, value: Any) -> None:
+        """Set one namespace policy (admin); it applies from the next operation on."""
+        parts = namespace.split("/") if isinstance(namespace, str) else []
+        if len(parts) != 2 or "" in parts:
+            raise InvalidArgument(f"namespace must be 'tenant/namespace', not {namespace!r}")
+        validate_policy(key, value)
+        store = self.storage.metadata
+        stored = store.get_policies(namespace) or {}
+        stored[key] = value
+        store.put_policies(namespace, stored)
+        self._policies.pop(namespace, None)
 
     def topic_stats(self, topic: str) -> dict[str, Any]:
         return self.get_topic(topic, create=False).stats()

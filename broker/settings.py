@@ -30,6 +30,17 @@ class BrokerSettings:
     # Cursor positions are saved at most this often (Pulsar's mark-delete rate limit: 1/s).
     managed_ledger_cursor_persist_interval_ms: int = 1000
     journal_sync_data: bool = True
+    default_retention_time_in_minutes: int = 0
+    default_retention_size_in_mb: int = 0
+    ttl_duration_default_in_seconds: int = 0
+    message_expiry_check_interval_minutes: int = 5
+    broker_deduplication_enabled: bool = False
+    backlog_quota_default_limit_bytes: int = -1
+    backlog_quota_default_retention_policy: str = "producer_request_hold"
+    backlog_quota_check_interval_seconds: int = 60
+    delayed_delivery_enabled: bool = True
+    delayed_delivery_tick_ms: int = 1000
+    is_delayed_delivery_deliver_at_time_strict: bool = False
     retention_check_interval_ms: int = 120_000
 
     @classmethod
@@ -44,6 +55,8 @@ class BrokerSettings:
                 raise InvalidArgument(f"broker setting {name} must be an int, not {value!r}")
             if expected is bool and not isinstance(value, bool):
                 raise InvalidArgument(f"broker setting {name} must be a bool, not {value!r}")
+            if expected is str and not isinstance(value, str):
+                raise InvalidArgument(f"broker setting {name} must be a string, not {value!r}")
         settings = replace(cls(), **kwargs)
         if settings.max_message_size <= 0:
             raise InvalidArgument("broker setting max_message_size must be > 0")

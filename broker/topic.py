@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .consumer import Consumer, SubType
 from .cursor import ManagedCursor
+from .deduplication import MessageDeduplication
 from .entry import MessageMetadata, encode_entry
 from .errors import MessageTooBig, StorageError, SubscriptionNotFound
 from .events import EventType
@@ -62,6 +63,8 @@ class PersistentTopic:
         self.bytes_in_counter = 0
         self.msg_out_counter = 0
         self._last_cursor_persist_ms = 0
+        self._dedup: MessageDeduplication | None = None
+        self._next_expiry_check_ms = 0
         for cursor_name, state in service.storage.metadata.get_cursors(self.name).items():
             cursor = ManagedCursor.from_state(cursor_name, ledger, state)
             self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor)
@@ -76,13 +79,33 @@ class PersistentTopic:
             raise MessageTooBig(
                 f"message of {size} bytes exceeds max_message_size {limit} on {self.name}"
             )
+        policies = self.service.policies_for(self)
+        if policies.deduplication_enabled:
+            dedup = self.deduplication()
+            if dedup.is_duplicate(metadata.producer_name, metadata.sequence_id):
+                position = dedup.original_position(metadata.producer_name, metadata.sequence_id)
+                self.pending_sends.append(PendingSend(producer, metadata.sequence_id, position))
+                self.service.dirty_topics.add(self)
+                self.service.emit(
+                    EventType.DEDUPLICATED, self.name, producer=metadata.producer_name,
+                    sequence_id=metadata.sequence_id, original=list(position),
+                )
+                return position
         data = encode_entry(metadata, payload)
         try:
             position = self.ledger.add_entry(data, self.service.now_ms())
         except StorageError as exc:
             # The ledger dropped every unconfirmed entry: fail their sends too.
             self.service.fail_pending_sends(self, exc)
+            self._dedup = None  # rebuilt from what is really stored
             raise
+        if policies.deduplication_enabled:
+            highest = metadata.highest_sequence_id
+            self.deduplication().record(
+                metadata.producer_name,
+                metadata.sequence_id if highest is None else highest,
+                position,
+            )
         self.pending_sends.append(PendingSend(producer, metadata.sequence_id, position))
         producer.last_sequence_id = max(producer.last_sequence_id, metadata.sequence_id)
         producer.msg_in_counter += metadata.num_messages
@@ -91,6 +114,17 @@ class PersistentTopic:
         self.bytes_in_counter += size
         self.service.dirty_topics.add(self)
         return position
+
+    def deduplication(self) -> MessageDeduplication:
+        """The de-duplication state, recovered from the snapshot and the ledger on first use."""
+        if self._dedup is None:
+            snapshot = self.service.storage.metadata.get_policies(self._dedup_scope)
+            self._dedup = MessageDeduplication.recover(self.ledger, snapshot)
+        return self._dedup
+
+    @property
+    def _dedup_scope(self) -> str:
+        return f"__dedup__/{self.name}"
 
     def sync(self) -> list[PendingSend]:
         """Make appended entries durable; return the sends now confirmed."""
@@ -165,20 +199,52 @@ class PersistentTopic:
         if not force and now_ms - self._last_cursor_persist_ms < interval:
             return
         self._last_cursor_persist_ms = now_ms
+        self.persist_dedup()
         for subscription in self.subscriptions.values():
             if subscription.durable and subscription.cursor.dirty:
                 self.persist_cursor(subscription.cursor)
 
     def trim_ledgers(self) -> list[int]:
-        """Delete ledgers every durable subscription has fully acknowledged."""
+        """Delete ledgers every durable subscription has acknowledged and retention lets go.
+
+        Pulsar's rule: walk the closed ledgers below the slowest mark-delete, oldest first,
+        and delete while a ledger's retention time has passed or the topic is over its
+        retention size (0/0 = delete at once, -1 = forever / unlimited).
+        """
         durable = [s.cursor for s in self.subscriptions.values() if s.durable]
-        if not durable:
+        slowest = (
+            min(c.mark_delete_position for c in durable) if durable else self.ledger.last_confirmed
+        )
+        policies = self.service.policies_for(self)
+        time_ms = policies.retention_time_minutes * 60_000
+        size_bytes = policies.retention_size_mb * 1024 * 1024
+        now = self.service.now_ms()
+        total = self.ledger.total_size
+        removed = 0
+        bound = None
+        for info in self.ledger.ledgers[:-1]:
+            if (info.ledger_id, info.entries - 1) > slowest:
+                break
+            expired = policies.retention_time_minutes >= 0 and now - info.timestamp_ms >= time_ms
+            over_size = policies.retention_size_mb >= 0 and total - removed > size_bytes
+            if not (expired or over_size):
+                break
+            removed += info.size
+            bound = (info.ledger_id, max(info.entries - 1, 0))
+        if bound is None:
             return []
-        slowest = min(c.mark_delete_position for c in durable)
-        deleted = self.ledger.trim(slowest)
+        deleted = self.ledger.trim(bound)
         if deleted:
             self.service.emit(EventType.LEDGERS_TRIMMED, self.name, None, None, ledgers=deleted)
         return deleted
+
+    def expire_messages(self, now_ms: int) -> None:
+        """Message TTL: acknowledge, on every subscription, what is older than the TTL."""
+        ttl = self.service.policies_for(self).message_ttl_seconds
+        if ttl <= 0:
+            return
+        for subscription in list(self.subscriptions.values()):
+            self.service.expire_subscription(subscription, ttl, now_ms)
 
     def housekeeping(self, now_ms: int) -> None:
         before = self.ledger.ledgers[-1].ledger_id if self.ledger.ledgers else None
@@ -188,7 +254,19 @@ class PersistentTopic:
                 EventType.LEDGER_ROLLED_OVER, self.name, None, None, closed=before, opened=after
             )
             self.trim_ledgers()
+        interval = self.service.settings.message_expiry_check_interval_minutes * 60_000
+        if now_ms >= self._next_expiry_check_ms:
+            self._next_expiry_check_ms = now_ms + interval
+            self.expire_messages(now_ms)
         self.persist_cursors(now_ms)
+
+    def persist_dedup(self) -> None:
+        if self._dedup is not None and not self.pending_sends:
+            position = self.ledger.last_confirmed
+            if self._dedup.snapshot_position != position:
+                self.service.storage.metadata.put_policies(
+                    self._dedup_scope, self._dedup.snapshot(position)
+                )
 
     def close(self) -> None:
         self.persist_cursors(self.service.now_ms(), force=True)

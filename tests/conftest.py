@@ -48,12 +48,17 @@ class Harness:
         batch: int | None = None,
         payload: bytes = b"x",
         commit: bool = True,
+        deliver_at: int = 0,
+        producer_name: str | None = None,
+        sequence_id: int | None = None,
     ) -> list[tuple[int, int]]:
-        producer_id = self.producer(topic)
+        producer_id = self.producer(topic, producer_name)
         positions = []
         for _ in range(count):
             meta = MessageMetadata(
-                partition_key=key, ordering_key=ordering_key, num_messages_in_batch=batch
+                partition_key=key, ordering_key=ordering_key, num_messages_in_batch=batch,
+                deliver_at_time=deliver_at,
+                sequence_id=sequence_id if sequence_id is not None else 0,
             )
             positions.append(self.service.send(producer_id, meta, payload))
         if commit:

@@ -113,8 +113,8 @@ class KeySharedDispatcher(SharedDispatcher):
         try:
             while self.total_available_permits() > 0:
                 n = self.entries_to_read(self.total_available_permits())
-                if len(self.replay) and not self._stuck_on_replays:
-                    batch = self._read_replay(n)
+                if (len(self.replay) or self._delayed_available()) and not self._stuck_on_replays:
+                    batch = self.read_replay(n)
                     if batch is None:
                         continue
                     if not self.send_read_entries(batch, is_replay=True):
@@ -123,33 +123,16 @@ class KeySharedDispatcher(SharedDispatcher):
                         self._stuck_on_replays = True
                     continue
                 self._stuck_on_replays = False
-                batch = self._read_new(n)
+                batch = self.read_new(n)
                 if batch is None or not self.send_read_entries(batch, is_replay=False):
                     return
         finally:
             self._dispatching = False
 
-    def _read_replay(self, n: int) -> SendList | None:
-        out: SendList = []
-        for position in self.replay.pop_first(n):
-            if self.cursor.is_deleted(position):
-                continue
-            data = self.cursor.ledger.read_entry(position)
-            header = self.header(position, data)
-            if header is not None and data is not None:
-                out.append((position, data, header))
-        return out or None
-
-    def _read_new(self, n: int) -> SendList | None:
-        while self.cursor.has_more_entries():
-            out: SendList = []
-            for position, data in self.cursor.read_entries(n):
-                header = self.header(position, data)
-                if header is not None and data is not None:
-                    out.append((position, data, header))
-            if out:
-                return out
-        return None
+    def _delayed_available(self) -> bool:
+        return self.delayed is not None and self.delayed.has_message_available(
+            self.subscription.now_ms()
+        )
 
     def send_read_entries(self, entries: SendList, is_replay: bool) -> bool:
         assert self.selector is not None

@@ -12,13 +12,18 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..consumer import Consumer, SubType
+from ..delayed_delivery import DelayedDeliveryTracker
 from ..entry import EntryHeader
 from ..errors import ConsumerBusy
 from ..events import EventType
 from ..storage.base import Position
 from .base import Dispatcher
+
+if TYPE_CHECKING:
+    from ..service import TimerHandle
 
 SendList = list[tuple[Position, bytes, EntryHeader]]
 
@@ -81,6 +86,16 @@ class SharedDispatcher(Dispatcher):
         super().__init__(subscription)
         self.replay = ReplayQueue()
         self._next_index = 0
+        settings = subscription.settings
+        self.delayed: DelayedDeliveryTracker | None = (
+            DelayedDeliveryTracker(
+                settings.delayed_delivery_tick_ms,
+                settings.is_delayed_delivery_deliver_at_time_strict,
+            )
+            if settings.delayed_delivery_enabled
+            else None
+        )
+        self._delayed_timer: TimerHandle | None = None
 
     # -- consumers ------------------------------------------------------------------------
 
@@ -131,7 +146,20 @@ class SharedDispatcher(Dispatcher):
         positions = list(positions)
         for position in positions:
             self.replay.remove(position)
+            if self.delayed is not None:
+                self.delayed.remove(position)
         super().on_acknowledged(positions)
+
+    def on_mark_delete_moved(self) -> None:
+        super().on_mark_delete_moved()
+        if self.delayed is not None:
+            self.delayed.remove_up_to(self.cursor.mark_delete_position)
+
+    def close(self) -> None:
+        if self._delayed_timer is not None:
+            self._delayed_timer.cancel()
+            self._delayed_timer = None
+        super().close()
 
     # -- dispatch -------------------------------------------------------------------------
 
@@ -156,10 +184,22 @@ class SharedDispatcher(Dispatcher):
             self._dispatching = False
 
     def _read(self, n: int) -> tuple[SendList | None, bool]:
-        """Entries to send next: replayed ones first, else new ones from the cursor."""
-        while len(self.replay):
+        """Entries to send next: replayed (and due delayed) ones first, else new ones."""
+        batch = self.read_replay(n)
+        if batch is not None:
+            return batch, True
+        return self.read_new(n), False
+
+    def read_replay(self, n: int) -> SendList | None:
+        """Due delayed messages and the replay set, in position order."""
+        while True:
+            positions = self.delayed_due(n)
+            if len(positions) < n:
+                positions += self.replay.pop_first(n - len(positions))
+            if not positions:
+                return None
             out: SendList = []
-            for position in self.replay.pop_first(n):
+            for position in sorted(positions):
                 if self.cursor.is_deleted(position):
                     continue
                 data = self.cursor.ledger.read_entry(position)
@@ -167,22 +207,61 @@ class SharedDispatcher(Dispatcher):
                 if header is not None and data is not None:
                     out.append((position, data, header))
             if out:
-                return out, True
-        if self.skip_new_reads():
-            return None, False
+                return out
+
+    def read_new(self, n: int) -> SendList | None:
+        """New entries from the cursor, holding back delayed ones not yet due."""
         while self.cursor.has_more_entries():
-            out = []
+            out: SendList = []
             for position, data in self.cursor.read_entries(n):
                 header = self.header(position, data)
-                if header is not None and data is not None:
-                    out.append((position, data, header))
+                if header is None or data is None:
+                    continue
+                if header.deliver_at_time and self.track_delayed(position, header):
+                    continue
+                out.append((position, data, header))
             if out:
-                return out, False
-        return None, False
+                return out
+        return None
 
-    def skip_new_reads(self) -> bool:
-        """Whether reading new entries must wait (Key_Shared overrides this)."""
-        return False
+    # -- delayed delivery -----------------------------------------------------------------
+
+    def track_delayed(self, position: Position, header: EntryHeader) -> bool:
+        """Hand a delayed entry to the tracker; return whether it must wait."""
+        tracker = self.delayed
+        if tracker is None:
+            return False
+        now = self.subscription.now_ms()
+        if not tracker.add(position, header.deliver_at_time, now):
+            return False
+        self.subscription.emit(
+            EventType.DELAYED, None, position=list(position), deliver_at=header.deliver_at_time
+        )
+        self._schedule_delayed_wakeup(now)
+        return True
+
+    def delayed_due(self, n: int) -> list[Position]:
+        if self.delayed is None or not len(self.delayed):
+            return []
+        return self.delayed.get_scheduled_messages(self.subscription.now_ms(), n)
+
+    def _schedule_delayed_wakeup(self, now: int) -> None:
+        assert self.delayed is not None
+        wake = self.delayed.next_wakeup(now)
+        if wake is None:
+            return
+        timer = self._delayed_timer
+        if timer is not None and not timer.cancelled and timer.at_ms <= wake:
+            return
+        if timer is not None:
+            timer.cancel()
+        self._delayed_timer = self.subscription.schedule(wake - now, self._on_delayed_timer)
+
+    def _on_delayed_timer(self) -> None:
+        self._delayed_timer = None
+        self.dispatch()
+        if self.delayed is not None and len(self.delayed):
+            self._schedule_delayed_wakeup(self.subscription.now_ms())
 
     def next_consumer(self) -> Consumer | None:
         """Round-robin among the consumers of the best priority level that can receive."""
