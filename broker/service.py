@@ -35,8 +35,10 @@ from .errors import (
 )
 from .events import BrokerEvent, EventListener, EventType
 from .message_id import MessageId
+from .non_persistent import NonPersistentTopic
 from .policies import Policies, validate_policy
 from .settings import BrokerSettings
+from .storage import MemoryStorage
 from .storage.base import Position, Storage
 from .subscription import Subscription
 from .topic import PersistentTopic, Producer
@@ -82,6 +84,7 @@ class BrokerService:
         self._producer_names = itertools.count(0)
         self._next_housekeeping = self.now_ms() + self.settings.retention_check_interval_ms
         self._policies: dict[str, Policies] = {}
+        self._non_persistent_storage = MemoryStorage()
         self._load_topics()
 
     # -- time, events, actions ------------------------------------------------------------
@@ -159,27 +162,29 @@ class BrokerService:
             if partitions == 0:
                 self._open_topic(TopicName.get(name))
 
+    def storage_for(self, name: TopicName) -> Storage:
+        """Persistent topics live in the broker's storage; non-persistent ones in memory."""
+        return self.storage if name.persistent else self._non_persistent_storage
+
     def _open_topic(self, name: TopicName) -> PersistentTopic:
         key = str(name)
         topic = self.topics.get(key)
         if topic is None:
-            ledger = self.storage.open_ledger(key, self.settings.ledger_config(), self.now_ms())
-            topic = PersistentTopic(self, name, ledger)
+            storage = self.storage_for(name)
+            ledger = storage.open_ledger(key, self.settings.ledger_config(), self.now_ms())
+            cls = PersistentTopic if name.persistent else NonPersistentTopic
+            topic = cls(self, name, ledger)
             self.topics[key] = topic
         return topic
 
     def get_topic(self, topic: str, create: bool | None = None) -> PersistentTopic:
         """The topic (partition) named ``topic``, auto-created if allowed."""
         name = TopicName.get(topic)
-        if not name.persistent:
-            raise NotAllowed(
-                f"{name}: non-persistent topics are not supported by this broker core yet"
-            )
         key = str(name)
         existing = self.topics.get(key)
         if existing is not None:
             return existing
-        metadata = self.storage.metadata
+        metadata = self.storage_for(name).metadata
         partitions = metadata.get_topic(key)
         if partitions is not None and partitions > 0:
             raise NotAllowed(
@@ -204,8 +209,9 @@ class BrokerService:
 
     def create_topic(self, topic: str) -> str:
         """Create a non-partitioned topic; an existing one is an error."""
-        key = str(TopicName.get(topic))
-        if self.storage.metadata.get_topic(key) is not None:
+        name = TopicName.get(topic)
+        key = str(name)
+        if self.storage_for(name).metadata.get_topic(key) is not None:
             raise TopicAlreadyExists(f"topic {key} already exists")
         return self.get_topic(key, create=True).name
 
@@ -217,9 +223,10 @@ class BrokerService:
         if name.is_partition:
             raise InvalidArgument(f"{name} is a partition name; pick a name without -partition-N")
         key = str(name)
-        if self.storage.metadata.get_topic(key) is not None:
+        metadata = self.storage_for(name).metadata
+        if metadata.get_topic(key) is not None:
             raise TopicAlreadyExists(f"topic {key} already exists")
-        self.storage.metadata.put_topic(key, partitions)
+        metadata.put_topic(key, partitions)
         for i in range(partitions):
             self.get_topic(str(name.partition(i)), create=True)
         self.emit(EventType.TOPIC_CREATED, key, partitions=partitions)
@@ -227,29 +234,31 @@ class BrokerService:
 
     def get_partitioned_topic_metadata(self, topic: str) -> int:
         """Number of partitions (0 for a non-partitioned topic)."""
-        key = str(TopicName.get(topic))
-        partitions = self.storage.metadata.get_topic(key)
+        name = TopicName.get(topic)
+        partitions = self.storage_for(name).metadata.get_topic(str(name))
         return partitions or 0
 
     def list_topics(self, namespace: str | None = None, include_system: bool = False) -> list[str]:
         """Topic names; partitioned topics are listed by their parent name."""
         out = []
-        for name, partitions in self.storage.metadata.list_topics().items():
-            parsed = TopicName.get(name)
-            if namespace and parsed.namespace != namespace:
-                continue
-            if parsed.is_system_topic and not include_system:
-                continue
-            if partitions == 0 and parsed.is_partition:
-                parent = self.storage.metadata.get_topic(str(parsed.partitioned_topic_name))
-                if parent:
+        for store in (self.storage.metadata, self._non_persistent_storage.metadata):
+            for name, partitions in store.list_topics().items():
+                parsed = TopicName.get(name)
+                if namespace and parsed.namespace != namespace:
                     continue
-            out.append(name)
+                if parsed.is_system_topic and not include_system:
+                    continue
+                parent = str(parsed.partitioned_topic_name)
+                if partitions == 0 and parsed.is_partition and store.get_topic(parent):
+                    continue
+                out.append(name)
         return sorted(out)
 
     def delete_topic(self, topic: str, force: bool = False) -> None:
-        key = str(TopicName.get(topic))
-        partitions = self.storage.metadata.get_topic(key)
+        name = TopicName.get(topic)
+        key = str(name)
+        metadata = self.storage_for(name).metadata
+        partitions = metadata.get_topic(key)
         if partitions is None:
             raise TopicNotFound(f"topic {key} does not exist")
         names = [key] if partitions == 0 else [
@@ -269,13 +278,13 @@ class BrokerService:
             for subscription in t.subscriptions.values():
                 subscription.close()
             t.ledger.delete()
-            self.storage.metadata.delete_topic(t.name)
-            for sub_name in list(self.storage.metadata.get_cursors(t.name)):
-                self.storage.metadata.delete_cursor(t.name, sub_name)
+            metadata.delete_topic(t.name)
+            for sub_name in list(metadata.get_cursors(t.name)):
+                metadata.delete_cursor(t.name, sub_name)
             self.topics.pop(t.name, None)
             self.dirty_topics.discard(t)
         if partitions:
-            self.storage.metadata.delete_topic(key)
+            metadata.delete_topic(key)
         self.emit(EventType.TOPIC_DELETED, key)
 
     # -- producers ------------------------------------------------------------------------

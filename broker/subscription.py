@@ -88,6 +88,8 @@ class Subscription:
             consumer,
             entries=[[e.position[0], e.position[1], e.redelivery_count] for e in entries],
         )
+        if self.topic.acks_on_dispatch:
+            self.acknowledge_by_broker([e.position for e in entries])
 
     def notify_active(self, consumer: Consumer, is_active: bool) -> None:
         self.topic.service.outbox.append(

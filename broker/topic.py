@@ -50,12 +50,16 @@ class PendingSend:
 class PersistentTopic:
     """One persistent topic partition and everything attached to it."""
 
+    # Non-persistent topics acknowledge on dispatch and drop what nobody can take.
+    acks_on_dispatch = False
+
     def __init__(self, service: BrokerService, name: TopicName, ledger: ManagedLedger) -> None:
         self.service = service
         self.topic_name = name
         self.name = str(name)
         self.partition_index = name.partition_index
         self.ledger = ledger
+        self.metadata = service.storage_for(name).metadata
         self.producers: dict[int, Producer] = {}
         self.subscriptions: dict[str, Subscription] = {}
         self.pending_sends: list[PendingSend] = []
@@ -65,7 +69,7 @@ class PersistentTopic:
         self._last_cursor_persist_ms = 0
         self._dedup: MessageDeduplication | None = None
         self._next_expiry_check_ms = 0
-        for cursor_name, state in service.storage.metadata.get_cursors(self.name).items():
+        for cursor_name, state in self.metadata.get_cursors(self.name).items():
             cursor = ManagedCursor.from_state(cursor_name, ledger, state)
             self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor)
 
@@ -118,7 +122,7 @@ class PersistentTopic:
     def deduplication(self) -> MessageDeduplication:
         """The de-duplication state, recovered from the snapshot and the ledger on first use."""
         if self._dedup is None:
-            snapshot = self.service.storage.metadata.get_policies(self._dedup_scope)
+            snapshot = self.metadata.get_policies(self._dedup_scope)
             self._dedup = MessageDeduplication.recover(self.ledger, snapshot)
         return self._dedup
 
@@ -179,7 +183,7 @@ class PersistentTopic:
             raise SubscriptionNotFound(f"subscription {name!r} not found on {self.name}")
         subscription.close()
         if subscription.durable:
-            self.service.storage.metadata.delete_cursor(self.name, name)
+            self.metadata.delete_cursor(self.name, name)
         self.service.emit(EventType.SUBSCRIPTION_DELETED, self.name, name, None)
 
     def detach(self, subscription: Subscription, consumer: Consumer) -> None:
@@ -191,7 +195,7 @@ class PersistentTopic:
     # -- persistence and housekeeping -----------------------------------------------------
 
     def persist_cursor(self, cursor: ManagedCursor) -> None:
-        self.service.storage.metadata.put_cursor(self.name, cursor.name, cursor.state())
+        self.metadata.put_cursor(self.name, cursor.name, cursor.state())
         cursor.dirty = False
 
     def persist_cursors(self, now_ms: int, force: bool = False) -> None:
@@ -264,7 +268,7 @@ class PersistentTopic:
         if self._dedup is not None and not self.pending_sends:
             position = self.ledger.last_confirmed
             if self._dedup.snapshot_position != position:
-                self.service.storage.metadata.put_policies(
+                self.metadata.put_policies(
                     self._dedup_scope, self._dedup.snapshot(position)
                 )
 

@@ -86,11 +86,6 @@ def test_bad_position_in_ack(harness):
         harness.service.ack(c.consumer_id, ["1:2"])
 
 
-def test_non_persistent_is_refused_clearly_for_now(harness):
-    with pytest.raises(NotAllowed, match="non-persistent"):
-        harness.service.create_producer("non-persistent://public/default/np")
-
-
 def test_service_keeps_serving_after_errors(harness):
     c = harness.subscribe("ok", "s", "c", permits=10)
     with pytest.raises(MessageTooBig):
