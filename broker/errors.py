@@ -50,6 +50,12 @@ class MessageTooBig(PulsarLabError):
     code = "MessageTooBig"
 
 
+class ProducerBlockedQuotaExceeded(PulsarLabError):
+    """The topic's backlog quota is exceeded and its policy is producer_exception."""
+
+    code = "ProducerBlockedQuotaExceededException"
+
+
 class NotAllowed(PulsarLabError):
     code = "NotAllowedError"
 

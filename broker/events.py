@@ -38,6 +38,7 @@ class EventType(StrEnum):
     EXPIRED = "expired"
     DEDUPLICATED = "deduplicated"
     DROPPED = "dropped"
+    BACKLOG_QUOTA_EXCEEDED = "backlog_quota_exceeded"
 
 
 @dataclass(frozen=True, slots=True)

@@ -317,8 +317,13 @@ class BrokerService:
         producer.topic.producers.pop(producer_id, None)
         self.emit(EventType.PRODUCER_REMOVED, producer.topic.name, producer=producer.producer_name)
 
-    def send(self, producer_id: int, metadata: MessageMetadata, payload: bytes) -> Position:
-        """Append a message (or batch); its receipt comes out of the next :meth:`commit`."""
+    def send(
+        self, producer_id: int, metadata: MessageMetadata, payload: bytes
+    ) -> Position | None:
+        """Append a message (or batch); its receipt comes out of the next :meth:`commit`.
+
+        ``None``: the send is held by the backlog quota (``producer_request_hold``).
+        """
         producer = self.producers.get(producer_id)
         if producer is None:
             raise ProducerNotFound(f"producer {producer_id} not found")

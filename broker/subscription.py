@@ -247,6 +247,8 @@ class Subscription:
             )
         if self.dispatcher is not None:
             self.dispatcher.dispatch()
+        if mark_delete_moved and self.topic.held_sends:
+            self.topic.release_held_sends()
 
     # -- cursor control -------------------------------------------------------------------
 

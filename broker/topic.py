@@ -15,8 +15,14 @@ from .consumer import Consumer, SubType
 from .cursor import ManagedCursor
 from .deduplication import MessageDeduplication
 from .entry import MessageMetadata, encode_entry
-from .errors import MessageTooBig, StorageError, SubscriptionNotFound
+from .errors import (
+    MessageTooBig,
+    ProducerBlockedQuotaExceeded,
+    StorageError,
+    SubscriptionNotFound,
+)
 from .events import EventType
+from .policies import Policies
 from .storage.base import ManagedLedger, Position
 from .subscription import Subscription
 from .topic_name import TopicName
@@ -68,6 +74,7 @@ class PersistentTopic:
         self.msg_out_counter = 0
         self._last_cursor_persist_ms = 0
         self._dedup: MessageDeduplication | None = None
+        self.held_sends: list[tuple[Producer, MessageMetadata, bytes]] = []
         self._next_expiry_check_ms = 0
         for cursor_name, state in self.metadata.get_cursors(self.name).items():
             cursor = ManagedCursor.from_state(cursor_name, ledger, state)
@@ -75,8 +82,14 @@ class PersistentTopic:
 
     # -- publishing -----------------------------------------------------------------------
 
-    def publish(self, producer: Producer, metadata: MessageMetadata, payload: bytes) -> Position:
-        """Append one entry; its receipt waits for the next commit."""
+    def publish(
+        self, producer: Producer, metadata: MessageMetadata, payload: bytes
+    ) -> Position | None:
+        """Append one entry; its receipt waits for the next commit.
+
+        ``None`` means the send is held: the backlog quota is exceeded and its policy is
+        ``producer_request_hold``; it is appended once the backlog shrinks.
+        """
         size = len(payload)
         limit = self.service.settings.max_message_size
         if size > limit:
@@ -84,6 +97,19 @@ class PersistentTopic:
                 f"message of {size} bytes exceeds max_message_size {limit} on {self.name}"
             )
         policies = self.service.policies_for(self)
+        if policies.backlog_quota_limit_bytes >= 0 and not self._within_backlog_quota(policies):
+            if policies.backlog_quota_policy == "producer_exception":
+                raise ProducerBlockedQuotaExceeded(
+                    f"cannot publish on {self.name}: backlog quota of "
+                    f"{policies.backlog_quota_limit_bytes} bytes exceeded"
+                )
+            if policies.backlog_quota_policy == "producer_request_hold":
+                self.held_sends.append((producer, metadata, payload))
+                self.service.emit(
+                    EventType.BACKLOG_QUOTA_EXCEEDED, self.name, producer=producer.producer_name,
+                    sequence_id=metadata.sequence_id, policy="producer_request_hold",
+                )
+                return None
         if policies.deduplication_enabled:
             dedup = self.deduplication()
             if dedup.is_duplicate(metadata.producer_name, metadata.sequence_id):
@@ -242,6 +268,65 @@ class PersistentTopic:
             self.service.emit(EventType.LEDGERS_TRIMMED, self.name, None, None, ledgers=deleted)
         return deleted
 
+    # -- backlog quota --------------------------------------------------------------------
+
+    def backlog_size_bytes(self) -> int:
+        """Bytes after the slowest durable subscription's mark-delete (an estimate inside
+        the ledger it points into, as Pulsar's is)."""
+        durable = [s.cursor for s in self.subscriptions.values() if s.durable]
+        if not durable:
+            return 0
+        slowest = min(c.mark_delete_position for c in durable)
+        size = 0
+        for info in self.ledger.ledgers:
+            if info.ledger_id > slowest[0]:
+                size += info.size
+            elif info.ledger_id == slowest[0] and info.entries:
+                remaining = max(0, info.entries - 1 - slowest[1])
+                size += info.size * remaining // info.entries
+        return size
+
+    def _within_backlog_quota(self, policies: Policies) -> bool:
+        limit = policies.backlog_quota_limit_bytes
+        if self.backlog_size_bytes() <= limit:
+            return True
+        if policies.backlog_quota_policy == "consumer_backlog_eviction":
+            self._evict_backlog(limit)
+            return True
+        return False
+
+    def _evict_backlog(self, limit: int) -> None:
+        """consumer_backlog_eviction: the slowest subscriptions skip their oldest entries."""
+        while True:
+            excess = self.backlog_size_bytes() - limit
+            durable = [s for s in self.subscriptions.values() if s.durable]
+            if excess <= 0 or not durable:
+                return
+            slowest = min(durable, key=lambda s: s.cursor.mark_delete_position)
+            entries = max(1, self.ledger.number_of_entries)
+            average = max(1, self.ledger.total_size // entries)
+            before = slowest.cursor.mark_delete_position
+            self.service.skip_messages(self.name, slowest.name, max(1, -(-excess // average)))
+            self.service.emit(
+                EventType.BACKLOG_QUOTA_EXCEEDED, self.name, slowest.name,
+                policy="consumer_backlog_eviction",
+            )
+            if slowest.cursor.mark_delete_position == before:
+                return
+
+    def release_held_sends(self) -> None:
+        """Publish held sends while the backlog is within its quota again."""
+        if not self.held_sends:
+            return
+        policies = self.service.policies_for(self)
+        while self.held_sends and (
+            policies.backlog_quota_limit_bytes < 0
+            or self.backlog_size_bytes() <= policies.backlog_quota_limit_bytes
+        ):
+            producer, metadata, payload = self.held_sends.pop(0)
+            if producer.producer_id in self.producers:
+                self.publish(producer, metadata, payload)
+
     def expire_messages(self, now_ms: int) -> None:
         """Message TTL: acknowledge, on every subscription, what is older than the TTL."""
         ttl = self.service.policies_for(self).message_ttl_seconds
@@ -258,6 +343,7 @@ class PersistentTopic:
                 EventType.LEDGER_ROLLED_OVER, self.name, None, None, closed=before, opened=after
             )
             self.trim_ledgers()
+        self.release_held_sends()
         interval = self.service.settings.message_expiry_check_interval_minutes * 60_000
         if now_ms >= self._next_expiry_check_ms:
             self._next_expiry_check_ms = now_ms + interval

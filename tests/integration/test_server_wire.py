@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import msgpack
 import pytest
 import zmq
@@ -10,6 +12,8 @@ from pulsarlab import Admin, Broker
 from pulsarlab.broker import wire
 
 from .wire_client import RawClient
+
+_TOPICS = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +26,7 @@ def broker():
 def healthy(broker):
     """A client with a producer and a Shared consumer, checked after each bad input."""
     client = RawClient(broker.service_url)
-    topic = f"healthy-{id(client)}"
+    topic = f"healthy-{next(_TOPICS)}"
     assert client.request("PRODUCER", topic=topic, producer_id=1).name == "PRODUCER_SUCCESS"
     reply = client.request("SUBSCRIBE", topic=topic, subscription="s", consumer_id=1,
                            sub_type="Shared")
@@ -41,6 +45,7 @@ def healthy(broker):
 
     check()
     yield check
+    client.request("CLOSE_CONSUMER", consumer_id=1)
     client.close()
 
 
