@@ -1,0 +1,80 @@
+"""CursorView: the strip after individual, contiguous and batch-index acks."""
+
+from __future__ import annotations
+
+from pulsarlab.widgets import CursorView, WhatIf
+from pulsarlab.widgets.cursor import CELL_STATES
+
+
+def _shared(**settings):
+    whatif = WhatIf("Shared", **settings)
+    view = CursorView(whatif)
+    whatif.add_consumer("B")
+    return whatif, view
+
+
+def test_acking_entry_4_of_6_leaves_one_hole():
+    whatif, view = _shared()
+    positions = whatif.publish(count=6)
+    whatif.receive("B")
+    whatif.ack("B", [positions[3]])
+    summary = view.summary()
+    assert summary["holes"] == 1
+    assert summary["individually_acked"] == 1
+    assert summary["backlog"] == 5
+    assert summary["mark_delete"] == f"{positions[0][0]}:-1"
+    assert [state for _, state in view.strip] == [
+        "delivered, unacked", "delivered, unacked", "delivered, unacked",
+        "individually acked", "delivered, unacked", "delivered, unacked",
+    ]
+    assert list(view.fig.data[0].z[0]) == [3.5, 3.5, 3.5, 1.5, 3.5, 3.5]
+
+
+def test_contiguous_acks_move_the_mark_delete_and_the_lines():
+    whatif, view = _shared()
+    positions = whatif.publish(count=6)
+    whatif.receive("B", 4)
+    whatif.ack("B", positions[:3])
+    summary = view.summary()
+    assert summary["mark_delete"] == "{}:{}".format(*positions[2])
+    assert summary["holes"] == 0
+    assert summary["delivered_unacked"] == 3  # entry 4 received, 5 and 6 prefetched
+    assert summary["backlog"] == 3
+    mark_delete_line, read_line = view.fig.layout.shapes
+    assert mark_delete_line.x0 == 2.5  # right after entry 3
+    assert read_line.x0 == 5.5  # everything was read (prefetched)
+
+
+def test_unread_entries_sit_after_the_read_position():
+    whatif = WhatIf("Shared", receiver_queue_size=2)
+    view = CursorView(whatif)
+    whatif.add_consumer("B")
+    whatif.publish(count=5)
+    assert [s for _, s in view.strip].count("unread") == 3
+    assert view.summary()["read_position"].endswith(":2")
+
+
+def test_batch_index_acks_show_a_partly_acked_batch():
+    whatif, view = _shared(acknowledgment_at_batch_index_level_enabled=True)
+    whatif.batch_index_ack = True
+    whatif.remove_consumer("B")
+    whatif.add_consumer("B")
+    [batch] = whatif.publish(count=1, batch=4)
+    whatif.receive("B")
+    whatif.ack("B", [batch], batch_indexes={batch: [0, 2]})
+    assert view.summary()["partial_batches"] == 1
+    assert view.batch_bits == {batch: 0b1010}
+    assert view.strip[0][1] == CELL_STATES[2]
+    assert "indexes still unacked: [1, 3]" in view.fig.data[0].hovertext[0][0]
+    whatif.ack("B", [batch], batch_indexes={batch: [1, 3]})
+    assert view.summary()["partial_batches"] == 0
+    assert view.strip[0][1] == "acked"
+
+
+def test_entries_of_a_departed_consumer_await_redelivery():
+    whatif, view = _shared()
+    whatif.publish(count=3)
+    whatif.remove_consumer("B")  # nobody left to take B's unacked entries
+    assert [s for _, s in view.strip] == ["read, awaiting redelivery"] * 3
+    whatif.add_consumer("C")
+    assert [s for _, s in view.strip] == ["delivered, unacked"] * 3

@@ -1,0 +1,78 @@
+"""FailoverView: the SPEC's assignments, disconnects, the failover delay, duplicates."""
+
+from __future__ import annotations
+
+from pulsarlab.widgets import FailoverView, WhatIf
+from pulsarlab.widgets.failover import STATES
+
+ACTIVE, SWITCHING, STANDBY = (STATES.index(s) for s in ("active", "switching", "standby"))
+
+
+def test_nine_partitions_three_consumers_grid():
+    whatif = WhatIf("Failover", partitions=9)
+    view = FailoverView(whatif)
+    for name in ("C", "A", "B"):  # subscription order does not matter
+        whatif.add_consumer(name)
+    whatif.advance(1000)
+    assert view.by_consumer() == {"A": [0, 3, 6], "B": [1, 4, 7], "C": [2, 5, 8]}
+    assert view.consumers == ["A", "B", "C"]
+    assert view.grid == [
+        [ACTIVE if p % 3 == row else STANDBY for p in range(9)] for row in range(3)
+    ]
+    heat = view.fig.data[0]
+    assert list(heat.x) == [f"P{i}" for i in range(9)]
+    assert list(heat.y) == ["A (prio 0)", "B (prio 0)", "C (prio 0)"]
+    assert heat.text[0][0] == "active" and heat.text[0][1] == "standby"
+
+
+def test_disconnect_switches_after_the_delay_and_duplicates_show():
+    whatif = WhatIf("Failover", partitions=2, active_consumer_failover_delay_ms=1000)
+    view = FailoverView(whatif)
+    for name in ("A", "B"):
+        whatif.add_consumer(name)
+    whatif.advance(1000)
+    assert view.active == {0: "A", 1: "B"}
+    whatif.publish(count=4)  # key-less: round-robin over the partitions
+    assert view.switching == {}
+    view.toggle("A")  # A dies without acking
+    assert view.active == {0: "B", 1: "B"}
+    assert view.switching[0][:2] == ("A", "B")
+    assert view.grid[view.consumers.index("B")][0] == SWITCHING
+    assert "rewind at t = " in view.table.value
+    whatif.advance(999)
+    assert 0 in view.switching
+    whatif.advance(1)
+    assert view.switching == {}
+    assert view.grid[view.consumers.index("B")] == [ACTIVE, ACTIVE]
+    assert view.grid[view.consumers.index("A")] == [0, 0]  # disconnected
+    assert view.summary()["duplicates"] == 2  # A's two unacked messages went to B too
+    assert "delivered to more than one consumer" in view.table.value
+    view.toggle("A")  # reconnect: A takes partition 0 back (after the delay)
+    whatif.advance(1000)
+    assert view.active == {0: "A", 1: "B"}
+
+
+def test_priority_levels_pick_the_best_group():
+    whatif = WhatIf("Failover", partitions=4)
+    view = FailoverView(whatif)
+    for name, prio in (("A", 1), ("B", 0), ("C", 0), ("D", 2)):
+        whatif.add_consumer(name, priority_level=prio)
+    assert [view.active[i] for i in range(4)] == ["B", "C", "B", "C"]
+    lower = STATES.index("lower priority")
+    assert view.grid[view.consumers.index("A")] == [lower] * 4
+    assert view.consumers == ["B", "C", "A", "D"]  # ranked by priority, then name
+
+
+def test_non_partitioned_topic_shows_the_consumer_ring():
+    whatif = WhatIf("Failover")
+    view = FailoverView(whatif)
+    for name in ("A", "B", "C"):
+        whatif.add_consumer(name)
+    active = whatif.dispatcher().active_consumer.consumer_name
+    assert view.active == {0: active}
+    assert len(view.ring) == 300
+    point = view.topic_point
+    following = [n for h, n in view.ring if h >= point]
+    assert (following[0] if following else view.ring[0][1]) == active
+    assert view.ring_box.layout.display == "flex"
+    assert len(view.ring_fig.data[0].theta) == 300

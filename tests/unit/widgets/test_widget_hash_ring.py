@@ -1,0 +1,72 @@
+"""HashRingView: 100 points per consumer, exact shares, keys moved by a change."""
+
+from __future__ import annotations
+
+import pytest
+
+from pulsarlab.widgets import HashRingView, WhatIf
+from pulsarlab.widgets.hash_ring import degrees
+from pulsarlab.widgets.keys import ring_of
+
+KEYS = [f"user-{i}" for i in range(60)]
+
+
+@pytest.fixture
+def ring():
+    whatif = WhatIf("Key_Shared")  # consistent hashing is Pulsar 3.3's default
+    view = HashRingView(whatif, KEYS)
+    for name in ("C1", "C2", "C3"):
+        whatif.add_consumer(name)
+    return whatif, view
+
+
+def test_shares_sum_to_one_and_match_the_brokers_selector(ring):
+    whatif, view = ring
+    selector = whatif.selector()
+    expected = {c.consumer_name: s for c, s in selector.keyspace_shares().items()}
+    assert view.shares == expected
+    assert sum(view.shares.values()) == pytest.approx(1.0, abs=1e-12)
+    for name, share in view.shares.items():
+        assert f"{share:.2%}" in view.table.value
+        assert name in view.table.value
+
+
+def test_each_consumer_has_its_100_points_on_the_circle(ring):
+    whatif, view = ring
+    assert view.summary()["points"] == {"C1": 100, "C2": 100, "C3": 100}
+    points = view.fig.data[1]
+    assert len(points.theta) == 300
+    selector_points = sorted(p for ps in whatif.selector().consumer_points().values() for p in ps)
+    assert sorted(points.theta) == sorted(degrees(p) for p in selector_points)
+
+
+def test_keys_owned_as_the_selector_says_and_moves_previewed(ring):
+    whatif, view = ring
+    selector = whatif.selector()
+    for key, owner in view.key_owners.items():
+        assert selector.select_for_key(key.encode()).consumer_name == owner
+    would_move = view.preview("C4")
+    assert 0 < len(would_move) < len(KEYS) // 2  # a ring takes a little from everyone
+    whatif.add_consumer("C4")
+    assert view.last_moved == would_move
+    assert {view.key_owners[k] for k in would_move} == {"C4"}
+    assert f"moved {len(would_move)} of {len(KEYS)} keys" in view.table.value
+
+
+def test_removing_a_consumer_moves_only_its_keys(ring):
+    _whatif, view = ring
+    c2_keys = [k for k, o in view.key_owners.items() if o == "C2"]
+    assert view.preview("C2") == c2_keys
+    view.name_box.value = "C2"
+    view._apply("remove")
+    assert view.last_moved == c2_keys
+    assert "C2" not in view.shares
+
+
+def test_a_ring_rebuilt_from_names_is_the_brokers_ring(ring):
+    whatif, _view = ring
+    rebuilt = ring_of(["C3", "C1", "C2"], 100)
+    real = whatif.selector()
+    assert {c.consumer_name: s for c, s in rebuilt.keyspace_shares().items()} == {
+        c.consumer_name: s for c, s in real.keyspace_shares().items()
+    }

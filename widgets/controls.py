@@ -1,0 +1,95 @@
+"""Buttons that drive a what-if core: consumers, publishing, receive/ack/nack, time.
+
+:class:`WhatIfControls` is the generic panel the cursor, timeline and flow views (and the
+dashboard) show in what-if mode. Every button calls a :class:`~.whatif.WhatIf` method, so
+what the views then draw is what the real broker core did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ipywidgets
+
+from pulsarlab.broker.errors import PulsarLabError
+
+from .base import error_html
+from .whatif import WhatIf
+
+__all__ = ["WhatIfControls", "parse_keys"]
+
+_STEPS_MS = (("+100 ms", 100), ("+1 s", 1000), ("+10 s", 10_000), ("+60 s", 60_000))
+
+
+def parse_keys(text: str) -> list[str | None]:
+    """``"a, b, -"`` → ``["a", "b", None]`` (``-`` publishes a key-less message)."""
+    return [None if k == "-" else k for k in (part.strip() for part in text.split(",")) if k]
+
+
+class WhatIfControls(ipywidgets.VBox):
+    """Consumer, producer and clock buttons for a :class:`WhatIf` source."""
+
+    def __init__(self, whatif: WhatIf, keys: str = "k1, k2, k3, k4") -> None:
+        super().__init__()
+        self.whatif = whatif
+        self.message = ipywidgets.HTML()
+        self.clock = ipywidgets.HTML()
+        self.new_name = ipywidgets.Text(placeholder="new consumer name", value="C1")
+        self.priority = ipywidgets.BoundedIntText(
+            value=0, min=0, max=100, description="priority", layout={"width": "150px"}
+        )
+        add = ipywidgets.Button(description="add consumer", icon="plus")
+        add.on_click(lambda _b: self._run(self._add))
+        self.consumer = ipywidgets.Dropdown(description="consumer", options=[])
+        remove = ipywidgets.Button(description="remove", icon="minus")
+        remove.on_click(lambda _b: self._run(whatif.remove_consumer, self.consumer.value))
+        receive = ipywidgets.Button(description="receive all")
+        receive.on_click(lambda _b: self._run(whatif.receive, self.consumer.value))
+        ack = ipywidgets.Button(description="ack received", button_style="success")
+        ack.on_click(lambda _b: self._run(whatif.ack, self.consumer.value))
+        nack = ipywidgets.Button(description="nack received", button_style="warning")
+        nack.on_click(lambda _b: self._run(whatif.nack, self.consumer.value))
+        self.keys_box = ipywidgets.Text(value=keys, description="keys")
+        publish = ipywidgets.Button(description="publish keys", icon="paper-plane")
+        publish.on_click(lambda _b: self._run(whatif.publish, parse_keys(self.keys_box.value)))
+        steps = []
+        for label, ms in _STEPS_MS:
+            button = ipywidgets.Button(description=label, layout={"width": "80px"})
+            button.on_click(lambda _b, ms=ms: self._run(whatif.advance, ms))
+            steps.append(button)
+        self.buttons: dict[str, ipywidgets.Button] = {
+            b.description: b for b in (add, remove, receive, ack, nack, publish, *steps)
+        }
+        self.children = (
+            ipywidgets.HBox([self.new_name, self.priority, add]),
+            ipywidgets.HBox([self.consumer, remove, receive, ack, nack]),
+            ipywidgets.HBox([self.keys_box, publish]),
+            ipywidgets.HBox([self.clock, *steps]),
+            self.message,
+        )
+        whatif.on_change(self.sync)
+        self.sync()
+
+    def _add(self) -> None:
+        self.whatif.add_consumer(self.new_name.value.strip(), priority_level=self.priority.value)
+        self.new_name.value = f"C{len(self.whatif.consumer_names) + 1}"
+
+    def _run(self, action: Callable[..., object], *args: object) -> None:
+        try:
+            action(*args)
+        except (PulsarLabError, ValueError, KeyError) as exc:  # a rule said no: show it
+            self.message.value = error_html(str(exc).strip("'\""))
+        else:
+            self.message.value = ""
+
+    def sync(self) -> None:
+        """Follow the core: consumer list and clock."""
+        names = self.whatif.consumer_names
+        with self.hold_sync():
+            if list(self.consumer.options) != names:
+                current = self.consumer.value
+                self.consumer.options = names
+                if current in names:
+                    self.consumer.value = current
+            elapsed = (self.whatif.now_ms() - self.whatif.start_ms) / 1000
+            self.clock.value = f"simulated time <b>t = {elapsed:.3f} s</b>"

@@ -1,0 +1,231 @@
+"""CursorView: a subscription's cursor over the ledger, entry by entry.
+
+Answers "what exactly is acknowledged?" and "why is my backlog not zero?". The topic's
+entries are drawn as a strip, each cell coloured by its state for this subscription:
+acknowledged up to the mark-delete position, individually acknowledged above it (the
+"holes" Pulsar keeps as ranges), a batch with only some of its messages acknowledged
+(batch-index acks; hover shows which indexes are still pending), delivered but not
+acknowledged, read but owed to nobody (waiting in the replay set for redelivery: what-if
+mode only, where the core's pending acks are known), or not read yet (at or after the read
+position). Two lines mark the
+mark-delete and read positions; the numbers (backlog, holes) come from the same stats.
+Everything is read from ``stats-internal`` (``markDeletePosition``, ``readPosition``,
+``individuallyDeletedMessages``, ``batchDeletedIndexes``, ``ledgers``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets
+import numpy as np
+import plotly.graph_objects as go
+
+from .base import View
+from .controls import WhatIfControls
+from .pulsar_stats import (
+    Position,
+    format_position,
+    parse_batch_bits,
+    parse_position,
+    parse_range_set,
+)
+from .source import Snapshot, Source
+
+__all__ = ["CELL_STATES", "CursorView"]
+
+CELL_STATES = (
+    "acked", "individually acked", "batch partly acked", "delivered, unacked",
+    "read, awaiting redelivery", "unread",
+)
+"""Strip cell states, in the order of their code in :attr:`CursorView.states`."""
+
+_COLORS = ("#c8e6c9", "#2e7d32", "#9ccc65", "#ffb74d", "#e57373", "#90a4ae")
+
+
+def _colorscale() -> list[list[Any]]:
+    n = len(_COLORS)
+    scale: list[list[Any]] = []
+    for i, color in enumerate(_COLORS):
+        scale += [[i / n, color], [(i + 1) / n, color]]
+    return scale
+
+
+class CursorView(View):
+    """The ledger as a strip: mark-delete, read position, holes, batch-index acks."""
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        topic: str | None = None,
+        max_entries: int = 2000,
+        controls: bool = True,
+    ) -> None:
+        super().__init__(source)
+        self.topic = topic
+        self.max_entries = max_entries
+        self.positions: list[Position] = []
+        self.states = np.zeros(0, dtype=np.int8)
+        self.mark_delete: Position | None = None
+        self.read_position: Position | None = None
+        self.holes: list[tuple[Position, Position]] = []
+        self.batch_bits: dict[Position, int] = {}
+        self.pending: set[Position] | None = None
+        self.backlog = 0
+        self.fig = go.FigureWidget(
+            data=[go.Heatmap(
+                zmin=0, zmax=len(CELL_STATES), colorscale=_colorscale(), showscale=False,
+                hoverinfo="text", xgap=1,
+            )],
+            layout=go.Layout(
+                height=200, margin={"l": 20, "r": 20, "t": 40, "b": 40},
+                title={"text": "cursor", "font": {"size": 14}},
+                yaxis={"visible": False}, xaxis={"title": "entry"},
+            ),
+        )
+        self.table = ipywidgets.HTML()
+        children: list[ipywidgets.Widget] = [self.fig, self.table]
+        if source.simulated and controls:
+            children.append(WhatIfControls(self.require_whatif()))
+        children.append(self.message)
+        self._bind(children)
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def strip(self) -> list[tuple[Position, str]]:
+        """Each drawn entry with its state name."""
+        return [(p, CELL_STATES[s]) for p, s in zip(self.positions, self.states, strict=True)]
+
+    def summary(self) -> dict[str, Any]:
+        counts = np.bincount(self.states, minlength=len(CELL_STATES))
+        return {
+            "mark_delete": format_position(self.mark_delete) if self.mark_delete else None,
+            "read_position": format_position(self.read_position) if self.read_position else None,
+            "holes": len(self.holes),
+            "individually_acked": int(counts[1]),
+            "partial_batches": int(counts[2]),
+            "delivered_unacked": int(counts[3]),
+            "awaiting_redelivery": int(counts[4]),
+            "unread": int(counts[5]),
+            "backlog": self.backlog,
+        }
+
+    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+        topic = self.topic or next(iter(snapshot.internal), None)
+        internal = snapshot.internal.get(topic) if topic else None
+        cursor = snapshot.cursor(self.source.subscription, topic)
+        sub = snapshot.subscription(self.source.subscription, topic) or {}
+        self.backlog = int(sub.get("msgBacklog") or 0)
+        if not internal or not cursor:
+            self.positions, self.states = [], np.zeros(0, dtype=np.int8)
+            return
+        self.mark_delete = parse_position(cursor["markDeletePosition"])
+        self.read_position = parse_position(cursor["readPosition"])
+        self.holes = parse_range_set(cursor.get("individuallyDeletedMessages", ""))
+        self.batch_bits = {
+            parse_position(p): parse_batch_bits(bits)
+            for p, bits in (cursor.get("batchDeletedIndexes") or {}).items()
+        }
+        positions = [
+            (int(ledger["ledgerId"]), e)
+            for ledger in internal.get("ledgers") or ()
+            for e in range(int(ledger.get("entries") or 0))
+        ]
+        start = 0
+        if len(positions) > self.max_entries:
+            first_unacked = next(
+                (i for i, p in enumerate(positions) if p > self.mark_delete), len(positions)
+            )
+            start = max(0, min(first_unacked - 5, len(positions) - self.max_entries))
+        self.pending = (
+            {p for ps in snapshot.pending.values() for p in ps}
+            if snapshot.pending is not None else None
+        )
+        self.positions = positions[start:start + self.max_entries]
+        self.states = np.fromiter(
+            (self._state(p) for p in self.positions), dtype=np.int8, count=len(self.positions)
+        )
+
+    def _state(self, position: Position) -> int:
+        if self.mark_delete is not None and position <= self.mark_delete:
+            return 0
+        if any(lower < position <= upper for lower, upper in self.holes):
+            return 1
+        if position in self.batch_bits:
+            return 2
+        if self.read_position is not None and position < self.read_position:
+            return 4 if self.pending is not None and position not in self.pending else 3
+        return 5
+
+    # -- drawing --------------------------------------------------------------------------
+
+    def _hover(self, position: Position, state: int) -> str:
+        text = f"{format_position(position)}: {CELL_STATES[state]}"
+        bits = self.batch_bits.get(position)
+        if bits is not None:
+            pending = [i for i in range(bits.bit_length()) if bits >> i & 1]
+            text += f" — indexes still unacked: {pending}"
+        return text
+
+    def _draw(self) -> None:
+        n = len(self.positions)
+        index = {p: i for i, p in enumerate(self.positions)}
+        shapes, notes = [], []
+        for label, position, after, color in (
+            ("mark-delete", self.mark_delete, True, "#1b5e20"),
+            ("read", self.read_position, False, "#0d47a1"),
+        ):
+            x = self._line_x(position, index, after)
+            if x is not None:
+                shapes.append({"type": "line", "x0": x, "x1": x, "y0": -0.7, "y1": 0.7,
+                               "line": {"color": color, "width": 3}})
+                notes.append({"x": x, "y": 0.7 if after else -0.7, "text": label,
+                              "showarrow": False, "font": {"color": color},
+                              "yshift": 10 if after else -10})
+        for i in range(1, n):
+            if self.positions[i][0] != self.positions[i - 1][0]:
+                shapes.append({"type": "line", "x0": i - 0.5, "x1": i - 0.5, "y0": -0.5,
+                               "y1": 0.5, "line": {"color": "#424242", "dash": "dot"}})
+                notes.append({"x": i - 0.5, "y": -0.5, "text": f"ledger {self.positions[i][0]}",
+                              "showarrow": False, "yshift": -12, "font": {"size": 10}})
+        with self.fig.batch_update():
+            heat = self.fig.data[0]
+            heat.z = (self.states.astype(np.float32) + 0.5).reshape(1, n)
+            heat.x = np.arange(n)
+            heat.hovertext = [[self._hover(p, s) for p, s in zip(self.positions, self.states,
+                                                                  strict=True)]]
+            self.fig.layout.shapes = shapes
+            self.fig.layout.annotations = notes
+            summary = self.summary()
+            self.fig.layout.title.text = (
+                f"cursor of {self.source.subscription!r}: mark-delete {summary['mark_delete']}, "
+                f"read {summary['read_position']}, backlog {self.backlog}"
+            )
+        self.table.value = self._table_html()
+
+    def _line_x(
+        self, position: Position | None, index: dict[Position, int], after: bool
+    ) -> float | None:
+        """x of the line just after ``position`` (mark-delete) or just before it (read)."""
+        if position is None or not self.positions:
+            return None
+        if position in index:
+            return index[position] + (0.5 if after else -0.5)
+        if position < self.positions[0]:
+            return -0.5
+        return len(self.positions) - 0.5
+
+    def _table_html(self) -> str:
+        s = self.summary()
+        legend = " ".join(
+            f"<span style='background:{c};padding:0 6px'>&nbsp;</span> {name}"
+            for name, c in zip(CELL_STATES, _COLORS, strict=True)
+        )
+        return (
+            f"{legend}<br>backlog <b>{s['backlog']}</b> · holes (individually acked ranges) "
+            f"<b>{s['holes']}</b> · partly acked batches <b>{s['partial_batches']}</b> · "
+            f"delivered, unacked <b>{s['delivered_unacked']}</b> · awaiting redelivery "
+            f"<b>{s['awaiting_redelivery']}</b> · unread <b>{s['unread']}</b>"
+        )

@@ -1,0 +1,289 @@
+"""FailoverView: who is active on each partition, who stands by, and what a failover did.
+
+Answers "who becomes active when B dies?" and "why did messages arrive twice?". The grid
+has one row per consumer and one column per partition: active (delivering), switching (the
+new active consumer waits ``active_consumer_failover_delay_ms`` before the cursor rewinds to
+the mark-delete position), standby (same priority level, not picked), lower priority (never
+eligible while a better level is connected) or disconnected. Rows are sorted as the broker
+ranks consumers (priority level, then name), so partition ``i`` going to
+``eligible[i % n]`` reads straight off the picture. Entries delivered to more than one
+consumer (the rewind after a switch) are counted as duplicates. A non-partitioned topic
+also shows the 3.x consumer ring that picks its active consumer (the topic's hash walks to
+the next consumer point). In what-if mode each consumer has a disconnect/reconnect button.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+from typing import Any
+
+import ipywidgets
+import plotly.graph_objects as go
+
+from pulsarlab.broker import TopicName
+from pulsarlab.broker.selectors import (
+    active_consumer_hash_ring,
+    eligible_consumers,
+    murmur3_32_hash,
+    sort_consumers,
+)
+
+from .base import View
+from .controls import WhatIfControls
+from .hash_ring import degrees
+from .keys import Probe
+from .source import Snapshot, Source
+
+__all__ = ["STATES", "FailoverView"]
+
+STATES = ("disconnected", "lower priority", "standby", "switching", "active")
+"""Cell states, in the order of their numeric code in :attr:`FailoverView.grid`."""
+
+_COLORS = ("#eeeeee", "#c5cae9", "#90caf9", "#ffb300", "#2e7d32")
+
+
+def _colorscale() -> list[list[Any]]:
+    n = len(_COLORS)
+    scale: list[list[Any]] = []
+    for i, color in enumerate(_COLORS):
+        scale += [[i / n, color], [(i + 1) / n, color]]
+    return scale
+
+
+class FailoverView(View):
+    """Partitions × consumers: active / switching / standby, with failover buttons."""
+
+    def __init__(self, source: Source, *, controls: bool = True) -> None:
+        super().__init__(source)
+        self.partitions: list[str] = []
+        self.consumers: list[str] = []
+        self.priorities: dict[str, int] = {}
+        self.active: dict[int, str | None] = {}
+        self.switching: dict[int, tuple[str | None, str | None, int]] = {}
+        self.grid: list[list[int]] = []
+        self.ring: list[tuple[int, str]] = []
+        self.topic_point: int | None = None
+        self._delivered_to: dict[tuple[str, int, int], set[str]] = {}
+        self._pending: dict[str, tuple[str | None, str | None, int]] = {}
+        self.fig = go.FigureWidget(
+            data=[go.Heatmap(
+                zmin=0, zmax=len(STATES), colorscale=_colorscale(), showscale=False,
+                texttemplate="%{text}", hoverinfo="text", xgap=2, ygap=2,
+            )],
+            layout=go.Layout(
+                height=300, margin={"l": 120, "r": 20, "t": 40, "b": 40},
+                title={"text": "Failover: partitions × consumers", "font": {"size": 14}},
+                yaxis={"autorange": "reversed"},
+            ),
+        )
+        self.ring_fig = go.FigureWidget(
+            data=[
+                go.Scatterpolar(name="consumer points", mode="markers", hoverinfo="text",
+                                marker={"size": 6}),
+                go.Scatterpolar(name="topic hash", mode="markers", hoverinfo="text",
+                                marker={"size": 16, "symbol": "star", "color": "#000000"}),
+            ],
+            layout=go.Layout(
+                height=320, margin={"l": 30, "r": 30, "t": 50, "b": 30}, showlegend=False,
+                title={"text": "non-partitioned topic: the consumer ring", "font": {"size": 13}},
+                polar={"radialaxis": {"visible": False, "range": [0, 1.2]},
+                       "angularaxis": {"rotation": 90, "direction": "clockwise",
+                                       "showticklabels": False}},
+            ),
+        )
+        self.ring_box = ipywidgets.Box([self.ring_fig], layout={"display": "none"})
+        self.table = ipywidgets.HTML()
+        self.toggles = ipywidgets.HBox()
+        self._known: dict[str, int] = {}
+        self._toggle_state: list[tuple[str, bool]] = []
+        children: list[ipywidgets.Widget] = [self.fig, self.table]
+        if source.simulated:
+            children.append(self.toggles)
+            if controls:
+                children.append(WhatIfControls(self.require_whatif(), keys="-, -, -"))
+        children += [self.ring_box, self.message]
+        self._bind(children)
+
+    # -- state ----------------------------------------------------------------------------
+
+    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+        self._follow(events)
+        self.partitions = sorted(snapshot.topics, key=_partition_index)
+        connected: dict[str, int] = {}
+        per_partition: dict[int, dict[str, Any]] = {}
+        for topic in self.partitions:
+            sub = snapshot.subscription(self.source.subscription, topic) or {}
+            index = max(0, _partition_index(topic))
+            per_partition[index] = sub
+            for c in sub.get("consumers") or ():
+                connected[str(c.get("consumerName"))] = int(c.get("priorityLevel") or 0)
+        self._known.update(connected)
+        self.priorities = dict(self._known)
+        ordered = sort_consumers(Probe(n, priority_level=p) for n, p in self._known.items())
+        self.consumers = [c.consumer_name for c in ordered]
+        eligible = {c.consumer_name for c in eligible_consumers(
+            Probe(n, priority_level=p) for n, p in connected.items()
+        )}
+        self.active = {i: sub.get("activeConsumerName") for i, sub in per_partition.items()}
+        self.switching = {
+            max(0, _partition_index(t)): pending for t, pending in self._pending.items()
+            if t in snapshot.topics
+        }
+        grid = []
+        for name in self.consumers:
+            row = []
+            for i in range(len(self.partitions)):
+                if name not in connected:
+                    state = 0
+                elif self.active.get(i) == name:
+                    state = 3 if i in self.switching else 4
+                elif name in eligible:
+                    state = 2
+                else:
+                    state = 1
+                row.append(state)
+            grid.append(row)
+        self.grid = grid
+        self._update_ring(connected)
+
+    def _follow(self, events: Iterable[dict[str, Any]]) -> None:
+        sub_name = self.source.subscription
+        for event in events:
+            kind = event.get("type")
+            if event.get("subscription") != sub_name:
+                continue
+            topic = event.get("topic")
+            if kind == "active_consumer_changed":
+                if event.get("previous") is not None and event.get("active") is not None:
+                    self._pending[topic] = (event["previous"], event["active"], event["time"])
+                else:
+                    self._pending.pop(topic, None)
+            elif kind == "cursor_rewound":
+                self._pending.pop(topic, None)
+            elif kind == "dispatched":
+                for ledger, entry, *_ in event.get("entries") or ():
+                    self._delivered_to.setdefault((topic, ledger, entry), set()).add(
+                        event.get("consumer")
+                    )
+
+    def _update_ring(self, connected: dict[str, int]) -> None:
+        if len(self.partitions) != 1 or _partition_index(self.partitions[0]) >= 0:
+            self.ring, self.topic_point = [], None
+            return
+        eligible = eligible_consumers(Probe(n, priority_level=p) for n, p in connected.items())
+        self.ring = [(h, c.consumer_name) for h, c in active_consumer_hash_ring(eligible)]
+        self.topic_point = murmur3_32_hash(self.partitions[0])
+
+    @property
+    def duplicates(self) -> list[tuple[str, int, int]]:
+        """Entries that were delivered to more than one consumer."""
+        return sorted(k for k, names in self._delivered_to.items() if len(names) > 1)
+
+    def by_consumer(self) -> dict[str, list[int]]:
+        """Consumer → the partitions it is active on."""
+        out: dict[str, list[int]] = {n: [] for n in self.consumers}
+        for i, name in sorted(self.active.items()):
+            if name is not None:
+                out.setdefault(name, []).append(i)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "partitions": len(self.partitions),
+            "consumers": list(self.consumers),
+            "active": dict(self.active),
+            "by_consumer": self.by_consumer(),
+            "switching": dict(self.switching),
+            "duplicates": len(self.duplicates),
+        }
+
+    # -- drawing --------------------------------------------------------------------------
+
+    def _draw(self) -> None:
+        labels = [f"P{max(0, _partition_index(t))}" for t in self.partitions]
+        rows = [f"{n} (prio {self.priorities.get(n, 0)})" for n in self.consumers]
+        text = [[STATES[s] if s else "" for s in row] for row in self.grid]
+        hover = [
+            [f"{name} on {label}: {STATES[s]}" for label, s in zip(labels, row, strict=True)]
+            for name, row in zip(self.consumers, self.grid, strict=True)
+        ]
+        with self.fig.batch_update():
+            heat = self.fig.data[0]
+            heat.z = [[s + 0.5 for s in row] for row in self.grid]
+            heat.x = labels
+            heat.y = rows
+            heat.text = text
+            heat.hovertext = hover
+            self.fig.layout.height = max(220, 80 + 45 * len(rows))
+        self._draw_ring()
+        self.table.value = self._table_html()
+        if self.source.simulated:
+            self._sync_toggles()
+
+    def _draw_ring(self) -> None:
+        palette = self.source.palette
+        self.ring_box.layout.display = "flex" if self.ring else "none"
+        with self.ring_fig.batch_update():
+            points, star = self.ring_fig.data
+            points.r = [1.0] * len(self.ring)
+            points.theta = [degrees(h) for h, _ in self.ring]
+            points.marker.color = [palette.color(n) for _, n in self.ring]
+            points.hovertext = [f"{n} point at {h}" for h, n in self.ring]
+            if self.topic_point is not None:
+                star.r, star.theta = [0.8], [degrees(self.topic_point)]
+                star.hovertext = [f"hash of the topic name: {self.topic_point}"]
+            else:
+                star.r, star.theta = [], []
+
+    def _table_html(self) -> str:
+        parts = []
+        for name, partitions in self.by_consumer().items():
+            color = self.source.palette.color(name)
+            listed = ", ".join(f"P{i}" for i in partitions) or "—"
+            parts.append(f"<span style='color:{color}'><b>{html.escape(name)}</b></span>: {listed}")
+        lines = ["active on: " + " · ".join(parts)]
+        delay = self._delay_ms()
+        for i, (previous, new, since) in sorted(self.switching.items()):
+            due = f" (rewind at t = {self.seconds(since + delay):.3f} s)" if delay else ""
+            lines.append(f"P{i}: {html.escape(str(previous))} → {html.escape(str(new))} "
+                         f"switching since t = {self.seconds(since):.3f} s{due}")
+        if self.duplicates:
+            lines.append(f"{len(self.duplicates)} entries were delivered to more than one "
+                         "consumer (the new active consumer re-reads from the mark-delete).")
+        return "<br>".join(lines)
+
+    def _delay_ms(self) -> int:
+        snapshot = self.source.snapshot()
+        return int((snapshot.settings if snapshot else {}).get(
+            "active_consumer_failover_delay_ms", 0))
+
+    def _sync_toggles(self) -> None:
+        connected = set(self.require_whatif().consumer_names)
+        wanted = [(n, n in connected) for n in self.consumers]
+        if self._toggle_state == wanted:
+            return
+        self._toggle_state = wanted
+        buttons = []
+        for name, up in wanted:
+            button = ipywidgets.Button(
+                description=f"{'disconnect' if up else 'reconnect'} {name}",
+                button_style="danger" if up else "success",
+            )
+            button.on_click(lambda _b, name=name, up=up: self._act(self.toggle, name, up))
+            buttons.append(button)
+        self.toggles.children = tuple(buttons)
+
+    def toggle(self, name: str, connected: bool | None = None) -> None:
+        """Disconnect ``name`` (if connected) or reconnect it with its priority level."""
+        whatif = self.require_whatif()
+        if connected is None:
+            connected = name in whatif.consumer_names
+        if connected:
+            whatif.remove_consumer(name)
+        else:
+            whatif.add_consumer(name, priority_level=self.priorities.get(name, 0))
+
+
+def _partition_index(topic: str) -> int:
+    return TopicName.get(topic).partition_index

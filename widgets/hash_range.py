@@ -1,0 +1,307 @@
+"""HashRangeView: the Key_Shared key space split among consumers, with keys as ticks.
+
+Answers "which consumer gets my key?" and "which keys move when I add a consumer?". The
+top row is the 0..65535 slot line cut into each consumer's inclusive ranges exactly as the
+subscription stats report them (``keyHashRanges``: AUTO_SPLIT's halving, or STICKY's
+declared ranges with their gaps); the bottom row shows keys at their slot, coloured by
+owner. A key typed in the box shows its hash, slot and owner. In what-if mode, typing a
+consumer name highlights the keys that WOULD move if it joined (or, if it is connected,
+left) — computed on a copy of the broker's own selector — and the buttons make the change,
+animating the split or merge. (A consistent-hashing subscription reports ranges on the
+31-bit ring; they are drawn on that axis — see :class:`~.hash_ring.HashRingView`.)
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+import ipywidgets
+import plotly.graph_objects as go
+
+from pulsarlab.broker.errors import PulsarLabError
+
+from .base import View
+from .controls import parse_keys
+from .keys import KeyInfo, key_info, moved_keys, preview_change
+from .pulsar_stats import SLOT_SPACE, key_hash_space, subscription_key_hash_ranges
+from .source import Snapshot, Source
+
+__all__ = ["HashRangeView", "parse_hash_ranges"]
+
+DEFAULT_KEYS = tuple(f"key-{i}" for i in range(16))
+_HIGHLIGHT = "#d50000"
+
+
+def parse_hash_ranges(text: str) -> list[tuple[int, int]]:
+    """``"0-16383, 32768-49151"`` → ``[(0, 16383), (32768, 49151)]``."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if part:
+            start, _, end = part.partition("-")
+            out.append((int(start), int(end)))
+    return out
+
+
+class HashRangeView(View):
+    """Hash ranges per consumer (AUTO_SPLIT or STICKY) with keys coloured by owner."""
+
+    def __init__(
+        self,
+        source: Source,
+        keys: Sequence[str | None] = DEFAULT_KEYS,
+        *,
+        topic: str | None = None,
+    ) -> None:
+        super().__init__(source)
+        self.message_keys: list[str | None] = list(keys)
+        self.topic = topic
+        self.ranges: dict[str, list[tuple[int, int]]] = {}
+        self.space = SLOT_SPACE
+        self.mode: str | None = None
+        self.key_owners: dict[str | None, str | None] = {}
+        self.highlighted: list[str | None] = []
+        self.last_moved: list[str | None] = []
+        self.fig = go.FigureWidget(
+            data=[
+                go.Bar(name="ranges", orientation="h", hoverinfo="text", showlegend=False),
+                go.Scatter(
+                    name="keys", mode="markers", hoverinfo="text", showlegend=False,
+                    marker={"symbol": "line-ns-open", "size": 22, "line": {"width": 3}},
+                ),
+                go.Scatter(
+                    name="would move", mode="markers", hoverinfo="text",
+                    marker={"symbol": "circle-open", "size": 26, "color": _HIGHLIGHT,
+                            "line": {"width": 3}},
+                ),
+            ],
+            layout=go.Layout(
+                height=260, margin={"l": 60, "r": 20, "t": 40, "b": 40}, barmode="overlay",
+                title={"text": "Key_Shared hash ranges", "font": {"size": 14}},
+                xaxis={"range": [0, SLOT_SPACE], "title": "slot = hash % 65536"},
+                yaxis={"categoryorder": "array", "categoryarray": ["keys", "ranges"]},
+                legend={"orientation": "h", "y": -0.3},
+            ),
+        )
+        self.table = ipywidgets.HTML()
+        self.lookup_box = ipywidgets.Text(
+            placeholder="type a key", description="key", continuous_update=False
+        )
+        self.lookup_result = ipywidgets.HTML()
+        self.lookup_box.observe(lambda _c: self._show_lookup(), names="value")
+        children: list[ipywidgets.Widget] = [
+            self.fig, ipywidgets.HBox([self.lookup_box, self.lookup_result]), self.table,
+        ]
+        if source.simulated:
+            children.append(self._what_if_controls())
+        children.append(self.message)
+        self._bind(children)
+
+    # -- what-if controls -----------------------------------------------------------------
+
+    def _what_if_controls(self) -> ipywidgets.Widget:
+        self.name_box = ipywidgets.Text(
+            description="consumer", placeholder="name", continuous_update=True
+        )
+        self.ranges_box = ipywidgets.Text(
+            description="ranges", placeholder="STICKY only: 0-16383, 32768-49151"
+        )
+        self.name_box.observe(lambda _c: self._act(self.preview), names="value")
+        self.ranges_box.observe(lambda _c: self._act(self.preview), names="value")
+        add = ipywidgets.Button(description="add", icon="plus")
+        add.on_click(lambda _b: self._act(self.add_consumer))
+        remove = ipywidgets.Button(description="remove", icon="minus")
+        remove.on_click(lambda _b: self._act(self.remove_consumer))
+        publish = ipywidgets.Button(description="publish these keys", icon="paper-plane")
+        publish.on_click(lambda _b: self._act(self.require_whatif().publish, self.message_keys))
+        keys_box = ipywidgets.Text(value=", ".join(k or "-" for k in self.message_keys),
+                                   description="keys", continuous_update=False)
+
+        def set_keys(_change: Any) -> None:
+            self.message_keys = parse_keys(keys_box.value)
+            self.refresh()
+
+        keys_box.observe(set_keys, names="value")
+        return ipywidgets.VBox([
+            ipywidgets.HBox([self.name_box, self.ranges_box, add, remove]),
+            ipywidgets.HBox([keys_box, publish]),
+        ])
+
+    def preview(
+        self, name: str | None = None, hash_ranges: Sequence[tuple[int, int]] | None = None
+    ) -> list[str | None]:
+        """Highlight (and return) the keys that would move if ``name`` joined or left.
+
+        What-if only: it runs the change on a copy of the broker's selector.
+        """
+        if self.whatif is None:
+            return []
+        name = (name if name is not None else self.name_box.value).strip()
+        if hash_ranges is None:
+            hash_ranges = parse_hash_ranges(self.ranges_box.value)
+        selector = self.whatif.selector()
+        if not name or selector is None:
+            self.highlighted = []
+        else:
+            try:
+                self.highlighted = preview_change(
+                    selector, self.message_keys, name, hash_ranges or ()
+                )
+            except PulsarLabError:
+                self.highlighted = []
+                raise
+        with self.hold_sync():
+            self._draw()
+        return self.highlighted
+
+    def add_consumer(
+        self, name: str | None = None, hash_ranges: Sequence[tuple[int, int]] | None = None
+    ) -> None:
+        """What-if: connect ``name`` (STICKY: with ``hash_ranges``)."""
+        name = (name if name is not None else self.name_box.value).strip()
+        if hash_ranges is None:
+            hash_ranges = parse_hash_ranges(self.ranges_box.value)
+        self.highlighted = []
+        self.require_whatif().add_consumer(name, hash_ranges=hash_ranges or None)
+
+    def remove_consumer(self, name: str | None = None) -> None:
+        """What-if: disconnect ``name``."""
+        name = (name if name is not None else self.name_box.value).strip()
+        self.highlighted = []
+        self.require_whatif().remove_consumer(name)
+
+    # -- state ----------------------------------------------------------------------------
+
+    def owner_of_hash(self, h: int) -> str | None:
+        """The consumer whose reported range holds ``h`` (its slot, on the slot line)."""
+        point = h % SLOT_SPACE if self.space == SLOT_SPACE else h
+        for name, ranges in self.ranges.items():
+            if any(start <= point <= end for start, end in ranges):
+                return name
+        return None
+
+    def lookup(self, key: str | None) -> KeyInfo:
+        """The key's hash, slot and owner right now."""
+        info = key_info(key)
+        return KeyInfo(key, info.hash, info.slot, self._owner(info.hash))
+
+    def _owner(self, h: int) -> str | None:
+        selector = self.whatif.selector() if self.whatif else None
+        if selector is not None:
+            consumer = selector.select(h)
+            return consumer.consumer_name if consumer is not None else None
+        return self.owner_of_hash(h)
+
+    def key_table(self) -> list[KeyInfo]:
+        return [self.lookup(k) for k in self.message_keys]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "space": self.space,
+            "ranges": {n: list(r) for n, r in self.ranges.items()},
+            "shares": {n: self._share(r) for n, r in self.ranges.items()},
+            "key_owners": dict(self.key_owners),
+            "last_moved": list(self.last_moved),
+        }
+
+    def _share(self, ranges: Sequence[tuple[int, int]]) -> float:
+        """Fraction of the key space in ``ranges`` (AUTO_SPLIT's top bound 65536 is no slot)."""
+        top = self.space - 1
+        return sum(min(e, top) - s + 1 for s, e in ranges if s <= top) / self.space
+
+    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+        sub = snapshot.subscription(self.source.subscription, self.topic) or {}
+        self.mode = sub.get("keySharedMode")
+        self.ranges = subscription_key_hash_ranges(sub)
+        self.space = key_hash_space(self.ranges)
+        owners = {k: self._owner(key_info(k).hash) for k in self.message_keys}
+        before = self.key_owners
+        if before and set(before) == set(owners):
+            moved = moved_keys(before, owners)
+            if moved:
+                self.last_moved = moved
+        self.key_owners = owners
+
+    # -- drawing --------------------------------------------------------------------------
+
+    def _x(self, info: KeyInfo) -> int:
+        return info.slot if self.space == SLOT_SPACE else info.hash
+
+    def _draw(self) -> None:
+        palette = self.source.palette
+        bars = sorted(
+            (start, end, name) for name, ranges in self.ranges.items() for start, end in ranges
+        )
+        infos = [key_info(k, self.key_owners.get(k)) for k in self.message_keys]
+        moving = [key_info(k) for k in self.highlighted]
+        axis = "slot = hash % 65536" if self.space == SLOT_SPACE else "31-bit hash (ring)"
+        old_bounds = tuple(self.fig.data[0].base or ())
+        changed = old_bounds != tuple(b[0] for b in bars)
+        batch = self.fig.batch_animate(duration=500) if changed else self.fig.batch_update()
+        with batch:
+            ranges_trace, keys_trace, moving_trace = self.fig.data
+            ranges_trace.base = [b[0] for b in bars]
+            ranges_trace.x = [b[1] - b[0] + 1 for b in bars]
+            ranges_trace.y = ["ranges"] * len(bars)
+            ranges_trace.marker.color = [palette.color(b[2]) for b in bars]
+            ranges_trace.text = [f"{b[2]} [{b[0]}, {b[1]}]" for b in bars]
+            ranges_trace.textposition = "inside"
+            ranges_trace.hovertext = [
+                f"{b[2]}: [{b[0]}, {b[1]}] — {self._share([b[:2]]):.1%}" for b in bars
+            ]
+            keys_trace.x = [self._x(i) for i in infos]
+            keys_trace.y = ["keys"] * len(infos)
+            keys_trace.marker.color = [palette.color(i.owner) for i in infos]
+            keys_trace.hovertext = [_describe(i) for i in infos]
+            moving_trace.x = [self._x(i) for i in moving]
+            moving_trace.y = ["keys"] * len(moving)
+            moving_trace.hovertext = [f"{i.key} would move" for i in moving]
+            self.fig.layout.xaxis.range = [0, self.space]
+            self.fig.layout.xaxis.title.text = axis
+            self.fig.layout.title.text = (
+                f"Key_Shared {self.mode or ''} hash ranges — {len(self.ranges)} consumer(s)"
+            )
+        self.table.value = self._table_html()
+        self._show_lookup()
+
+    def _table_html(self) -> str:
+        rows = []
+        for name, ranges in self.ranges.items():
+            share = self._share(ranges)
+            keys = [k for k, o in self.key_owners.items() if o == name]
+            rows.append(
+                f"<tr><td style='color:{self.source.palette.color(name)}'>"
+                f"<b>{html.escape(name)}</b></td>"
+                f"<td>{', '.join(f'[{s}, {e}]' for s, e in ranges)}</td>"
+                f"<td>{share:.1%}</td><td>{len(keys)}</td></tr>"
+            )
+        unowned = [k for k, o in self.key_owners.items() if o is None]
+        note = ""
+        if unowned and self.ranges:
+            note = (f"<p>{len(unowned)} key(s) fall in no consumer's range: their messages wait "
+                    "in the replay set until a consumer covers them.</p>")
+        moved = ""
+        if self.last_moved:
+            moved = ("<p>last change moved: "
+                     + ", ".join(html.escape(str(k)) for k in self.last_moved) + "</p>")
+        return (
+            "<table><tr><th>consumer</th><th>ranges (inclusive)</th><th>share</th>"
+            f"<th>keys</th></tr>{''.join(rows)}</table>{note}{moved}"
+        )
+
+    def _show_lookup(self) -> None:
+        text = self.lookup_box.value
+        if not text:
+            self.lookup_result.value = ""
+            return
+        info = self.lookup(text)
+        self.lookup_result.value = html.escape(_describe(info))
+
+
+def _describe(info: KeyInfo) -> str:
+    return (f"{info.key!r} → hash {info.hash}, slot {info.slot}, "
+            f"owner {info.owner or 'nobody'}")
+

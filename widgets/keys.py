@@ -1,0 +1,98 @@
+"""Keys as the broker sees them, and stand-in consumers for "what would happen if" previews.
+
+:func:`key_info` runs a key through the broker's own hashing (sticky key → 31-bit murmur →
+slot). :class:`Probe` is a hashable consumer-shaped value that the real selector classes
+accept, so a view can copy a selector, add or remove a probe, and see which keys move —
+the broker's rules, not a re-implementation of them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from pulsarlab.broker.selectors import (
+    ConsistentHashingStickyKeyConsumerSelector,
+    StickyKeyConsumerSelector,
+    slot,
+    sticky_key,
+    sticky_key_hash,
+)
+
+__all__ = ["KeyInfo", "Probe", "key_info", "moved_keys", "owners", "preview_change", "ring_of"]
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """A message key, its sticky-key hash, its slot and who owns it."""
+
+    key: str | None
+    hash: int
+    slot: int
+    owner: str | None = None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A consumer-shaped value for selectors (name, declared ranges, priority level)."""
+
+    consumer_name: str
+    key_hash_ranges: tuple[tuple[int, int], ...] = ()
+    priority_level: int = 0
+
+
+def key_info(key: str | None, owner: str | None = None) -> KeyInfo:
+    """Hash ``key`` as Key_Shared does (``None`` = a key-less message, i.e. ``NONE_KEY``)."""
+    h = sticky_key_hash(sticky_key(None, key))
+    return KeyInfo(key, h, slot(h), owner)
+
+
+def owners(
+    selector: StickyKeyConsumerSelector, keys: Iterable[str | None]
+) -> dict[str | None, str | None]:
+    """Key → name of the consumer ``selector`` gives it (``None`` if nobody)."""
+    out: dict[str | None, str | None] = {}
+    for key in keys:
+        consumer = selector.select(key_info(key).hash)
+        out[key] = consumer.consumer_name if consumer is not None else None
+    return out
+
+
+def moved_keys(
+    before: Mapping[str | None, str | None], after: Mapping[str | None, str | None]
+) -> list[str | None]:
+    """Keys whose owner differs between two owner maps (in ``after``'s order)."""
+    return [k for k, owner in after.items() if k in before and before[k] != owner]
+
+
+def preview_change(
+    selector: StickyKeyConsumerSelector,
+    keys: Iterable[str | None],
+    name: str,
+    hash_ranges: Iterable[tuple[int, int]] = (),
+) -> list[str | None]:
+    """Keys that would change owner if ``name`` left (if present) or joined (if not).
+
+    Works on a copy of ``selector``; raises the selector's own error if the join would be
+    refused (e.g. a STICKY range conflict).
+    """
+    keys = list(keys)
+    before = owners(selector, keys)
+    trial = copy.deepcopy(selector)
+    present = [c for c in trial.consumers if c.consumer_name == name]
+    if present:
+        trial.remove_consumer(present[0])
+    else:
+        trial.add_consumer(Probe(name, tuple((int(s), int(e)) for s, e in hash_ranges)))
+    return moved_keys(before, owners(trial, keys))
+
+
+def ring_of(names: Iterable[str], points: int) -> ConsistentHashingStickyKeyConsumerSelector:
+    """The consistent-hashing selector the broker builds for these consumer names."""
+    selector: ConsistentHashingStickyKeyConsumerSelector = (
+        ConsistentHashingStickyKeyConsumerSelector(points)
+    )
+    for name in names:
+        selector.add_consumer(Probe(name))
+    return selector

@@ -1,0 +1,408 @@
+"""RedeliveryTimeline: one lane per message, every step of its life as a mark on a time axis.
+
+Answers "why did my message come back?", "who got it, when, how many times?" and "why did
+the poison message end in the DLQ?". Each lane is one entry (``ledger:entry``) — or, with
+``lanes="consumer"``, one consumer — and each broker event that names the entry becomes a
+mark: published → dispatched (to whom, with its redelivery count) → acked, or → redelivery
+requested / nacked / ack timeout → a waiting segment (the back-off) → dispatched again → …
+→ dead-lettered or sent to the retry topic.
+
+The mark kinds are data (:data:`KINDS`): an event type the broker grows later (nacks,
+scheduled redeliveries, ack timeouts, DLQ and retry hops, delayed delivery) is drawn with
+its registered style as soon as events of that type carry ``position``/``positions``/
+``entries`` fields, and :func:`register_kind` adds a new one without touching the rest.
+Marks live in numpy columns (:class:`TimelineModel`), so 10 000 messages — tens of
+thousands of marks — go to plotly as a handful of typed arrays per frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets
+import numpy as np
+import plotly.graph_objects as go
+
+from .base import View
+from .controls import WhatIfControls
+from .pulsar_stats import Position, format_position
+from .source import Snapshot, Source
+
+__all__ = [
+    "DEFAULT_KIND",
+    "KINDS",
+    "Mark",
+    "MarkKind",
+    "RedeliveryTimeline",
+    "TimelineModel",
+    "marks_from_event",
+    "register_kind",
+]
+
+IN_FLIGHT, WAITING, QUEUED = "in flight", "waiting", "queued"
+PHASES = (QUEUED, IN_FLIGHT, WAITING)
+_PHASE_STYLE = {
+    QUEUED: {"color": "#cfd8dc", "width": 1},
+    IN_FLIGHT: {"color": "#64b5f6", "width": 2},
+    WAITING: {"color": "#ff8a65", "width": 2, "dash": "dot"},
+}
+
+
+@dataclass(frozen=True)
+class MarkKind:
+    """How one event type is drawn, and what its lane does after it."""
+
+    name: str
+    label: str
+    symbol: str
+    color: str | None
+    """Marker colour; ``None`` = the consumer's colour."""
+    then: str | None
+    """The phase that follows (:data:`IN_FLIGHT`, :data:`WAITING`, :data:`QUEUED`), or
+    ``None`` when the message's story ends here (until another mark says otherwise)."""
+
+
+KINDS: dict[str, MarkKind] = {}
+
+
+def register_kind(kind: MarkKind) -> None:
+    """Add (or restyle) a mark kind; events of type ``kind.name`` are drawn with it."""
+    KINDS[kind.name] = kind
+
+
+for _kind in (
+    MarkKind("published", "published", "circle-open", "#78909c", QUEUED),
+    MarkKind("delayed", "delayed delivery", "diamond-open", "#7e57c2", WAITING),
+    MarkKind("dispatched", "dispatched", "triangle-right", None, IN_FLIGHT),
+    MarkKind("filtered", "filtered out", "x-thin-open", "#9e9e9e", None),
+    MarkKind("acked", "acked", "circle", "#2e7d32", None),
+    MarkKind("redelivery_requested", "redelivery requested", "x", "#ef6c00", WAITING),
+    MarkKind("consumer_removed", "consumer left: to redeliver", "x-open", "#ef6c00", WAITING),
+    MarkKind("nacked", "nacked", "x", "#d32f2f", WAITING),
+    MarkKind("ack_timeout", "ack timeout", "hourglass", "#8e24aa", WAITING),
+    MarkKind("scheduled_redelivery", "redelivery scheduled", "hexagon-open", "#ff7043", WAITING),
+    MarkKind("retried", "sent to retry topic", "star", "#f9a825", None),
+    MarkKind("dead_lettered", "dead-lettered", "square", "#212121", None),
+    MarkKind("corrupt_entry_skipped", "corrupt, skipped", "x-open", "#b71c1c", None),
+):
+    register_kind(_kind)
+
+DEFAULT_KIND = MarkKind("event", "event", "circle-dot", "#607d8b", None)
+"""Style of an event type nobody registered."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One step of one message's life."""
+
+    time_ms: int
+    kind: str
+    consumer: str | None = None
+    redelivery_count: int = -1
+    """As the broker sent it with a delivery (``-1`` where it does not apply)."""
+
+
+def _position(value: Any) -> Position | None:
+    if isinstance(value, list | tuple) and len(value) >= 2:
+        return int(value[0]), int(value[1])
+    return None
+
+
+def marks_from_event(event: dict[str, Any]) -> Iterator[tuple[Position, Mark]]:
+    """The marks an event puts on message lanes (none if it names no entry).
+
+    Reads ``entries`` (``[[ledger, entry, redelivery_count], ...]``), ``positions``
+    (``[[ledger, entry], ...]``) or ``position`` — whatever the event type. A
+    ``redelivery_requested`` event whose ``reason`` is a registered kind (``nacked``,
+    ``ack_timeout``, ``consumer_removed`` …) is drawn as that kind.
+    """
+    kind = str(event.get("type"))
+    reason = event.get("reason")
+    if kind == "redelivery_requested" and isinstance(reason, str) and reason in KINDS:
+        kind = reason
+    time_ms = int(event.get("time") or 0)
+    consumer = event.get("consumer")
+    default_count = int(event.get("redelivery_count", -1))
+    for entry in event.get("entries") or ():
+        position = _position(entry)
+        if position is not None:
+            count = int(entry[2]) if len(entry) > 2 else default_count
+            yield position, Mark(time_ms, kind, consumer, count)
+    for value in event.get("positions") or ():
+        position = _position(value)
+        if position is not None:
+            yield position, Mark(time_ms, kind, consumer, default_count)
+    position = _position(event.get("position"))
+    if position is not None:
+        yield position, Mark(time_ms, kind, consumer, default_count)
+
+
+class _Column:
+    """A growable numpy array (amortised O(1) append)."""
+
+    def __init__(self, dtype: Any) -> None:
+        self._data = np.zeros(1024, dtype=dtype)
+        self.size = 0
+
+    def append(self, value: Any) -> None:
+        if self.size == len(self._data):
+            self._data = np.concatenate([self._data, np.zeros_like(self._data)])
+        self._data[self.size] = value
+        self.size += 1
+
+    @property
+    def values(self) -> np.ndarray:
+        return self._data[: self.size]
+
+
+class TimelineModel:
+    """Marks per message lane, stored column-wise.
+
+    ``subscription`` keeps only events of that subscription (plus the topic-wide
+    ``published``). A cumulative ack closes every open lane at or below its position.
+    """
+
+    def __init__(self, subscription: str | None = None) -> None:
+        self.subscription = subscription
+        self.lane_positions: list[Position] = []
+        self.kind_names: list[str] = []
+        self.consumer_names: list[str | None] = []
+        self._lane_of: dict[Position, int] = {}
+        self._kind_code: dict[str, int] = {}
+        self._consumer_code: dict[str | None, int] = {}
+        self._open: set[int] = set()
+        self._time = _Column(np.int64)
+        self._lane = _Column(np.int32)
+        self._kind = _Column(np.int16)
+        self._consumer = _Column(np.int16)
+        self._count = _Column(np.int32)
+
+    def __len__(self) -> int:
+        return self._time.size
+
+    def ingest(self, events: Iterable[dict[str, Any]]) -> int:
+        """Add the marks of ``events``; return how many were added."""
+        added = 0
+        for event in events:
+            sub = event.get("subscription")
+            if self.subscription is not None and sub is not None and sub != self.subscription:
+                continue
+            if event.get("cumulative"):
+                added += self._cumulative(event)
+                continue
+            for position, mark in marks_from_event(event):
+                self._add(position, mark)
+                added += 1
+        return added
+
+    def _cumulative(self, event: dict[str, Any]) -> int:
+        added = 0
+        for position, mark in marks_from_event(event):
+            for lane in sorted(self._open):
+                if self.lane_positions[lane] <= position:
+                    self._add(self.lane_positions[lane], mark)
+                    added += 1
+        return added
+
+    def _add(self, position: Position, mark: Mark) -> None:
+        lane = self._lane_of.get(position)
+        if lane is None:
+            lane = len(self.lane_positions)
+            self._lane_of[position] = lane
+            self.lane_positions.append(position)
+        kind = self._code(self._kind_code, self.kind_names, mark.kind)
+        consumer = self._code(self._consumer_code, self.consumer_names, mark.consumer)
+        self._time.append(mark.time_ms)
+        self._lane.append(lane)
+        self._kind.append(kind)
+        self._consumer.append(consumer)
+        self._count.append(mark.redelivery_count)
+        if KINDS.get(mark.kind, DEFAULT_KIND).then is None:
+            self._open.discard(lane)
+        else:
+            self._open.add(lane)
+
+    @staticmethod
+    def _code(codes: dict[Any, int], names: list[Any], value: Any) -> int:
+        code = codes.get(value)
+        if code is None:
+            code = codes[value] = len(names)
+            names.append(value)
+        return code
+
+    # -- reading --------------------------------------------------------------------------
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The columns: ``time`` (ms), ``lane``, ``kind``/``consumer`` codes, ``count``."""
+        return {
+            "time": self._time.values,
+            "lane": self._lane.values,
+            "kind": self._kind.values,
+            "consumer": self._consumer.values,
+            "count": self._count.values,
+        }
+
+    def lane(self, position: Position) -> list[Mark]:
+        """The marks of one message, in time order (ties kept in arrival order)."""
+        lane = self._lane_of.get((position[0], position[1]))
+        if lane is None:
+            return []
+        a = self.arrays()
+        rows = np.flatnonzero(a["lane"] == lane)
+        rows = rows[np.argsort(a["time"][rows], kind="stable")]
+        return [
+            Mark(int(a["time"][i]), self.kind_names[a["kind"][i]],
+                 self.consumer_names[a["consumer"][i]], int(a["count"][i]))
+            for i in rows
+        ]
+
+    def segments(self, y: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per phase, line coordinates (x in ms, y) joining each mark to the next in its lane.
+
+        ``y`` gives each mark's row. Segments are separated by NaN, ready for one trace each.
+        """
+        a = self.arrays()
+        order = np.lexsort((np.arange(len(self)), a["time"], a["lane"]))
+        time, lane, kind = a["time"][order], a["lane"][order], a["kind"][order]
+        ys = y[order].astype(np.float64)
+        same = lane[:-1] == lane[1:]
+        phase_of_kind = np.array(
+            [PHASES.index(p) if (p := KINDS.get(n, DEFAULT_KIND).then) else -1
+             for n in self.kind_names] or [-1],
+            dtype=np.int8,
+        )
+        phase = phase_of_kind[kind[:-1]] if len(kind) else np.zeros(0, dtype=np.int8)
+        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for code, name in enumerate(PHASES):
+            pick = np.flatnonzero(same & (phase == code))
+            xs = np.column_stack([time[pick], time[pick + 1], np.full(len(pick), np.nan)])
+            yv = np.column_stack([ys[pick], ys[pick + 1], np.full(len(pick), np.nan)])
+            out[name] = (xs.ravel(), yv.ravel())
+        return out
+
+
+class RedeliveryTimeline(View):
+    """Per-message (or per-consumer) lanes of published → dispatched → acked/redelivered."""
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        lanes: str = "message",
+        max_lane_labels: int = 40,
+        controls: bool = True,
+    ) -> None:
+        if lanes not in ("message", "consumer"):
+            raise ValueError(f"lanes must be 'message' or 'consumer', not {lanes!r}")
+        super().__init__(source)
+        self.lanes = lanes
+        self.max_lane_labels = max_lane_labels
+        self.model = TimelineModel(source.subscription)
+        self._trace_of: dict[str, int] = {}
+        self.fig = go.FigureWidget(
+            data=[go.Scattergl(name=p, mode="lines", line=_PHASE_STYLE[p], hoverinfo="skip")
+                  for p in PHASES],
+            layout=go.Layout(
+                height=420, margin={"l": 70, "r": 20, "t": 40, "b": 40},
+                title={"text": "redelivery timeline", "font": {"size": 14}},
+                xaxis={"title": "seconds since start"},
+                yaxis={"title": "message" if lanes == "message" else "consumer",
+                       "autorange": "reversed"},
+                legend={"orientation": "h", "y": -0.2},
+            ),
+        )
+        children: list[ipywidgets.Widget] = [self.fig]
+        if source.simulated and controls:
+            children.append(WhatIfControls(self.require_whatif()))
+        children.append(self.message)
+        self._bind(children)
+
+    def lane(self, position: Position) -> list[Mark]:
+        """One message's marks (see :meth:`TimelineModel.lane`)."""
+        return self.model.lane(position)
+
+    def summary(self) -> dict[str, Any]:
+        a = self.model.arrays()
+        counts = np.bincount(a["kind"], minlength=len(self.model.kind_names))
+        return {
+            "lanes": len(self.model.lane_positions),
+            "marks": len(self.model),
+            "by_kind": {n: int(c) for n, c in zip(self.model.kind_names, counts, strict=True)},
+            "max_redelivery_count": int(a["count"].max()) if len(a["count"]) else -1,
+        }
+
+    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+        self.model.ingest(events)
+
+    def _rows(self) -> np.ndarray:
+        a = self.model.arrays()
+        return a["lane"] if self.lanes == "message" else a["consumer"]
+
+    def _draw(self) -> None:
+        a = self.model.arrays()
+        rows = self._rows()
+        x = (a["time"] - self.source.start_ms) / 1000.0
+        segments = self.model.segments(rows)
+        for name in self.model.kind_names:
+            if name not in self._trace_of:
+                self._add_kind_trace(name)
+        palette = self.source.palette
+        consumer_colors = np.array(
+            [palette.color(n) for n in self.model.consumer_names] or ["#000000"], dtype=object
+        )
+        lanes = self.model.lane_positions
+        ledgers = np.fromiter((p[0] for p in lanes), dtype=np.int64, count=len(lanes))
+        entries = np.fromiter((p[1] for p in lanes), dtype=np.int64, count=len(lanes))
+        with self.fig.batch_update():
+            for i, phase in enumerate(PHASES):
+                xs, ys = segments[phase]
+                self.fig.data[i].x = (xs - self.source.start_ms) / 1000.0
+                self.fig.data[i].y = ys
+            for code, name in enumerate(self.model.kind_names):
+                pick = np.flatnonzero(a["kind"] == code)
+                trace = self.fig.data[self._trace_of[name]]
+                trace.x = x[pick]
+                trace.y = rows[pick]
+                trace.customdata = np.column_stack(
+                    [ledgers[a["lane"][pick]], entries[a["lane"][pick]], a["count"][pick]]
+                )
+                trace.text = consumer_names_of(self.model.consumer_names, a["consumer"][pick])
+                if KINDS.get(name, DEFAULT_KIND).color is None:
+                    trace.marker.color = consumer_colors[a["consumer"][pick]]
+            self._label_lanes()
+            self.fig.layout.title.text = (
+                f"redelivery timeline — {len(self.model.lane_positions)} message(s), "
+                f"{len(self.model)} event(s)"
+            )
+
+    def _add_kind_trace(self, name: str) -> None:
+        kind = KINDS.get(name, DEFAULT_KIND)
+        label = kind.label if kind is not DEFAULT_KIND else name
+        self.fig.add_trace(go.Scattergl(
+            name=label, mode="markers",
+            marker={"symbol": kind.symbol, "size": 9, "color": kind.color or "#000000"},
+            hovertemplate=(
+                "%{customdata[0]}:%{customdata[1]} · " + label +
+                " · %{text} · redelivery %{customdata[2]} · t = %{x:.3f} s<extra></extra>"
+            ),
+        ))
+        self._trace_of[name] = len(self.fig.data) - 1
+
+    def _label_lanes(self) -> None:
+        yaxis = self.fig.layout.yaxis
+        if self.lanes == "consumer":
+            names = [n or "—" for n in self.model.consumer_names]
+            yaxis.tickvals, yaxis.ticktext = list(range(len(names))), names
+        elif len(self.model.lane_positions) <= self.max_lane_labels:
+            yaxis.tickvals = list(range(len(self.model.lane_positions)))
+            yaxis.ticktext = [format_position(p) for p in self.model.lane_positions]
+        else:
+            yaxis.tickvals, yaxis.ticktext = None, None
+
+
+def consumer_names_of(names: list[str | None], codes: np.ndarray) -> np.ndarray:
+    """Consumer names for an array of consumer codes (``—`` for none)."""
+    table = np.array([n or "—" for n in names] or ["—"], dtype=object)
+    return table[codes]
