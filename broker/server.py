@@ -555,6 +555,10 @@ class Broker:
     def _cmd_seek(self, conn: Connection, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
         assert self.service is not None
+        # Messages dispatched before the seek must reach the client before its SUCCESS
+        # (the client drops its queue on SUCCESS); those after it, after.
+        self.service.commit()
+        self._flush_actions()
         mid = command.get("message_id")
         if mid is not None:
             if len(mid) != 4 or not all(isinstance(v, int) for v in mid):
@@ -572,7 +576,13 @@ class Broker:
         _consumer, sub = self.service.consumers[core_id]
         ledger_id, entry_id = sub.topic.ledger.last_confirmed
         result = [ledger_id, entry_id, sub.topic.partition_index, -1]
-        self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
+        md = sub.cursor.mark_delete_position
+        self._send(
+            conn,
+            wire.encode(
+                "SUCCESS", command.request_id, result=result, mark_delete_position=list(md)
+            ),
+        )
 
     def _cmd_partitioned_metadata(self, conn: Connection, command: wire.Command) -> None:
         assert self.service is not None

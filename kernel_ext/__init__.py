@@ -11,3 +11,33 @@ from .broker.server import Broker
 __version__ = "0.1.0"
 
 __all__ = ["Admin", "Broker", "BrokerService", "BrokerSettings", "MessageId", "__version__"]
+
+# -- client library (pulsar-client compatible), imported lazily ---------------------------
+
+_CLIENT_NAMES = frozenset(
+    {
+        "Authentication", "AuthenticationBasic", "AuthenticationTLS", "AuthenticationToken",
+        "BatchingType", "BytesSchema", "Client", "CompressionType", "Consumer",
+        "ConsumerBatchReceivePolicy", "ConsumerCryptoFailureAction", "ConsumerDeadLetterPolicy",
+        "ConsumerKeySharedPolicy", "ConsumerType", "HashingScheme", "InitialPosition",
+        "KeySharedMode", "LoggerLevel", "Message", "PartitionsRoutingMode", "Producer",
+        "ProducerAccessMode", "Reader", "RegexSubscriptionMode", "Result", "Schema",
+        "StringSchema", "PulsarException", "Timeout", "AlreadyClosed", "ConsumerBusy",
+        "NotConnected", "TopicNotFound", "SubscriptionNotFound",
+        "CumulativeAcknowledgementNotAllowedError", "ProducerQueueIsFull", "MessageTooBig",
+        "InvalidConfiguration", "ConsumerAssignError", "TopicTerminated", "Interrupted",
+        "ProducerBusy", "NotAllowedError", "InvalidTopicName", "ConnectError",
+        "OperationNotSupported", "UnknownError",
+    }
+)
+
+
+def __getattr__(name: str):
+    if name in _CLIENT_NAMES:
+        from .broker import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'pulsarlab' has no attribute {name!r}")
+
+
+__all__ += sorted(_CLIENT_NAMES)

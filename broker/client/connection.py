@@ -1,0 +1,401 @@
+"""The client's connection: one DEALER socket owned by one I/O thread, and its timers.
+
+ZeroMQ sockets are not thread-safe, so only the I/O thread touches the socket. Other
+threads hand it work through :meth:`Connection.post` (a queue plus a one-byte wake-up on a
+socketpair the poller watches); :meth:`Connection.request` sends a command with a fresh
+request id and returns a :class:`~concurrent.futures.Future` the reply completes. The loop
+polls the DEALER and the wake-up with a timeout driven by :meth:`Connection.schedule`
+timers (batch publish delay, ack-group flush, nack redelivery, send timeouts) and answers
+the broker's PINGs itself, so a busy application never misses a heart-beat.
+
+Pushed commands (MESSAGE, SEND_RECEIPT, ...) go to the handler registered for their
+producer or consumer id; handlers run on the I/O thread and must not block.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import heapq
+import itertools
+import logging
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import zmq
+
+from .. import wire
+from .exceptions import AlreadyClosed, ConnectError, InvalidUrl, Timeout, exception_for
+
+__all__ = ["CallbackExecutor", "Connection", "TimerHandle", "now_ms", "parse_service_url"]
+
+log = logging.getLogger("pulsarlab.client")
+
+CLIENT_VERSION = "pulsarlab-client-0.1"
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+_RECV_BURST = 1000
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def parse_service_url(service_url: str) -> str:
+    """``zmq://host:port`` (or ``tcp://``, ``ipc://``, ``inproc://``) → a ZeroMQ endpoint."""
+    url = service_url.strip().rstrip("/")
+    for prefix in ("zmq://", "tcp://"):
+        if url.startswith(prefix):
+            hostport = url[len(prefix):]
+            host, sep, port = hostport.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise InvalidUrl(f"service URL {service_url!r} must look like zmq://host:port")
+            return f"tcp://{hostport}"
+    if url.startswith(("ipc://", "inproc://")):
+        return url
+    raise InvalidUrl(
+        f"unsupported service URL {service_url!r}: pulsarlab brokers are reached at "
+        "zmq://host:port (a pulsar:// URL is for a real Pulsar cluster)"
+    )
+
+
+class TimerHandle:
+    """A scheduled callback; :meth:`cancel` stops it from running."""
+
+    __slots__ = ("cancelled", "deadline", "fn")
+
+    def __init__(self, deadline: int, fn: Callable[[], None]) -> None:
+        self.deadline = deadline
+        self.fn = fn
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Connection:
+    """One connection to a broker, served by a daemon I/O thread."""
+
+    def __init__(
+        self,
+        service_url: str,
+        *,
+        auth_token: str | None = None,
+        operation_timeout_seconds: float = 30,
+        connection_timeout_ms: int = 10_000,
+    ) -> None:
+        self.endpoint = parse_service_url(service_url)
+        self.auth_token = auth_token
+        self.operation_timeout = float(operation_timeout_seconds)
+        self.connection_timeout = connection_timeout_ms / 1000.0
+        self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        self.connected = False
+        self._connect_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._ids_lock = threading.Lock()
+        self._tasks: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._stop = threading.Event()
+        self._closed = False
+        # I/O-thread state.
+        self._request_ids = itertools.count(1)
+        self._pending: dict[int, concurrent.futures.Future] = {}
+        self._producers: dict[int, Any] = {}
+        self._consumers: dict[int, Any] = {}
+        self._timers: list[tuple[int, int, TimerHandle]] = []
+        self._timer_seq = itertools.count()
+        self._ctx = zmq.Context()
+        self._thread = threading.Thread(target=self._run, name="pulsarlab-client-io", daemon=True)
+        self._thread.start()
+
+    # -- any thread -----------------------------------------------------------------------
+
+    def new_id(self) -> int:
+        """A fresh producer/consumer id, unique on this connection."""
+        with self._ids_lock:
+            return next(self._ids)
+
+    @property
+    def is_io_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def post(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the I/O thread (FIFO with other posted work)."""
+        if self._closed:
+            raise AlreadyClosed("the client is closed")
+        self._tasks.put(fn)
+        # A full buffer means wake-ups are pending already: the loop will run.
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"\x00")
+
+    def request(self, name: str, payloads: tuple = (), **fields: Any) -> concurrent.futures.Future:
+        """Send a command with a new request id; the future gets the reply ``Command``."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def task() -> None:
+            rid = next(self._request_ids)
+            self._pending[rid] = future
+            self.send_now(name, rid, payloads, **fields)
+
+        self.post(task)
+        return future
+
+    def send(self, name: str, payloads: tuple = (), **fields: Any) -> None:
+        """Fire-and-forget a command (request id 0)."""
+        self.post(lambda: self.send_now(name, 0, payloads, **fields))
+
+    def wait(self, future: concurrent.futures.Future, timeout: float | None = -1.0) -> Any:
+        """The future's result; ``Timeout`` after ``timeout`` s (default: operation timeout)."""
+        if timeout is not None and timeout < 0:
+            timeout = self.operation_timeout
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise Timeout("operation timed out") from None
+
+    def call(self, fn: Callable[[], Any], timeout: float | None = -1.0) -> Any:
+        """Run ``fn`` on the I/O thread and return its result."""
+        if self.is_io_thread:
+            return fn()
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def task() -> None:
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        self.post(task)
+        return self.wait(future, timeout)
+
+    def ensure_connected(self) -> None:
+        """Do the CONNECT handshake once; ``ConnectError`` if the broker does not answer."""
+        if self.connected:
+            return
+        with self._connect_lock:
+            if self.connected:
+                return
+            fields: dict[str, Any] = {"client_version": CLIENT_VERSION}
+            if self.auth_token is not None:
+                fields["auth_token"] = self.auth_token
+            future = self.request("CONNECT", **fields)
+            try:
+                reply = future.result(self.connection_timeout)
+            except concurrent.futures.TimeoutError:
+                raise ConnectError(
+                    f"no answer from a pulsarlab broker at {self.endpoint} within "
+                    f"{self.connection_timeout:g} s"
+                ) from None
+            self.max_message_size = int(reply.get("max_message_size") or DEFAULT_MAX_MESSAGE_SIZE)
+            self.connected = True
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the I/O thread (work already posted runs first) and release the socket."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"\x00")
+        if not self.is_io_thread:
+            self._thread.join(timeout)
+        self._wake_r.close()
+        self._wake_w.close()
+        self.connected = False
+
+    # -- I/O thread only ------------------------------------------------------------------
+
+    def register_producer(self, producer_id: int, handler: Any) -> None:
+        self._producers[producer_id] = handler
+
+    def unregister_producer(self, producer_id: int) -> None:
+        self._producers.pop(producer_id, None)
+
+    def register_consumer(self, consumer_id: int, handler: Any) -> None:
+        self._consumers[consumer_id] = handler
+
+    def unregister_consumer(self, consumer_id: int) -> None:
+        self._consumers.pop(consumer_id, None)
+
+    def schedule(self, delay_ms: float, fn: Callable[[], None]) -> TimerHandle:
+        """Run ``fn`` on the I/O thread after ``delay_ms``."""
+        handle = TimerHandle(now_ms() + max(0, int(delay_ms)), fn)
+        heapq.heappush(self._timers, (handle.deadline, next(self._timer_seq), handle))
+        return handle
+
+    def send_now(self, name: str, rid: int, payloads: tuple = (), **fields: Any) -> None:
+        frames = wire.encode(name, rid, payloads, **fields)
+        try:
+            self._socket.send_multipart(frames, copy=len(frames) == 1)
+        except zmq.ZMQError as exc:
+            log.warning("could not send %s to the broker: %s", name, exc)
+
+    def _run(self) -> None:
+        self._socket = self._ctx.socket(zmq.DEALER)
+        self._socket.linger = 0
+        self._socket.sndhwm = 0
+        self._socket.rcvhwm = 0
+        self._socket.connect(self.endpoint)
+        poller = zmq.Poller()
+        poller.register(self._socket, zmq.POLLIN)
+        poller.register(self._wake_r.fileno(), zmq.POLLIN)
+        try:
+            while True:
+                self._run_tasks()
+                if self._stop.is_set():
+                    break
+                timeout = self._next_timeout()
+                ready = dict(poller.poll(timeout))
+                if self._wake_r.fileno() in ready:
+                    self._drain_wake()
+                if self._socket in ready:
+                    self._read()
+                self._run_timers()
+        except Exception:
+            log.exception("pulsarlab client I/O loop crashed")
+        finally:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        self._run_tasks()
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(AlreadyClosed("the client was closed"))
+        self._pending.clear()
+        for handler in list(self._producers.values()) + list(self._consumers.values()):
+            try:
+                handler.on_connection_closed()
+            except Exception:
+                log.exception("error while closing a producer/consumer")
+        self._socket.close(linger=0)
+        self._ctx.term()
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def _run_tasks(self) -> None:
+        while True:
+            try:
+                task = self._tasks.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                task()
+            except Exception:
+                log.exception("error in a client I/O task")
+
+    def _next_timeout(self) -> int:
+        while self._timers and self._timers[0][2].cancelled:
+            heapq.heappop(self._timers)
+        if not self._timers:
+            return 1000
+        return max(0, min(1000, self._timers[0][0] - now_ms()))
+
+    def _run_timers(self) -> None:
+        now = now_ms()
+        while self._timers and self._timers[0][0] <= now:
+            _, _, handle = heapq.heappop(self._timers)
+            if handle.cancelled:
+                continue
+            try:
+                handle.fn()
+            except Exception:
+                log.exception("error in a client timer")
+
+    def _read(self) -> None:
+        for _ in range(_RECV_BURST):
+            try:
+                frames = self._socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                self._dispatch(frames)
+            except Exception:
+                log.exception("error handling a broker message")
+
+    def _dispatch(self, frames: list[bytes]) -> None:
+        try:
+            cmd = wire.decode(frames, wire.BROKER_COMMANDS)
+        except wire.ProtocolError as exc:
+            log.warning("dropped a malformed message from the broker: %s", exc)
+            return
+        name = cmd.name
+        if name == "PING":
+            self.send_now("PONG", cmd.request_id)
+            return
+        if name in ("CONNECTED", "SUCCESS", "ERROR", "PRODUCER_SUCCESS", "PONG"):
+            future = self._pending.pop(cmd.request_id, None)
+            if future is None:
+                if name == "ERROR":
+                    log.warning("broker error: %s: %s", cmd["code"], cmd["message"])
+                return
+            if name == "ERROR":
+                future.set_exception(exception_for(cmd["code"], cmd["message"]))
+            else:
+                future.set_result(cmd)
+            return
+        if name in ("SEND_RECEIPT", "SEND_ERROR", "CLOSE_PRODUCER"):
+            handler = self._producers.get(cmd["producer_id"])
+        else:
+            handler = self._consumers.get(cmd["consumer_id"])
+        if handler is None:
+            log.debug("%s for an unknown producer/consumer: %s", name, cmd.fields)
+            return
+        getattr(handler, f"on_{name.lower()}")(cmd)
+
+
+class CallbackExecutor:
+    """One thread running user callbacks (message listeners, ``send_async`` callbacks)."""
+
+    def __init__(self, name: str = "pulsarlab-client-listener") -> None:
+        self._name = name
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        if self._closed:
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+        self._queue.put(lambda: fn(*args))
+
+    @property
+    def is_executor_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def _run(self) -> None:
+        while True:
+            task = self._queue.get()
+            if task is None:
+                return
+            try:
+                task()
+            except Exception:
+                log.exception("a user callback raised")
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Run what is queued, then stop (does not wait when called from a callback)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        thread = self._thread
+        if thread is not None and not self.is_executor_thread:
+            thread.join(timeout)

@@ -1,0 +1,386 @@
+"""The producer of one topic or partition: sequence ids, batching, compression, chunking.
+
+:class:`~.producer.Producer` holds one :class:`PartitionProducer` per partition (one for a
+non-partitioned topic). Each assigns sequence ids and counts pending messages on the
+caller's thread (``max_pending_messages``, ``block_if_queue_full``), then hands the message
+to the I/O thread, which owns the batch container (:mod:`.batch`), the publish-delay timer,
+compression (:mod:`.compression`), chunking (:mod:`.chunking`), the in-flight queue and
+send timeouts. Receipts arrive in send order and complete the futures of blocking sends on
+the I/O thread; ``send_async`` callbacks ``(Result, MessageId)`` run on the client's
+listener thread.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..message_id import MessageId
+from .batch import OutgoingMessage, make_batch_builder
+from .chunking import chunk_metadata, split_payload
+from .compression import codec_name, compress
+from .connection import TimerHandle, now_ms
+from .enums import CompressionType, Result
+from .exceptions import (
+    AlreadyClosed,
+    MessageTooBig,
+    ProducerQueueIsFull,
+    PulsarException,
+    exception_for,
+    exception_for_result,
+)
+
+__all__ = ["PartitionProducer", "Pending", "ProducerConfig", "SendCallback"]
+
+log = logging.getLogger("pulsarlab.client")
+
+SendCallback = Callable[[Result, MessageId | None], None]
+
+
+@dataclass(slots=True)
+class ProducerConfig:
+    """The settings a partition producer needs (already validated by ``create_producer``)."""
+
+    producer_name: str | None = None
+    initial_sequence_id: int | None = None
+    send_timeout_millis: int = 30_000
+    compression_type: CompressionType = CompressionType.NONE
+    max_pending_messages: int = 1000
+    block_if_queue_full: bool = False
+    batching_enabled: bool = False
+    batching_max_messages: int = 1000
+    batching_max_allowed_size_in_bytes: int = 128 * 1024
+    batching_max_publish_delay_ms: int = 10
+    key_based_batching: bool = False
+    chunking_enabled: bool = False
+    chunk_max_message_size: int | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+class Pending:
+    """The completion of one user message: a future (blocking send) or a callback."""
+
+    __slots__ = ("callback", "future", "producer")
+
+    def __init__(self, producer: PartitionProducer, callback: SendCallback | None,
+                 future: concurrent.futures.Future | None) -> None:
+        self.producer = producer
+        self.callback = callback
+        self.future = future
+
+
+@dataclass(slots=True)
+class _SendOp:
+    number: int
+    sequence_id: int
+    messages: list[OutgoingMessage]
+    batched: bool
+    created_ms: int
+    receipts_left: int = 1
+
+
+class PartitionProducer:
+    """The producer of one topic or partition on the client's connection."""
+
+    def __init__(self, client: Any, topic: str, partition: int, config: ProducerConfig) -> None:
+        self._client = client
+        self._conn = client._conn
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.producer_id = self._conn.new_id()
+        self.name = config.producer_name or ""
+        self.last_published = -1
+        self._next_sequence = 0
+        self._cond = threading.Condition()
+        self._pending_count = 0
+        self._closed = False
+        self._connected = False
+        # I/O-thread state.
+        self._builder = (
+            make_batch_builder(
+                config.key_based_batching,
+                config.batching_max_messages,
+                config.batching_max_allowed_size_in_bytes,
+            )
+            if config.batching_enabled
+            else None
+        )
+        self._batch_timer: TimerHandle | None = None
+        self._timeout_timer: TimerHandle | None = None
+        self._inflight: deque[_SendOp] = deque()
+        self._op_numbers = itertools.count(1)
+        self._flush_waiters: list[tuple[int, concurrent.futures.Future]] = []
+
+    # -- lifecycle (caller's thread) ------------------------------------------------------
+
+    def open(self) -> None:
+        conn = self._conn
+        conn.post(lambda: conn.register_producer(self.producer_id, self))
+        fields: dict[str, Any] = {"topic": self.topic, "producer_id": self.producer_id}
+        if self.config.producer_name:
+            fields["producer_name"] = self.config.producer_name
+        try:
+            reply = conn.wait(conn.request("PRODUCER", **fields))
+        except BaseException:
+            conn.post(lambda: conn.unregister_producer(self.producer_id))
+            raise
+        self.name = reply["producer_name"]
+        broker_last = reply["last_sequence_id"]
+        initial = self.config.initial_sequence_id
+        if initial is not None:
+            self.last_published = initial
+            self._next_sequence = initial + 1
+        else:
+            self.last_published = broker_last
+            self._next_sequence = broker_last + 1
+        self._connected = True
+
+    def submit(self, message: OutgoingMessage, pending: Pending, sequence_id: int | None) -> None:
+        """Queue one message (raises ``ProducerQueueIsFull`` / ``AlreadyClosed``)."""
+        limit = self.config.max_pending_messages
+        with self._cond:
+            if self._closed:
+                raise AlreadyClosed(f"producer on {self.topic} is closed")
+            while limit > 0 and self._pending_count >= limit:
+                if not self.config.block_if_queue_full:
+                    raise ProducerQueueIsFull(
+                        f"producer on {self.topic} has {self._pending_count} pending messages"
+                    )
+                self._cond.wait(0.1)
+                if self._closed:
+                    raise AlreadyClosed(f"producer on {self.topic} is closed")
+            self._pending_count += 1
+            if sequence_id is None:
+                sequence_id = self._next_sequence
+                self._next_sequence += 1
+            message.sequence_id = sequence_id
+            message.handle = pending
+            self._conn.post(lambda: self._io_add(message))
+
+    def flush(self) -> None:
+        """Send the current batch and wait until every pending message has its receipt."""
+        if self._closed and not self._inflight:
+            return
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def task() -> None:
+            self._io_flush_batch()
+            last = self._inflight[-1].number if self._inflight else 0
+            if last == 0:
+                future.set_result(None)
+            else:
+                self._flush_waiters.append((last, future))
+
+        self._conn.post(task)
+        send_timeout = self.config.send_timeout_millis
+        timeout = send_timeout / 1000 + 5 if send_timeout > 0 else None
+        self._conn.wait(future, timeout)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self.flush()
+        except PulsarException as exc:
+            log.warning("flush before closing the producer on %s failed: %s", self.topic, exc)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        conn = self._conn
+        try:
+            conn.wait(conn.request("CLOSE_PRODUCER", producer_id=self.producer_id))
+        finally:
+            conn.post(self._io_closed)
+
+    @property
+    def is_connected(self) -> bool:
+        return self._connected and not self._closed and not self._conn.closed
+
+    # -- I/O thread -----------------------------------------------------------------------
+
+    def _io_add(self, message: OutgoingMessage) -> None:
+        builder = self._builder
+        if builder is not None and not message.deliver_at_time:
+            if not builder.has_space_for(message):
+                self._io_flush_batch()
+            if builder.add(message):
+                self._io_flush_batch()
+            elif builder.num_messages == 1:
+                delay = self.config.batching_max_publish_delay_ms
+                self._batch_timer = self._conn.schedule(delay, self._io_flush_batch)
+            return
+        self._io_flush_batch()
+        metadata: dict[str, Any] = {"sequence_id": message.sequence_id}
+        if message.properties:
+            metadata["properties"] = dict(message.properties)
+        if message.partition_key is not None:
+            metadata["partition_key"] = message.partition_key
+        if message.ordering_key is not None:
+            metadata["ordering_key"] = message.ordering_key
+        if message.event_time:
+            metadata["event_time"] = message.event_time
+        if message.deliver_at_time:
+            metadata["deliver_at_time"] = message.deliver_at_time
+        if message.null_value:
+            metadata["null_value"] = True
+        self._io_send(metadata, message.payload, [message], batched=False)
+
+    def _io_flush_batch(self) -> None:
+        if self._batch_timer is not None:
+            self._batch_timer.cancel()
+            self._batch_timer = None
+        if self._builder is None or self._builder.is_empty:
+            return
+        for batch in self._builder.flush():
+            self._io_send(batch.metadata, batch.payload, batch.messages, batched=True)
+
+    def _io_send(self, metadata: dict[str, Any], payload: bytes,
+                 messages: list[OutgoingMessage], batched: bool) -> None:
+        metadata["producer_name"] = self.name
+        metadata["publish_time"] = now_ms()
+        metadata["uncompressed_size"] = len(payload)
+        codec = codec_name(self.config.compression_type)
+        if codec != "NONE":
+            metadata["compression"] = codec
+            payload = compress(codec, payload)
+        max_size = self._conn.max_message_size
+        chunk_size = min(self.config.chunk_max_message_size or max_size, max_size)
+        chunked = self.config.chunking_enabled and not batched and len(payload) > chunk_size
+        if len(payload) > max_size and not chunked:
+            error = MessageTooBig(
+                f"message of {len(payload)} bytes exceeds the max message size {max_size}"
+            )
+            for m in messages:
+                self._complete(m, error.result, None, error)
+            return
+        op = _SendOp(next(self._op_numbers), messages[0].sequence_id, messages, batched, now_ms())
+        sequence_id = op.sequence_id
+        if chunked:
+            pieces = split_payload(payload, chunk_size)
+            op.receipts_left = len(pieces)
+            uuid = f"{self.name}-{sequence_id}"
+            self._inflight.append(op)
+            for i, piece in enumerate(pieces):
+                meta = dict(metadata, **chunk_metadata(uuid, i, len(pieces), len(payload)))
+                self._conn.send_now("SEND", 0, (piece,), producer_id=self.producer_id,
+                                    sequence_id=sequence_id, metadata=meta)
+        else:
+            self._inflight.append(op)
+            self._conn.send_now("SEND", 0, (payload,), producer_id=self.producer_id,
+                                sequence_id=sequence_id, metadata=metadata)
+        self._io_arm_timeout()
+
+    def _io_arm_timeout(self) -> None:
+        timeout = self.config.send_timeout_millis
+        if timeout <= 0 or self._timeout_timer is not None or not self._inflight:
+            return
+        delay = self._inflight[0].created_ms + timeout - now_ms()
+        self._timeout_timer = self._conn.schedule(max(1, delay), self._io_check_timeouts)
+
+    def _io_check_timeouts(self) -> None:
+        self._timeout_timer = None
+        timeout = self.config.send_timeout_millis
+        now = now_ms()
+        while self._inflight and self._inflight[0].created_ms + timeout <= now:
+            op = self._inflight.popleft()
+            error = exception_for_result(
+                Result.Timeout, f"no send receipt from the broker within {timeout} ms"
+            )
+            for m in op.messages:
+                self._complete(m, Result.Timeout, None, error)
+        self._io_release_flush_waiters()
+        self._io_arm_timeout()
+
+    def _find_op(self, sequence_id: int) -> _SendOp | None:
+        for op in self._inflight:
+            if op.sequence_id == sequence_id:
+                return op
+        return None
+
+    def on_send_receipt(self, cmd: Any) -> None:
+        op = self._find_op(cmd["sequence_id"])
+        if op is None:
+            log.debug("receipt for unknown sequence id %s on %s", cmd["sequence_id"], self.topic)
+            return
+        op.receipts_left -= 1
+        if op.receipts_left > 0:
+            return
+        self._inflight.remove(op)
+        ledger, entry, partition = cmd["message_id"][:3]
+        n = len(op.messages)
+        self.last_published = max(self.last_published, max(m.sequence_id for m in op.messages))
+        for i, m in enumerate(op.messages):
+            if op.batched:
+                mid = MessageId(partition, ledger, entry, i, n)
+            else:
+                mid = MessageId(partition, ledger, entry, -1)
+            self._complete(m, Result.Ok, mid, None)
+        self._io_release_flush_waiters()
+
+    def on_send_error(self, cmd: Any) -> None:
+        op = self._find_op(cmd["sequence_id"])
+        if op is None:
+            return
+        self._inflight.remove(op)
+        error = exception_for(cmd["code"], cmd["message"])
+        for m in op.messages:
+            self._complete(m, error.result, None, error)
+        self._io_release_flush_waiters()
+
+    def on_close_producer(self, cmd: Any) -> None:
+        log.warning("the broker closed the producer on %s: %s", self.topic, cmd.get("reason"))
+        self._connected = False
+
+    def on_connection_closed(self) -> None:
+        self._io_fail_all(AlreadyClosed("the client was closed"))
+
+    def _io_closed(self) -> None:
+        self._io_fail_all(AlreadyClosed(f"producer on {self.topic} is closed"))
+        self._conn.unregister_producer(self.producer_id)
+        self._connected = False
+
+    def _io_fail_all(self, error: PulsarException) -> None:
+        if self._batch_timer is not None:
+            self._batch_timer.cancel()
+        pending = list(self._builder.flush()) if self._builder is not None else []
+        for batch in pending:
+            for m in batch.messages:
+                self._complete(m, error.result, None, error)
+        while self._inflight:
+            for m in self._inflight.popleft().messages:
+                self._complete(m, error.result, None, error)
+        self._io_release_flush_waiters()
+
+    def _io_release_flush_waiters(self) -> None:
+        if not self._flush_waiters:
+            return
+        oldest = self._inflight[0].number if self._inflight else None
+        keep = []
+        for number, future in self._flush_waiters:
+            if oldest is None or number < oldest:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                keep.append((number, future))
+        self._flush_waiters = keep
+
+    def _complete(self, message: OutgoingMessage, result: Result, msg_id: MessageId | None,
+                  error: PulsarException | None) -> None:
+        pending: Pending = message.handle
+        with self._cond:
+            self._pending_count -= 1
+            self._cond.notify()
+        if pending.future is not None and not pending.future.done():
+            if error is None:
+                pending.future.set_result(msg_id)
+            else:
+                pending.future.set_exception(error)
+        if pending.callback is not None:
+            self._client._executor.submit(pending.callback, result, msg_id)

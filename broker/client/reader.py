@@ -1,0 +1,106 @@
+"""``Reader``: read a topic from a chosen message id on a non-durable exclusive subscription.
+
+A reader is a :class:`~.consumer.Consumer` on a subscription named ``reader-<random>``
+(``<prefix>-reader-<random>`` with ``subscription_role_prefix``) that the broker does not
+persist; it starts at ``MessageId.earliest``, ``MessageId.latest`` or a given id
+(``start_message_id_inclusive`` decides whether that id itself is read). Messages it reads
+are acknowledged cumulatively, so the subscription's backlog shows its progress.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..message_id import MessageId
+from .checks import check_type
+from .consumer import Consumer
+from .message import Message
+from .topic_consumer import TopicConsumer
+
+__all__ = ["Reader"]
+
+
+class Reader:
+    """Reads messages in order from one topic (every partition of a partitioned one)."""
+
+    def __init__(self, consumer: Consumer, topic: str) -> None:
+        self._consumer = consumer
+        self._topic = topic
+        self._latest_at_start: dict[int, MessageId] = {}
+
+    def topic(self) -> str:
+        return self._topic
+
+    def read_next(self, timeout_millis: int | None = None) -> Message:
+        """The next message; waits at most ``timeout_millis`` (raises ``Timeout``)."""
+        if timeout_millis is not None:
+            check_type(int, timeout_millis, "timeout_millis")
+        message = self._consumer._take(timeout_millis)
+        self._after_read(message)
+        return message
+
+    def _after_read(self, message: Message) -> None:
+        owner: TopicConsumer = message._owner
+        owner.acknowledge(message.message_id(), cumulative=True)
+
+    def has_message_available(self) -> bool:
+        """Whether a message is waiting or the topic holds one after the last one read."""
+        self._consumer._check_open()
+        return any(self._has_more(tc) for tc in self._consumer._consumers)
+
+    def _has_more(self, tc: TopicConsumer) -> bool:
+        with self._consumer._cond:
+            if any(m._owner is tc for m in self._consumer._queue):
+                return True
+        last = tc.get_last_message_id()
+        if last.entry_id() < 0:
+            return False
+        if tc.last_dequeued is not None:
+            return last.position > tc.last_dequeued.position
+        start = tc.start_message_id
+        if start is None or start == MessageId.earliest:
+            return True
+        if start == MessageId.latest:
+            if tc.start_inclusive:
+                return True
+            baseline = self._latest_at_start.get(tc.consumer_id)
+            return baseline is not None and last.position > baseline.position
+        if last.position != start.position:
+            return last.position > start.position
+        if tc.start_inclusive:
+            return True
+        return 0 <= start.batch_index() < start.batch_size() - 1
+
+    def _remember_latest(self) -> None:
+        """Record where the topic ended when a ``latest`` reader started."""
+        for tc in self._consumer._consumers:
+            self._latest_at_start[tc.consumer_id] = tc.get_last_message_id()
+
+    def seek(self, messageid: MessageId | int) -> None:
+        """Reposition to a message id (read next, inclusive) or a publish time (ms)."""
+        self._consumer.seek(messageid)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def is_connected(self) -> bool:
+        return self._consumer.is_connected()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Reader(topic={self._topic!r})"
+
+
+def reader_listener_adapter(listener: Any) -> Any:
+    """Wrap ``reader_listener(reader, msg)`` so the reader acks what it hands over."""
+
+    def call(reader: Reader, message: Message) -> None:
+        reader._after_read(message)
+        listener(reader, message)
+
+    return call

@@ -1,0 +1,510 @@
+"""One consumer of one topic or partition: subscribe, decode deliveries, permits and acks.
+
+A :class:`~.consumer.Consumer` owns one :class:`TopicConsumer` per topic (per partition of
+a partitioned topic). The I/O thread calls ``on_message`` with each MESSAGE push: entries
+are decoded (:func:`~pulsarlab.broker.entry.decode_entry`), chunks reassembled, payloads
+decompressed, batches split (skipping indexes the broker's ack set marks acked), and the
+messages handed to the parent's receiver queue. Permits: FLOW with the receiver queue size
+at subscribe, then a refill once half has been consumed by the application (messages
+skipped by the client count as consumed at once, as in Java).
+
+Acks, nacks and ack timeouts are posted to the I/O thread and kept in the sans-I/O
+trackers (:mod:`.ack_grouping`, :mod:`.negative_acks`), flushed by timers.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..entry import MessageMetadata, decode_entry
+from ..message_id import MessageId
+from ..topic_name import TopicName
+from .ack_grouping import AckGroupingTracker
+from .batch import decode_batch
+from .chunking import ChunkedMessageCollector
+from .compression import decompress
+from .connection import TimerHandle, now_ms
+from .enums import ConsumerType, InitialPosition, KeySharedMode
+from .message import Message, TopicMessageId
+from .negative_acks import NegativeAcksTracker
+
+__all__ = ["ConsumerConfig", "TopicConsumer"]
+
+log = logging.getLogger("pulsarlab.client")
+
+Position = tuple[int, int]
+
+
+@dataclass(slots=True)
+class ConsumerConfig:
+    """Validated subscribe settings shared by the topic consumers of one ``Consumer``."""
+
+    subscription: str
+    consumer_type: ConsumerType = ConsumerType.Exclusive
+    schema: Any = None
+    receiver_queue_size: int = 1000
+    consumer_name: str | None = None
+    unacked_messages_timeout_ms: int | None = None
+    negative_ack_redelivery_delay_ms: int = 60_000
+    initial_position: InitialPosition = InitialPosition.Latest
+    durable: bool = True
+    is_reader: bool = False
+    start_message_id: MessageId | None = None
+    start_message_id_inclusive: bool = False
+    key_shared_policy: Any = None
+    key_hash_ranges: list[tuple[int, int]] | None = None
+    batch_index_ack_enabled: bool = False
+    priority_level: int = 0
+    max_pending_chunked_message: int = 10
+    auto_ack_oldest_chunked_message_on_queue_full: bool = False
+    expire_time_of_incomplete_chunked_message_ms: int = 60_000
+    acknowledgements_group_time_ms: int = 100
+    tick_duration_ms: int = 1000
+
+
+class TopicConsumer:
+    """The consumer of one topic or partition (its own consumer id on the connection)."""
+
+    def __init__(self, parent: Any, topic: str, config: ConsumerConfig) -> None:
+        self.parent = parent
+        self._conn = parent._client._conn
+        self.topic = topic
+        self.partition = TopicName.get(topic).partition_index
+        self.config = config
+        self.consumer_id = self._conn.new_id()
+        self.consumer_name = config.consumer_name or ""
+        self.connected = False
+        self.closed = False
+        self.is_active: bool | None = None
+        self.last_dequeued: MessageId | None = None
+        self.start_message_id = config.start_message_id
+        self.start_inclusive = config.start_message_id_inclusive
+        self._lock = threading.Lock()
+        self._available_permits = 0
+        self._queue_size = max(1, config.receiver_queue_size)
+        self._refill_threshold = max(1, self._queue_size // 2)
+        # I/O-thread state.
+        self.acks = AckGroupingTracker(
+            config.acknowledgements_group_time_ms, 1000, config.batch_index_ack_enabled
+        )
+        self.nacks = NegativeAcksTracker(config.negative_ack_redelivery_delay_ms)
+        self.unacked = (
+            NegativeAcksTracker(config.unacked_messages_timeout_ms)
+            if config.unacked_messages_timeout_ms
+            else None
+        )
+        self.chunks = ChunkedMessageCollector(
+            config.max_pending_chunked_message,
+            config.expire_time_of_incomplete_chunked_message_ms,
+            config.auto_ack_oldest_chunked_message_on_queue_full,
+        )
+        self._chunk_members: dict[Position, list[Position]] = {}
+        self._batch_filter: tuple[Position, int, bool] | None = None
+        self._ack_timer: TimerHandle | None = None
+        self._nack_timer: TimerHandle | None = None
+        self._unacked_timer: TimerHandle | None = None
+        self._chunk_timer: TimerHandle | None = None
+        start = config.start_message_id
+        if start is not None and start.batch_index() >= 0:
+            self._batch_filter = (start.position, start.batch_index(), self.start_inclusive)
+
+    # -- requests (caller's thread) -------------------------------------------------------
+
+    def open(self) -> None:
+        conn = self._conn
+        conn.post(lambda: conn.register_consumer(self.consumer_id, self))
+        try:
+            reply = conn.wait(conn.request("SUBSCRIBE", **self._subscribe_fields()))
+        except BaseException:
+            conn.post(lambda: conn.unregister_consumer(self.consumer_id))
+            raise
+        result = reply.get("result")
+        if not self.consumer_name and isinstance(result, str):
+            self.consumer_name = result
+        self.connected = True
+        conn.send("FLOW", consumer_id=self.consumer_id, permits=self._queue_size)
+
+    def _subscribe_fields(self) -> dict[str, Any]:
+        c = self.config
+        fields: dict[str, Any] = {
+            "topic": self.topic,
+            "subscription": c.subscription,
+            "consumer_id": self.consumer_id,
+            "sub_type": c.consumer_type.wire_name,
+            "initial_position": "earliest"
+            if c.initial_position is InitialPosition.Earliest
+            else "latest",
+            "durable": c.durable,
+            "priority_level": c.priority_level,
+            "batch_index_ack_enabled": c.batch_index_ack_enabled,
+            "is_reader": c.is_reader,
+        }
+        if c.consumer_name:
+            fields["consumer_name"] = c.consumer_name
+        policy = c.key_shared_policy
+        if c.consumer_type is ConsumerType.KeyShared and policy is not None:
+            sticky = policy.key_shared_mode is KeySharedMode.Sticky
+            fields["key_shared_mode"] = "STICKY" if sticky else "AUTO_SPLIT"
+            fields["allow_out_of_order_delivery"] = policy.allow_out_of_order_delivery
+            if sticky:
+                fields["sticky_ranges"] = [list(r) for r in policy.sticky_ranges]
+        if c.key_hash_ranges:
+            fields["key_hash_ranges"] = [list(r) for r in c.key_hash_ranges]
+        start = c.start_message_id
+        if start is not None:
+            fields["start_message_id"] = [
+                start.ledger_id(), start.entry_id(), start.partition(), start.batch_index()
+            ]
+            # A batched start id: the broker starts at its entry; indexes are filtered here.
+            fields["start_message_id_inclusive"] = (
+                True if start.batch_index() >= 0 else c.start_message_id_inclusive
+            )
+        return fields
+
+    def seek(self, target: MessageId | int) -> None:
+        """Reset the subscription to a message id (inclusive) or a publish time (ms)."""
+        conn = self._conn
+        conn.post(self._io_flush_acks)
+        if isinstance(target, MessageId):
+            fields: dict[str, Any] = {
+                "message_id": [target.ledger_id(), target.entry_id(), target.partition(),
+                               target.batch_index()]
+            }
+        else:
+            fields = {"publish_time": int(target)}
+        future = conn.request("SEEK", consumer_id=self.consumer_id, **fields)
+
+        def after(done: concurrent.futures.Future) -> None:
+            # Runs on the I/O thread as the reply is handled, before any later MESSAGE.
+            if done.exception() is None:
+                self._io_reset_after_seek(target)
+
+        future.add_done_callback(after)
+        conn.wait(future)
+
+    def get_last_message_id(self) -> MessageId:
+        reply = self._conn.wait(
+            self._conn.request("GET_LAST_MESSAGE_ID", consumer_id=self.consumer_id)
+        )
+        ledger, entry, partition = reply["result"][:3]
+        return MessageId(partition, ledger, entry, -1)
+
+    def unsubscribe(self) -> None:
+        conn = self._conn
+        conn.post(self._io_flush_acks)
+        conn.wait(conn.request("UNSUBSCRIBE", consumer_id=self.consumer_id))
+        self._finish_close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        conn = self._conn
+        if not conn.closed:
+            conn.post(self._io_flush_acks)
+            try:
+                conn.wait(conn.request("CLOSE_CONSUMER", consumer_id=self.consumer_id))
+            finally:
+                self._finish_close()
+        else:
+            self.closed = True
+
+    def _finish_close(self) -> None:
+        self.closed = True
+        self.connected = False
+        conn = self._conn
+        if not conn.closed:
+            conn.post(self._io_closed)
+
+    # -- application side (any thread) ----------------------------------------------------
+
+    def on_dequeued(self, message: Message) -> None:
+        """The application took ``message`` from the receiver queue."""
+        self.last_dequeued = message.message_id()
+        if self.unacked is not None:
+            position = message.message_id().position
+            self._conn.post(lambda: self._io_track_unacked(position))
+        self.add_permits(1)
+
+    def add_permits(self, n: int) -> None:
+        """Count ``n`` messages as consumed; send FLOW once half the queue is free."""
+        if n <= 0:
+            return
+        with self._lock:
+            self._available_permits += n
+            if self._available_permits < self._refill_threshold or self.closed:
+                return
+            permits, self._available_permits = self._available_permits, 0
+        if not self._conn.closed:
+            self._conn.send("FLOW", consumer_id=self.consumer_id, permits=permits)
+
+    def acknowledge(self, msg_id: MessageId, cumulative: bool = False) -> None:
+        self._conn.post(lambda: self._io_ack(msg_id, cumulative))
+
+    def negative_acknowledge(self, msg_id: MessageId) -> None:
+        self._conn.post(lambda: self._io_nack(msg_id))
+
+    def redeliver_unacknowledged(self) -> None:
+        self._conn.post(self._io_redeliver_all)
+
+    # -- I/O thread: deliveries -----------------------------------------------------------
+
+    def on_message(self, cmd: Any) -> None:
+        out: list[Message] = []
+        now = now_ms()
+        for entry, raw in zip(cmd["entries"], cmd.payloads, strict=False):
+            try:
+                out.extend(self._io_decode(entry, bytes(raw), now))
+            except Exception as exc:
+                log.warning("dropped an undecodable entry %s on %s: %s", entry[:2], self.topic, exc)
+                self.add_permits(1)
+        if out:
+            self.parent._enqueue(out)
+
+    def _io_decode(self, entry: list, raw: bytes, now: int) -> list[Message]:
+        ledger, entry_id, partition, redelivery_count = entry[:4]
+        ack_set = entry[4] if len(entry) > 4 else None
+        position = (ledger, entry_id)
+        meta, payload = decode_entry(raw)
+        if self.acks.is_duplicate(position):
+            self.add_permits(meta.num_messages)
+            return []
+        chunk_positions: list[Position] | None = None
+        if meta.chunk_id is not None and (meta.num_chunks_from_msg or 1) > 1:
+            outcome = self.chunks.add(
+                meta.uuid or "", meta.chunk_id, meta.num_chunks_from_msg or 1,
+                meta.total_chunk_msg_size or 0, payload, position, meta, now,
+            )
+            if outcome.ack:
+                self._io_ack_positions(outcome.ack)
+            if outcome.message is None:
+                self.add_permits(1)
+                self._io_arm_chunk_expiry()
+                return []
+            payload = outcome.message.payload
+            chunk_positions = list(outcome.message.chunk_ids)
+        if meta.compression and meta.compression != "NONE":
+            payload = decompress(meta.compression, payload, meta.uncompressed_size)
+        if meta.num_messages_in_batch is None:
+            mid = TopicMessageId(partition, ledger, entry_id, -1, 0, topic=self.topic)
+            if chunk_positions is not None:
+                self._chunk_members[position] = chunk_positions
+            return [self._message(payload, meta, mid, redelivery_count, meta.properties,
+                                  meta.partition_key, meta.ordering_key, meta.event_time,
+                                  meta.sequence_id, meta.null_value)]
+        n = meta.num_messages_in_batch
+        items = decode_batch(payload, n)
+        self.acks.on_batch_received(position, n, ack_set)
+        out = []
+        skipped = 0
+        for i, item in enumerate(items):
+            if (ack_set is not None and not (ack_set >> i) & 1) or self._filtered(position, i):
+                skipped += 1
+                continue
+            mid = TopicMessageId(partition, ledger, entry_id, i, n, topic=self.topic)
+            out.append(self._message(item.payload, meta, mid, redelivery_count, item.properties,
+                                     item.partition_key, item.ordering_key, item.event_time,
+                                     item.sequence_id, item.null_value))
+        self.add_permits(skipped)
+        return out
+
+    def _filtered(self, position: Position, index: int) -> bool:
+        """Batch indexes before a batched start/seek id are skipped (Java does the same)."""
+        flt = self._batch_filter
+        if flt is None:
+            return False
+        start, start_index, inclusive = flt
+        if position != start:
+            if position > start:
+                self._batch_filter = None
+            return False
+        return index < start_index or (index == start_index and not inclusive)
+
+    def _message(self, payload: bytes, meta: MessageMetadata, mid: MessageId,
+                 redelivery_count: int, properties: dict[str, str], partition_key: str | None,
+                 ordering_key: bytes | None, event_time: int, sequence_id: int,
+                 null_value: bool) -> Message:
+        return Message(
+            payload,
+            properties=properties,
+            partition_key=partition_key,
+            ordering_key=ordering_key,
+            publish_time=meta.publish_time,
+            event_time=event_time,
+            producer_name=meta.producer_name,
+            sequence_id=sequence_id,
+            schema_version=meta.schema_version,
+            null_value=null_value,
+            message_id=mid,
+            topic=self.topic,
+            redelivery_count=redelivery_count,
+            schema=self.config.schema,
+            owner=self,
+        )
+
+    def on_active_consumer_change(self, cmd: Any) -> None:
+        self.is_active = bool(cmd["is_active"])
+        self.parent._on_active_change(self, self.is_active)
+
+    def on_close_consumer(self, cmd: Any) -> None:
+        log.warning("the broker closed the consumer on %s: %s", self.topic, cmd.get("reason"))
+        self.connected = False
+
+    def on_connection_closed(self) -> None:
+        self.connected = False
+
+    def _io_closed(self) -> None:
+        for timer in (self._ack_timer, self._nack_timer, self._unacked_timer, self._chunk_timer):
+            if timer is not None:
+                timer.cancel()
+        self._conn.unregister_consumer(self.consumer_id)
+        self.parent._drop_queued(self)
+
+    # -- I/O thread: acks -----------------------------------------------------------------
+
+    def _io_ack(self, msg_id: MessageId, cumulative: bool) -> None:
+        position = msg_id.position
+        members = self._chunk_members.pop(position, None)
+        flush = False
+        if cumulative:
+            flush = self.acks.add_cumulative(msg_id)
+            if self.unacked is not None:
+                for p in [p for p in self.unacked._due if p <= position]:
+                    self.unacked.remove(p)
+        else:
+            for p in members or [position]:
+                if p == position:
+                    flush |= self.acks.add_individual(msg_id)
+                else:
+                    flush |= self.acks.add_individual(MessageId(self.partition, p[0], p[1]))
+                if self.unacked is not None:
+                    self.unacked.remove(p)
+        for p in members or [position]:
+            self.nacks.remove(p)
+        if flush:
+            self._io_flush_acks()
+        elif self.acks.has_pending and self._ack_timer is None:
+            self._ack_timer = self._conn.schedule(
+                self.config.acknowledgements_group_time_ms, self._io_flush_acks
+            )
+
+    def _io_ack_positions(self, positions: list[Position]) -> None:
+        for p in positions:
+            self.acks.add_individual(MessageId(self.partition, p[0], p[1]))
+        self._io_flush_acks()
+
+    def _io_flush_acks(self) -> None:
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+            self._ack_timer = None
+        if self.closed and not self.connected:
+            return
+        flush = self.acks.flush()
+        for fields in flush.commands():
+            self._conn.send_now("ACK", 0, consumer_id=self.consumer_id, **fields)
+
+    # -- I/O thread: nacks, ack timeout, redelivery ---------------------------------------
+
+    def _io_nack(self, msg_id: MessageId) -> None:
+        position = msg_id.position
+        now = now_ms()
+        for p in self._chunk_members.pop(position, None) or [position]:
+            self.nacks.add(p, now)
+            if self.unacked is not None:
+                self.unacked.remove(p)
+        self._nack_timer = self._io_rearm(self._nack_timer, self.nacks, self._io_nack_fire)
+
+    def _io_rearm(self, timer: TimerHandle | None, tracker: NegativeAcksTracker,
+                  fire: Any) -> TimerHandle | None:
+        deadline = tracker.next_deadline()
+        if deadline is None:
+            return timer
+        if timer is not None and not timer.cancelled and timer.deadline <= deadline:
+            return timer
+        if timer is not None:
+            timer.cancel()
+        return self._conn.schedule(deadline - now_ms(), fire)
+
+    def _io_nack_fire(self) -> None:
+        self._nack_timer = None
+        self._io_redeliver(self.nacks.take_due(now_ms()))
+        self._nack_timer = self._io_rearm(self._nack_timer, self.nacks, self._io_nack_fire)
+
+    def _io_track_unacked(self, position: Position) -> None:
+        if self.unacked is None or self.closed:
+            return
+        self.unacked.add(position, now_ms(), replace=False)
+        if self._unacked_timer is None:
+            self._unacked_timer = self._conn.schedule(
+                min(self.config.tick_duration_ms, self.unacked.delay_ms), self._io_unacked_tick
+            )
+
+    def _io_unacked_tick(self) -> None:
+        self._unacked_timer = None
+        assert self.unacked is not None
+        self._io_redeliver(self.unacked.take_due(now_ms()))
+        if len(self.unacked):
+            self._unacked_timer = self._conn.schedule(
+                min(self.config.tick_duration_ms, self.unacked.delay_ms), self._io_unacked_tick
+            )
+
+    def _io_redeliver(self, positions: list[Position]) -> None:
+        if not positions or self.closed:
+            return
+        if self.config.consumer_type in (ConsumerType.Shared, ConsumerType.KeyShared):
+            self._conn.send_now("REDELIVER_UNACKNOWLEDGED", 0, consumer_id=self.consumer_id,
+                                positions=[list(p) for p in positions])
+        else:
+            self._io_redeliver_all()
+
+    def _io_redeliver_all(self) -> None:
+        """Ask for every unacked message again; what sits in the local queue is dropped."""
+        if self.closed:
+            return
+        self._io_flush_acks()
+        self.acks.forget_batches()
+        self.chunks.clear()
+        self._chunk_members.clear()
+        self.nacks.clear()
+        if self.unacked is not None:
+            self.unacked.clear()
+        dropped = self.parent._drop_queued(self)
+        self.add_permits(dropped)
+        self._conn.send_now("REDELIVER_UNACKNOWLEDGED", 0, consumer_id=self.consumer_id)
+
+    def _io_reset_after_seek(self, target: MessageId | int) -> None:
+        self.acks.flush()
+        self.acks.forget_batches()
+        self.acks.reset_cumulative()
+        self.chunks.clear()
+        self._chunk_members.clear()
+        self.nacks.clear()
+        if self.unacked is not None:
+            self.unacked.clear()
+        self.last_dequeued = None
+        self._batch_filter = None
+        if isinstance(target, MessageId):
+            self.start_message_id = target
+            self.start_inclusive = True
+            if target.batch_index() >= 0:
+                self._batch_filter = (target.position, target.batch_index(), True)
+        else:
+            self.start_message_id = None
+        dropped = self.parent._drop_queued(self)
+        self.add_permits(dropped)
+
+    def _io_arm_chunk_expiry(self) -> None:
+        deadline = self.chunks.next_expiry()
+        if deadline is None or self._chunk_timer is not None:
+            return
+        self._chunk_timer = self._conn.schedule(deadline - now_ms(), self._io_chunk_expiry)
+
+    def _io_chunk_expiry(self) -> None:
+        self._chunk_timer = None
+        expired = self.chunks.expire(now_ms())
+        if expired:
+            self._io_ack_positions(expired)
+        self._io_arm_chunk_expiry()
