@@ -1,0 +1,274 @@
+"""Benchmark: end-to-end produce → consume → ack through the broker, beside a bare relay.
+
+Every run uses three processes on 127.0.0.1: a producer, a consumer and the middle — either
+a pulsarlab broker (the real ``pulsarlab broker`` command) or a bare ZeroMQ relay (ROUTER
+in, DEALER out, no logic) forwarding the same frames. Clients speak the wire protocol
+directly, so this measures the broker, not the client library. Prints one JSON document:
+msgs/s per configuration and ``broker / relay`` ratios, plus latency p50/p99/p999 at a fixed
+moderate rate (unbatched).
+
+    python bench/bench_e2e.py [--messages N] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import msgpack
+import zmq
+
+from pulsarlab.broker import wire
+
+WINDOW = 2000  # sends in flight before the producer waits for receipts
+
+
+def _batch_payload(size: int, count: int) -> bytes:
+    return msgpack.packb([[{}, None, None, 0, i, False, b"x" * size] for i in range(count)])
+
+
+# -- the bare relay -----------------------------------------------------------------------
+
+def relay_main(front_port, back_port, ready) -> None:
+    ctx = zmq.Context()
+    front = ctx.socket(zmq.ROUTER)
+    back = ctx.socket(zmq.DEALER)
+    front.bind(f"tcp://127.0.0.1:{front_port}")
+    back.bind(f"tcp://127.0.0.1:{back_port}")
+    ready.set()
+    while True:
+        frames = front.recv_multipart(copy=False)
+        if frames[1].bytes == b"STOP":
+            back.send(b"STOP")
+            break
+        back.send_multipart(frames[1:], copy=False)
+    ctx.destroy(linger=0)
+
+
+def relay_producer(port, n, payload, start) -> None:
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.connect(f"tcp://127.0.0.1:{port}")
+    start.wait()
+    for _ in range(n):
+        sock.send(payload)
+    sock.send(b"STOP")
+    time.sleep(0.5)
+    ctx.destroy(linger=0)
+
+
+def relay_consumer(port, out) -> None:
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.connect(f"tcp://127.0.0.1:{port}")
+    count = 0
+    first = None
+    while True:
+        msg = sock.recv()
+        if msg == b"STOP":
+            break
+        if first is None:
+            first = time.perf_counter()
+        count += 1
+    out.put((count, time.perf_counter() - first))
+    ctx.destroy(linger=0)
+
+
+def run_relay(n: int, payload: bytes, per_frame: int) -> float:
+    ctx = mp.get_context("spawn")
+    front, back = _free_port(), _free_port()
+    ready, start, out = ctx.Event(), ctx.Event(), ctx.Queue()
+    relay = ctx.Process(target=relay_main, args=(front, back, ready))
+    relay.start()
+    ready.wait(30)
+    consumer = ctx.Process(target=relay_consumer, args=(back, out))
+    producer = ctx.Process(target=relay_producer, args=(front, n, payload, start))
+    consumer.start()
+    producer.start()
+    time.sleep(0.5)
+    start.set()
+    count, elapsed = out.get(timeout=600)
+    for p in (producer, consumer, relay):
+        p.join(30)
+    return count * per_frame / elapsed
+
+
+# -- the broker ---------------------------------------------------------------------------
+
+def _request(sock, name, rid, **fields):
+    sock.send_multipart(wire.encode(name, rid, **fields))
+    while True:
+        reply = wire.decode(sock.recv_multipart(), wire.BROKER_COMMANDS)
+        if reply.request_id == rid:
+            return reply
+
+
+def broker_producer(url, topic, n, payload, batch, start, rate) -> None:
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.connect(url)
+    _request(sock, "CONNECT", 1, client_version="bench")
+    _request(sock, "PRODUCER", 2, topic=topic, producer_id=1)
+    metadata = {"num_messages_in_batch": batch} if batch > 1 else {}
+    start.wait()
+    outstanding = 0
+    interval = 1.0 / rate if rate else 0.0
+    next_send = time.perf_counter()
+    for seq in range(n):
+        if rate:
+            while time.perf_counter() < next_send:
+                pass
+            next_send += interval
+            meta = {"event_time": time.time_ns() // 1000}
+        else:
+            meta = metadata
+        sock.send_multipart(
+            wire.encode("SEND", 0, [payload], producer_id=1, sequence_id=seq, metadata=meta),
+            copy=False,
+        )
+        outstanding += 1
+        while outstanding >= WINDOW or (sock.poll(0) and outstanding):
+            reply = wire.decode(sock.recv_multipart(), wire.BROKER_COMMANDS)
+            if reply.name in ("SEND_RECEIPT", "SEND_ERROR"):
+                outstanding -= 1
+    while outstanding:
+        reply = wire.decode(sock.recv_multipart(), wire.BROKER_COMMANDS)
+        if reply.name in ("SEND_RECEIPT", "SEND_ERROR"):
+            outstanding -= 1
+    ctx.destroy(linger=0)
+
+
+def broker_consumer(url, topic, n_entries, batch, ready, out, latency) -> None:
+    from pulsarlab.broker.entry import decode_entry
+
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.connect(url)
+    _request(sock, "CONNECT", 1, client_version="bench")
+    _request(sock, "SUBSCRIBE", 2, topic=topic, subscription="bench", consumer_id=1,
+             sub_type="Shared", initial_position="earliest")
+    queue = 1000
+    sock.send_multipart(wire.encode("FLOW", 0, consumer_id=1, permits=queue))
+    ready.set()
+    got = 0
+    used = 0
+    first = None
+    lat: list[int] = []
+    while got < n_entries:
+        frames = sock.recv_multipart(copy=False)
+        cmd = wire.decode(frames, wire.BROKER_COMMANDS)
+        if cmd.name != "MESSAGE":
+            continue
+        if first is None:
+            first = time.perf_counter()
+        entries = cmd["entries"]
+        if latency:
+            now_us = time.time_ns() // 1000
+            for frame in cmd.payloads:
+                meta, _ = decode_entry(frame.bytes)
+                lat.append(now_us - meta.event_time)
+        got += len(entries)
+        used += len(entries) * batch
+        sock.send_multipart(
+            wire.encode("ACK", 0, consumer_id=1, positions=[[e[0], e[1]] for e in entries])
+        )
+        if used >= queue // 2:
+            sock.send_multipart(wire.encode("FLOW", 0, consumer_id=1, permits=used))
+            used = 0
+    out.put((got, time.perf_counter() - first, lat))
+    ctx.destroy(linger=0)
+
+
+def start_broker(storage: str, data_dir: str) -> tuple[subprocess.Popen, str]:
+    args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
+            "--storage", storage, "--data-dir", data_dir]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    lines = []
+    assert proc.stdout is not None
+    while True:
+        line = proc.stdout.readline()
+        lines.append(line)
+        if line.strip() == "}":
+            break
+    report = json.loads("".join(lines))
+    return proc, report["service_url"].replace("zmq://", "tcp://")
+
+
+def run_broker(storage: str, n_entries: int, payload: bytes, batch: int, rate: int = 0):
+    ctx = mp.get_context("spawn")
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = start_broker(storage, tmp)
+        try:
+            topic = f"bench-{storage}-{batch}-{rate}"
+            ready, start, out = ctx.Event(), ctx.Event(), ctx.Queue()
+            consumer = ctx.Process(
+                target=broker_consumer, args=(url, topic, n_entries, batch, ready, out, bool(rate))
+            )
+            consumer.start()
+            ready.wait(60)
+            producer = ctx.Process(
+                target=broker_producer, args=(url, topic, n_entries, payload, batch, start, rate)
+            )
+            producer.start()
+            start.set()
+            got, elapsed, lat = out.get(timeout=900)
+            producer.join(60)
+            consumer.join(60)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return got * batch / elapsed, lat
+
+
+def _free_port() -> int:
+    ctx = zmq.Context.instance()
+    sock = ctx.socket(zmq.ROUTER)
+    port = sock.bind_to_random_port("tcp://127.0.0.1")
+    sock.close(linger=0)
+    return port
+
+
+def _pct(values: list[int], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000, 3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
+    args = parser.parse_args()
+    n = 5_000 if args.quick else args.messages
+    results: dict = {"bench": "e2e", "messages": n, "runs": {}, "ratios": {}}
+    for size in (100, 1024):
+        single = b"x" * size
+        batched = _batch_payload(size, 100)
+        relay_single = run_relay(n, single, 1)
+        relay_batched = run_relay(max(1, n // 100), batched, 100)
+        results["runs"][f"relay_{size}B_unbatched"] = round(relay_single)
+        results["runs"][f"relay_{size}B_batched100"] = round(relay_batched)
+        for storage in ("memory", "durable"):
+            unb, _ = run_broker(storage, n, single, 1)
+            bat, _ = run_broker(storage, max(1, n // 100), batched, 100)
+            results["runs"][f"broker_{storage}_{size}B_unbatched"] = round(unb)
+            results["runs"][f"broker_{storage}_{size}B_batched100"] = round(bat)
+            results["ratios"][f"{storage}_{size}B_unbatched"] = round(unb / relay_single, 3)
+            results["ratios"][f"{storage}_{size}B_batched100"] = round(bat / relay_batched, 3)
+    rate = 5000
+    count = 2_000 if args.quick else 25_000
+    _, lat = run_broker("durable", count, b"x" * 100, 1, rate=rate)
+    results["latency_ms_at_5k_per_s_durable"] = {
+        "p50": _pct(lat, 0.50), "p99": _pct(lat, 0.99), "p999": _pct(lat, 0.999),
+        "mean": round(statistics.fmean(lat) / 1000, 3),
+    }
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
