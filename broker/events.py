@@ -39,6 +39,8 @@ class EventType(StrEnum):
     DEDUPLICATED = "deduplicated"
     DROPPED = "dropped"
     BACKLOG_QUOTA_EXCEEDED = "backlog_quota_exceeded"
+    DEAD_LETTERED = "dead_lettered"
+    RETRIED = "retried"
 
 
 @dataclass(frozen=True, slots=True)

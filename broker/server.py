@@ -529,8 +529,16 @@ class Broker:
         core_id = self._core_consumer(conn, command)
         positions = command.get("positions")
         assert self.service is not None
+        requested_at = command.get("requested_at")
+        if requested_at is not None and not all(
+            isinstance(t, int) and not isinstance(t, bool) for t in requested_at
+        ):
+            raise InvalidArgument("requested_at must be a list of ms timestamps")
         self.service.redeliver_unacknowledged(
-            core_id, None if positions is None else [wire.position_list(p) for p in positions]
+            core_id,
+            None if positions is None else [wire.position_list(p) for p in positions],
+            reason=command.get("reason") or "consumer_request",
+            requested_at=requested_at,
         )
         self._success(conn, command)
 

@@ -46,6 +46,8 @@ from .topic_name import TopicName
 
 log = logging.getLogger("pulsarlab.broker")
 
+REDELIVERY_REASONS = ("consumer_request", "nack", "ack_timeout")
+
 
 @dataclass(order=True)
 class TimerHandle:
@@ -366,6 +368,15 @@ class BrokerService:
                         sequence_id=pending.sequence_id,
                         position=list(pending.position),
                     )
+                    if pending.hop is not None:
+                        kind = (
+                            EventType.RETRIED
+                            if "reconsume_times" in pending.hop
+                            and not topic.name.endswith("-DLQ")
+                            else EventType.DEAD_LETTERED
+                        )
+                        self.emit(kind, topic.name, position=list(pending.position),
+                                  **pending.hop)
             topic.on_entries_confirmed()
 
     def fail_pending_sends(self, topic: PersistentTopic, exc: StorageError) -> None:
@@ -471,11 +482,28 @@ class BrokerService:
                         cumulative=cumulative, ack_sets=ack_sets)
 
     def redeliver_unacknowledged(
-        self, consumer_id: int, positions: Iterable[Position | MessageId] | None = None
+        self,
+        consumer_id: int,
+        positions: Iterable[Position | MessageId] | None = None,
+        *,
+        reason: str = "consumer_request",
+        requested_at: list[int] | None = None,
     ) -> None:
+        """The consumer asks for messages again (all of its unacked ones if no positions).
+
+        ``reason`` ("consumer_request", "nack", "ack_timeout") and ``requested_at`` (when
+        the client nacked each one or saw it time out) only travel to the event stream.
+        """
+        if reason not in REDELIVERY_REASONS:
+            raise InvalidArgument(
+                f"redelivery reason must be one of {', '.join(REDELIVERY_REASONS)}, not {reason!r}"
+            )
         consumer, sub = self._consumer(consumer_id)
         sub.redeliver_unacknowledged(
-            consumer, None if positions is None else [_position(p) for p in positions]
+            consumer,
+            None if positions is None else [_position(p) for p in positions],
+            reason=reason,
+            requested_at=requested_at,
         )
 
     def close_consumer(self, consumer_id: int) -> None:

@@ -154,10 +154,17 @@ class Subscription:
         self.dispatcher.consumer_flow(consumer, permits)
 
     def redeliver_unacknowledged(
-        self, consumer: Consumer, positions: Iterable[Position] | None = None
+        self,
+        consumer: Consumer,
+        positions: Iterable[Position] | None = None,
+        *,
+        reason: str = "consumer_request",
+        requested_at: list[int] | None = None,
     ) -> None:
         if self.dispatcher is not None:
-            self.dispatcher.redeliver_unacknowledged(consumer, positions)
+            self.dispatcher.redeliver_unacknowledged(
+                consumer, positions, reason=reason, requested_at=requested_at
+            )
 
     # -- acknowledgements -----------------------------------------------------------------
 

@@ -51,6 +51,8 @@ class PendingSend:
     producer: Producer
     sequence_id: int
     position: Position
+    # A dead-letter or retry hop seen in the message's properties, for the event stream.
+    hop: dict[str, Any] | None = None
 
 
 class PersistentTopic:
@@ -136,7 +138,9 @@ class PersistentTopic:
                 metadata.sequence_id if highest is None else highest,
                 position,
             )
-        self.pending_sends.append(PendingSend(producer, metadata.sequence_id, position))
+        self.pending_sends.append(
+            PendingSend(producer, metadata.sequence_id, position, _hop(metadata))
+        )
         producer.last_sequence_id = max(producer.last_sequence_id, metadata.sequence_id)
         producer.msg_in_counter += metadata.num_messages
         producer.bytes_in_counter += size
@@ -398,3 +402,18 @@ class PersistentTopic:
                 name: s.cursor.internal_stats() for name, s in self.subscriptions.items()
             },
         }
+
+
+def _hop(metadata: MessageMetadata) -> dict[str, Any] | None:
+    """A message the client moved to a retry or dead-letter topic, from its properties."""
+    props = metadata.properties
+    if "ORIGIN_MESSAGE_ID" not in props or "REAL_TOPIC" not in props:
+        return None
+    hop: dict[str, Any] = {
+        "origin_message_id": props["ORIGIN_MESSAGE_ID"],
+        "real_topic": props["REAL_TOPIC"],
+    }
+    if "RECONSUMETIMES" in props:
+        hop["reconsume_times"] = props["RECONSUMETIMES"]
+        hop["delay_time"] = props.get("DELAY_TIME")
+    return hop

@@ -91,7 +91,12 @@ CLIENT_COMMANDS: dict[str, Spec] = {
         # ack_sets: [[ledger, entry, unacked_bits, batch_size], ...]
         {"cumulative": _BOOL, "ack_sets": _OPT_LIST},
     ),
-    "REDELIVER_UNACKNOWLEDGED": Spec({"consumer_id": _INT}, {"positions": _OPT_LIST}),
+    # reason: "consumer_request" | "nack" | "ack_timeout"; requested_at: per position, when
+    # the client nacked it or saw it time out (ms), for the event stream.
+    "REDELIVER_UNACKNOWLEDGED": Spec(
+        {"consumer_id": _INT},
+        {"positions": _OPT_LIST, "reason": _OPT_STR, "requested_at": _OPT_LIST},
+    ),
     "CLOSE_CONSUMER": Spec({"consumer_id": _INT}),
     "UNSUBSCRIBE": Spec({"consumer_id": _INT}),
     # SEEK: message_id [ledger, entry, partition, batch] or publish_time ms.

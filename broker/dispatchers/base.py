@@ -87,7 +87,12 @@ class Dispatcher(ABC):
 
     @abstractmethod
     def redeliver_unacknowledged(
-        self, consumer: Consumer, positions: Iterable[Position] | None = None
+        self,
+        consumer: Consumer,
+        positions: Iterable[Position] | None = None,
+        *,
+        reason: str = "consumer_request",
+        requested_at: list[int] | None = None,
     ) -> None:
         """The consumer asks for its unacknowledged messages again."""
 

@@ -121,7 +121,12 @@ class SharedDispatcher(Dispatcher):
         self.dispatch()
 
     def redeliver_unacknowledged(
-        self, consumer: Consumer, positions: Iterable[Position] | None = None
+        self,
+        consumer: Consumer,
+        positions: Iterable[Position] | None = None,
+        *,
+        reason: str = "consumer_request",
+        requested_at: list[int] | None = None,
     ) -> None:
         if positions is None:
             chosen = sorted(consumer.pending_acks)
@@ -138,7 +143,9 @@ class SharedDispatcher(Dispatcher):
                 EventType.REDELIVERY_REQUESTED,
                 consumer,
                 positions=[list(p) for p in chosen],
-                reason="consumer_request",
+                counts=[self.redelivery_tracker.get(p) for p in chosen],
+                reason=reason,
+                requested_at=requested_at,
             )
         self.dispatch()
 

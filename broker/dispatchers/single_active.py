@@ -103,7 +103,12 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         self.dispatch()
 
     def redeliver_unacknowledged(
-        self, consumer: Consumer, positions: Iterable[Position] | None = None
+        self,
+        consumer: Consumer,
+        positions: Iterable[Position] | None = None,
+        *,
+        reason: str = "consumer_request",
+        requested_at: list[int] | None = None,
     ) -> None:
         """Exclusive/Failover always redeliver everything unacknowledged (a rewind)."""
         if consumer is not self.active_consumer:
@@ -114,7 +119,8 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             EventType.REDELIVERY_REQUESTED,
             consumer,
             positions=[list(p) for p in pending],
-            reason="consumer_request",
+            reason=reason,
+            requested_at=requested_at,
         )
         self._rewind_and_read()
 

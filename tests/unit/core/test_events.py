@@ -38,3 +38,45 @@ def test_failing_listener_does_not_break_the_broker(harness):
     harness.service.add_listener(boom)
     c = harness.subscribe("ev2", "s", "c", permits=5)
     assert harness.publish("ev2", 1) == harness.take(c)
+
+
+def test_redelivery_reason_and_request_times_reach_the_event(harness):
+    h = harness
+    c = h.subscribe("ev3", "s", "c", SubType.Shared, permits=10)
+    (m,) = h.publish("ev3", 1)
+    h.take(c)
+    h.service.redeliver_unacknowledged(c.consumer_id, [m], reason="nack", requested_at=[123])
+    h.drain()
+    event = h.events_of(EventType.REDELIVERY_REQUESTED)[-1]
+    assert event.data["reason"] == "nack" and event.data["requested_at"] == [123]
+    assert event.data["counts"] == [1]
+
+
+def test_unknown_redelivery_reason_is_refused(harness):
+    import pytest
+
+    from pulsarlab.broker.errors import InvalidArgument
+
+    c = harness.subscribe("ev4", "s", "c", SubType.Shared)
+    with pytest.raises(InvalidArgument, match="redelivery reason"):
+        harness.service.redeliver_unacknowledged(c.consumer_id, reason="because")
+
+
+def test_dead_letter_and_retry_hops_are_reported(harness):
+    from pulsarlab.broker import MessageMetadata
+
+    h = harness
+    dlq = h.service.create_producer("t-s-DLQ").producer_id
+    retry = h.service.create_producer("t-s-RETRY").producer_id
+    props = {"REAL_TOPIC": "persistent://public/default/t", "ORIGIN_MESSAGE_ID": "(1,2,-1,-1)"}
+    h.service.send(dlq, MessageMetadata(properties=dict(props)), b"p")
+    h.service.send(
+        retry,
+        MessageMetadata(properties={**props, "RECONSUMETIMES": "1", "DELAY_TIME": "1000"}),
+        b"p",
+    )
+    h.commit()
+    (dead,) = h.events_of(EventType.DEAD_LETTERED)
+    (retried,) = h.events_of(EventType.RETRIED)
+    assert dead.data["origin_message_id"] == "(1,2,-1,-1)"
+    assert retried.data["reconsume_times"] == "1" and retried.data["delay_time"] == "1000"
