@@ -1,7 +1,8 @@
 """The ``pulsarlab`` command line.
 
 ``pulsarlab broker`` opens (and, after a crash, recovers) a broker data directory and
-serves it over ZeroMQ, printing its service and event URLs.
+serves it over ZeroMQ, printing its service and event URLs; ``produce``, ``consume`` and
+``admin`` talk to a running broker like ``pulsar-client`` and ``pulsar-admin`` do.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from .cli_client import add_client_commands
+from .client.exceptions import PulsarException
 from .errors import PulsarLabError
 from .server import Broker
 from .service import BrokerService
@@ -47,6 +50,8 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE", help="a broker setting in broker.conf's snake_case names",
     )
     broker.add_argument("--once", action="store_true", help="recover, report and exit")
+    broker.set_defaults(func=_run_broker)
+    add_client_commands(commands)
     return parser
 
 
@@ -97,13 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "broker":
-            return _run_broker(args)
-    except PulsarLabError as exc:
+        return args.func(args)
+    except (PulsarLabError, PulsarException, TimeoutError, ValueError) as exc:
         print(f"pulsarlab: error: {exc}", file=sys.stderr)
         return 2
-    parser.error(f"unknown command {args.command!r}")
-    return 2
 
 
 if __name__ == "__main__":

@@ -26,3 +26,39 @@ def test_unknown_setting_is_one_line_error():
 def test_help_everywhere():
     assert run("--help").returncode == 0
     assert "--data-dir" in run("broker", "--help").stdout
+
+
+def test_produce_consume_and_admin_against_a_broker():
+    import json
+
+    from pulsarlab import Broker
+
+    with Broker(storage="memory") as broker:
+        url = broker.service_url
+        made = run("admin", "topics", "create-partitioned-topic", "cli-t", "-p", "2", "--url", url)
+        assert made.returncode == 0, made.stderr
+        sub = run("admin", "topics", "create", "cli-plain", "--url", url)
+        assert sub.returncode == 0, sub.stderr
+        produced = run("produce", "cli-plain", "-m", "hello", "-m", "world", "-n", "2",
+                       "--url", url)
+        assert produced.returncode == 0, produced.stderr
+        assert "4 messages successfully produced" in produced.stdout
+        consumed = run("consume", "cli-plain", "-s", "s1", "-n", "4", "-p", "Earliest",
+                       "-t", "Shared", "--url", url)
+        assert consumed.returncode == 0, consumed.stderr
+        assert consumed.stdout.count("content:hello") == 2
+        assert "4 messages successfully consumed" in consumed.stdout
+        stats = run("admin", "topics", "stats", "cli-plain", "--url", url)
+        data = json.loads(stats.stdout)
+        assert data["subscriptions"]["s1"]["msgBacklog"] == 0
+        listed = json.loads(run("admin", "topics", "list", "--url", url).stdout)
+        assert "persistent://public/default/cli-t" in listed
+
+
+def test_admin_error_is_one_line():
+    from pulsarlab import Broker
+
+    with Broker(storage="memory") as broker:
+        result = run("admin", "topics", "stats", "nope", "--url", broker.service_url)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "does not exist" in result.stderr
