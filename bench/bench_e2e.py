@@ -59,8 +59,8 @@ def relay_producer(port, n, payload, start) -> None:
     for _ in range(n):
         sock.send(payload)
     sock.send(b"STOP")
-    time.sleep(0.5)
-    ctx.destroy(linger=0)
+    sock.close()  # default linger: wait until everything, STOP included, is sent
+    ctx.term()
 
 
 def relay_consumer(port, out) -> None:
