@@ -48,7 +48,9 @@ def relay_main(front_port, back_port, ready) -> None:
             back.send(b"STOP")
             break
         back.send_multipart(frames[1:], copy=False)
-    ctx.destroy(linger=0)
+    front.close()
+    back.close()  # default linger: the queued frames and STOP still go out
+    ctx.term()
 
 
 def relay_producer(port, n, payload, start) -> None:
