@@ -1,8 +1,10 @@
 """Benchmark: the broker core alone — publish, dispatch and ack through a Shared subscription.
 
 Runs 1M messages (by default) as unbatched entries and as batched entries of 100, on the
-memory and the durable store, and prints one JSON document with msgs/s, entries/s and the
-peak RSS. No sockets: this is the ceiling the ZeroMQ shell can reach.
+memory and the durable store; Key_Shared against Shared with 10 consumers; and a
+redelivery-heavy run (10% of first deliveries nacked once) against a clean one. Prints one
+JSON document with msgs/s, entries/s and the peak RSS. No sockets: this is the ceiling the
+ZeroMQ shell can reach.
 
     python bench/bench_core.py [--messages N] [--data-dir DIR]
 """
@@ -25,8 +27,15 @@ QUEUE = 1000  # receiver queue, refilled at half like the real client
 
 
 def run(
-    storage, messages: int, batch: int, sub_type: SubType = SubType.Shared, consumers: int = 1
+    storage,
+    messages: int,
+    batch: int,
+    sub_type: SubType = SubType.Shared,
+    consumers: int = 1,
+    nack_every: int = 0,
 ) -> dict:
+    """Publish ``messages``, dispatch and ack them all; with ``nack_every`` = k, every k-th
+    first delivery is sent back for redelivery once instead of being acked."""
     core = BrokerService(storage, ManualClock())
     producer = core.create_producer("bench").producer_id
     ids = [core.subscribe("bench", "s", f"c{i}", sub_type).consumer_id for i in range(consumers)]
@@ -36,6 +45,8 @@ def run(
     meta_batch = batch if batch > 1 else None
     keys = [f"key-{i}" for i in range(1000)]
     received = 0
+    redelivered = 0
+    seen = 0
     permits_used = dict.fromkeys(ids, 0)
     start = time.perf_counter()
     sent = 0
@@ -51,10 +62,20 @@ def run(
             if not delivered:
                 break
             for action in delivered:
-                positions = [e.position for e in action.entries]
+                permits_used[action.consumer_id] += len(action.entries) * batch
+                positions = []
+                again = []
+                for e in action.entries:
+                    seen += 1
+                    if nack_every and e.redelivery_count == 0 and seen % nack_every == 0:
+                        again.append(e.position)
+                    else:
+                        positions.append(e.position)
                 received += len(positions) * batch
-                permits_used[action.consumer_id] += len(positions) * batch
+                redelivered += len(again)
                 core.ack(action.consumer_id, positions)
+                if again:
+                    core.redeliver_unacknowledged(action.consumer_id, again, reason="nack")
             for consumer, used in permits_used.items():
                 if used >= QUEUE // 2:
                     core.flow(consumer, used)
@@ -68,6 +89,7 @@ def run(
         "seconds": round(elapsed, 3),
         "msgs_per_s": round(received / elapsed),
         "entries_per_s": round(entries / elapsed),
+        "redelivered": redelivered,
     }
 
 
@@ -87,7 +109,16 @@ def main() -> None:
         n = max(1, args.messages // 5)
         name = f"memory_unbatched_{sub_type.value.lower()}_10_consumers"
         results["runs"][name] = run(MemoryStorage(), n, 1, sub_type, consumers=10)
+    n = max(1, args.messages // 5)
+    results["runs"]["memory_unbatched_shared_10pct_nacks"] = run(
+        MemoryStorage(), n, 1, SubType.Shared, consumers=1, nack_every=10
+    )
+    results["runs"]["memory_unbatched_shared_clean"] = run(MemoryStorage(), n, 1, SubType.Shared)
     runs = results["runs"]
+    results["nack10_vs_clean"] = round(
+        runs["memory_unbatched_shared_10pct_nacks"]["msgs_per_s"]
+        / runs["memory_unbatched_shared_clean"]["msgs_per_s"], 3
+    )
     results["key_shared_vs_shared"] = round(
         runs["memory_unbatched_key_shared_10_consumers"]["msgs_per_s"]
         / runs["memory_unbatched_shared_10_consumers"]["msgs_per_s"], 3
