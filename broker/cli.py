@@ -52,6 +52,9 @@ def _build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--once", action="store_true", help="recover, report and exit")
     broker.set_defaults(func=_run_broker)
     add_client_commands(commands)
+    from ..kernelspec import add_kernel_commands  # pulsarlab kernel install|uninstall
+
+    add_kernel_commands(commands)
     return parser
 
 

@@ -106,6 +106,7 @@ class Broker:
         self._wake_addr = f"inproc://pulsarlab-wake-{id(self)}"
         self._wake_lock = threading.Lock()
         self._wake_sender: zmq.Socket | None = None
+        self._sockets: list[zmq.Socket] = []
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -189,6 +190,8 @@ class Broker:
             self._setup()
         except BaseException as exc:  # reported to start()
             self._startup_error = exc
+            for sock in self._sockets:
+                sock.close(linger=0)
             self._ready.set()
             return
         self._ready.set()
@@ -202,7 +205,9 @@ class Broker:
     def _setup(self) -> None:
         self._ctx = zmq.Context()
         ctx = self._ctx
+        self._sockets: list[zmq.Socket] = []
         self.router = ctx.socket(zmq.ROUTER)
+        self._sockets.append(self.router)
         self.router.linger = 0
         self.router.setsockopt(zmq.MAXMSGSIZE, self.settings.max_message_size + _FRAME_OVERHEAD)
         self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
@@ -213,12 +218,14 @@ class Broker:
         else:
             self.port = self.router.bind_to_random_port(f"tcp://{self.host}")
         self.pub = ctx.socket(zmq.XPUB)
+        self._sockets.append(self.pub)
         self.pub.linger = 0
         if self.events_port:
             self.pub.bind(f"tcp://{self.host}:{self.events_port}")
         else:
             self.events_port = self.pub.bind_to_random_port(f"tcp://{self.host}")
         self.wake = ctx.socket(zmq.PAIR)
+        self._sockets.append(self.wake)
         self.wake.linger = 0
         self.wake.bind(self._wake_addr)
         self.clock = WallClock()

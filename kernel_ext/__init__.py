@@ -1,7 +1,9 @@
 """pulsarlab: see and operate Apache Pulsar's messaging semantics from Jupyter.
 
-The broker lives in ``pulsarlab.broker``, the widgets in ``pulsarlab.widgets``; this
-package is also the IPython extension (``%load_ext pulsarlab``) once the magics land.
+The broker lives in ``pulsarlab.broker``, the widgets in ``pulsarlab.widgets``, Spark in
+``pulsarlab.spark``; this package is also the IPython extension: ``%load_ext pulsarlab``
+registers the ``%pulsar`` magics (auto-load: ``pulsarlab kernel install``, or
+``c.InteractiveShellApp.extensions = ["pulsarlab"]`` in ``ipython_kernel_config.py``).
 """
 
 from .broker import BrokerService, BrokerSettings, MessageId
@@ -27,7 +29,7 @@ _CLIENT_NAMES = frozenset(
         "CumulativeAcknowledgementNotAllowedError", "ProducerQueueIsFull", "MessageTooBig",
         "InvalidConfiguration", "ConsumerAssignError", "TopicTerminated", "Interrupted",
         "ProducerBusy", "NotAllowedError", "InvalidTopicName", "ConnectError",
-        "OperationNotSupported", "UnknownError",
+        "OperationNotSupported", "UnknownError", "MultiplierRedeliveryBackoff",
     }
 )
 
@@ -41,3 +43,20 @@ def __getattr__(name: str):
 
 
 __all__ += sorted(_CLIENT_NAMES)
+
+
+# -- IPython extension: %load_ext pulsarlab -------------------------------------------------
+
+
+def load_ipython_extension(ipython) -> None:
+    """Register the ``%pulsar``/``%%pulsar`` magics (see :mod:`pulsarlab.magics`)."""
+    from .magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:
+    """Stop the kernel's broker and everything the magics opened; remove the magics."""
+    from .magics import unload_ipython_extension as unload
+
+    unload(ipython)

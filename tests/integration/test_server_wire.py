@@ -195,3 +195,12 @@ def test_heartbeat_closes_a_silent_client_and_redelivers(tmp_path):
         assert received == 3
         other.close()
         silent.close()
+
+
+def test_failed_start_reports_and_stops_cleanly(broker):
+    """A port in use: start() raises, and stop() returns instead of hanging."""
+    taken = int(broker.service_url.rsplit(":", 1)[1])
+    second = Broker(storage="memory", port=taken)
+    with pytest.raises(zmq.ZMQError):
+        second.start()
+    second.stop(timeout=5)

@@ -1,0 +1,936 @@
+"""``%pulsar`` and ``%%pulsar``: run a broker, produce, consume, inspect and query topics.
+
+Load with ``%load_ext pulsarlab``. Every subcommand takes ``-h``/``--help``
+(``%pulsar --help`` lists them):
+
+.. code-block:: text
+
+    %pulsar start [--beside] [--memory] [--data-dir D] [--port P] [--set NAME=VALUE]
+    %pulsar stop | status | connect URL [--events URL]
+    %pulsar topics [NAMESPACE]            %pulsar create TOPIC [--partitions N]
+    %pulsar produce TOPIC [--key K] [--count N] [--property K=V] VALUE
+    %%pulsar produce TOPIC                (one message per line of the cell)
+    %pulsar consume TOPIC --sub S [--type shared|key_shared|failover|exclusive] [-n N]
+                                  [--timeout MS] [--earliest]
+    %pulsar peek TOPIC --sub S [-n N]     %pulsar stats TOPIC     %pulsar subs TOPIC
+    %pulsar reset-cursor TOPIC --sub S (--earliest | --latest | --time MS)
+    %pulsar show WIDGET [TOPIC] [--sub S] (a live view from pulsarlab.widgets.VIEWS)
+    %pulsar spark [--master M] [--conf K=V]   (binds ``spark`` in the notebook)
+    %%pulsar spark TOPIC [--view NAME]    (the cell is Spark SQL over the topic's view)
+    %pulsar spark stream start TOPIC --sink memory|console --name N
+    %pulsar spark stream status [NAME] | stop [NAME]
+
+Results are returned as objects and shown when they are a cell's value: messages as a list
+of dicts (``.to_pandas()``), stats as a dict, a Spark SQL result as a pandas DataFrame.
+An error is shown as one line, without a traceback, and the cell counts as failed (the error
+is a :class:`~pulsarlab.runtime.PulsarMagicError`). Operations over many messages and the
+Spark start show progress in a kernel.
+
+Lifecycle: ``%pulsar start`` runs the broker on a daemon thread of the kernel (``--beside``:
+as a ``pulsarlab broker`` child process). ``%pulsar stop``, ``%unload_ext pulsarlab``, a
+kernel shutdown or restart (the shell's ``exit_now`` flag, set by the kernel's shutdown
+handler) and interpreter exit (``atexit``) stop it, along with the magics' client, live views
+and streaming queries.
+
+Auto-load, opt-in: either add ``c.InteractiveShellApp.extensions = ["pulsarlab"]`` to an
+``ipython_kernel_config.py`` (in ``$IPYTHONDIR/profile_default/`` or
+``{sys.prefix}/etc/ipython/``), or install the ``pulsarlab`` kernelspec
+(``pulsarlab kernel install --user``), whose kernels start with ``--ext=pulsarlab``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import importlib
+import importlib.util
+import re
+import shlex
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from .progress import Progress, in_kernel
+from .results import JSONDict, Lines, MessageList, SentMessages, message_row
+from .runtime import BrokerRuntime, PulsarMagicError, parse_setting
+
+__all__ = [
+    "PulsarMagicError",
+    "PulsarMagics",
+    "get_runtime",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
+
+PROGRESS_MIN = 500  # messages from which produce/consume show a bar
+SUB_TYPES = {
+    "exclusive": "Exclusive",
+    "shared": "Shared",
+    "failover": "Failover",
+    "key_shared": "KeyShared",
+}
+JUPYTER_HINT = "install the Jupyter extra: pip install 'pulsarlab[jupyter]'"
+SPARK_HINT = "install the Spark extra: pip install 'pulsarlab[spark]' (and Java 17)"
+
+
+# -- argument parsing ---------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises a one-line :class:`PulsarMagicError` instead of exiting."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("add_help", False)
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self.add_argument("-h", "--help", action="store_true", help="show this help")
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise PulsarMagicError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+    def exit(self, status: int = 0, message: str | None = None) -> Any:  # type: ignore[override]
+        raise PulsarMagicError(f"{self.prog}: {(message or 'bad arguments').strip()}")
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _setting(text: str) -> tuple[str, Any]:
+    try:
+        return parse_setting(text)
+    except PulsarMagicError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _property(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"properties are KEY=VALUE, not {text!r}")
+    return name, value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``%pulsar`` line-magic parser (every level has an explicit ``-h/--help``)."""
+    parser = _Parser(
+        prog="%pulsar",
+        description="Run a pulsarlab broker and work with its topics from a notebook.",
+        epilog="Each subcommand has its own --help. %%pulsar (cell magic) takes "
+               "'produce TOPIC' (a message per line) and 'spark TOPIC' (Spark SQL).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("start", help="start a broker in the kernel (or --beside it)",
+                       description="Start a broker: on a daemon thread of this kernel, or "
+                                   "with --beside as a 'pulsarlab broker' child process. "
+                                   "Storage is durable in a temporary directory unless "
+                                   "--data-dir or --memory is given.")
+    p.add_argument("--beside", action="store_true",
+                   help="run 'pulsarlab broker' as a child process instead of a thread")
+    p.add_argument("--data-dir", help="durable storage directory (kept after stop)")
+    p.add_argument("--memory", action="store_true", help="in-memory storage, nothing on disk")
+    p.add_argument("--port", type=_non_negative, default=0,
+                   help="service port (default 0: a free port)")
+    p.add_argument("--events-port", type=_non_negative, default=0,
+                   help="event-stream port (default 0: a free port)")
+    p.add_argument("--set", dest="settings", action="append", type=_setting, default=[],
+                   metavar="NAME=VALUE", help="a broker setting (broker.conf snake_case name)")
+
+    sub.add_parser("stop", help="stop the broker started here (or forget a connected one)",
+                   description="Stop the broker started with %pulsar start (a connected "
+                               "broker is only forgotten), its live views, streaming queries "
+                               "and the magics' client.")
+    sub.add_parser("status", help="the current broker, as a dict",
+                   description="Show (and return as a dict) the broker the magics use.")
+
+    p = sub.add_parser("connect", help="use a broker that runs elsewhere",
+                       description="Use a running broker (checked with one admin call).")
+    p.add_argument("url", metavar="URL", help="service URL, zmq://host:port")
+    p.add_argument("--events", metavar="URL",
+                   help="its event-stream URL, tcp://host:port (for %%pulsar show)")
+    p.add_argument("--timeout", type=_positive, default=5000, metavar="MS",
+                   help="how long to wait for the broker's answer (default 5000)")
+
+    p = sub.add_parser("topics", help="list the topics of a namespace",
+                       description="List (and return) the topics of a namespace.")
+    p.add_argument("namespace", nargs="?", default="public/default", metavar="NAMESPACE",
+                   help="tenant/namespace (default public/default)")
+
+    p = sub.add_parser("create", help="create a topic",
+                       description="Create a non-partitioned topic, or a partitioned one.")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--partitions", type=_non_negative, default=0, metavar="N",
+                   help="number of partitions (default 0: not partitioned)")
+
+    p = sub.add_parser("produce", help="send messages to a topic",
+                       description="Send VALUE (the rest of the line) --count times; "
+                                   "%%pulsar produce TOPIC sends each line of the cell.")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("value", nargs="*", metavar="VALUE", help="the message (rest of the line)")
+    p.add_argument("--key", help="partition key")
+    p.add_argument("--count", type=_positive, default=1, metavar="N",
+                   help="send the message(s) N times (default 1)")
+    p.add_argument("--property", dest="properties", action="append", type=_property,
+                   default=[], metavar="KEY=VALUE", help="a message property (repeatable)")
+
+    p = sub.add_parser("consume", help="receive and acknowledge messages",
+                       description="Subscribe, receive up to N messages (each within the "
+                                   "timeout), acknowledge them and close the consumer.")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--sub", required=True, metavar="S", help="subscription name")
+    p.add_argument("--type", choices=sorted(SUB_TYPES), default="exclusive",
+                   help="subscription type (default exclusive)")
+    p.add_argument("-n", type=_positive, default=10, dest="count", metavar="N",
+                   help="at most N messages (default 10)")
+    p.add_argument("--timeout", type=_positive, default=2000, metavar="MS",
+                   help="stop when no message arrives within MS ms (default 2000)")
+    p.add_argument("--earliest", action="store_true",
+                   help="a new subscription starts at the earliest message (default latest)")
+
+    p = sub.add_parser("peek", help="look at a subscription's next messages",
+                       description="Show a subscription's next messages without consuming.")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--sub", required=True, metavar="S", help="subscription name")
+    p.add_argument("-n", type=_positive, default=1, dest="count", metavar="N",
+                   help="how many (default 1)")
+
+    p = sub.add_parser("stats", help="topic stats as a dict",
+                       description="Topic stats as 'pulsar-admin topics stats' prints them "
+                                   "(partitioned topics: partitioned-stats per partition).")
+    p.add_argument("topic", metavar="TOPIC")
+
+    p = sub.add_parser("subs", help="the subscriptions of a topic",
+                       description="List (and return) a topic's subscriptions.")
+    p.add_argument("topic", metavar="TOPIC")
+
+    p = sub.add_parser("reset-cursor", help="move a subscription",
+                       description="Move a subscription to the earliest or latest message, "
+                                   "or to a publish time.")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--sub", required=True, metavar="S", help="subscription name")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--earliest", action="store_true")
+    where.add_argument("--latest", action="store_true")
+    where.add_argument("--time", type=_non_negative, metavar="MS",
+                       help="publish time, ms since the epoch")
+
+    p = sub.add_parser("show", help="a live widget of a topic/subscription",
+                       description="Open a live view (pulsarlab.widgets) bound to the "
+                                   "current broker. WIDGET is one of the VIEWS names, or "
+                                   "'stats' for a snapshot of the topic's stats.")
+    p.add_argument("widget", metavar="WIDGET")
+    p.add_argument("topic", nargs="?", metavar="TOPIC",
+                   help="default: the topic the last magic used")
+    p.add_argument("--sub", metavar="S",
+                   help="subscription (default: the last one used, or the only one)")
+
+    p = sub.add_parser("spark", help="a local Spark session with the pulsar source",
+                       description="Create (or reuse) a local SparkSession with the 'pulsar' "
+                                   "format registered and bind it to 'spark'. "
+                                   "%%pulsar spark TOPIC runs the cell as Spark SQL; "
+                                   "'spark stream' manages streaming queries.")
+    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument("--conf", action="append", type=_property, default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for a new session (repeatable)")
+    p.add_argument("--stop", action="store_true",
+                   help="stop the streaming queries and the Spark session")
+    spark_sub = p.add_subparsers(dest="spark_command", metavar="stream", parser_class=_Parser)
+    stream = spark_sub.add_parser("stream", help="streaming queries over a topic",
+                                  description="Start, watch and stop Structured Streaming "
+                                              "queries reading a topic.")
+    stream_sub = stream.add_subparsers(dest="stream_command", metavar="ACTION",
+                                       parser_class=_Parser)
+    stream_sub.required = True
+    s = stream_sub.add_parser("start", help="start a streaming query",
+                              description="Start a streaming query from TOPIC into a memory "
+                                          "table (named --name) or the console.")
+    s.add_argument("topic", metavar="TOPIC")
+    s.add_argument("--sink", choices=("memory", "console"), default="memory")
+    s.add_argument("--name", help="query (and memory table) name (default: from the topic)")
+    s.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
+                   help="micro-batch interval (default 1)")
+    s.add_argument("--available-now", action="store_true",
+                   help="process what is there now, then stop")
+    s.add_argument("--starting", metavar="OFFSETS",
+                   help="startingOffsets: earliest, latest (default) or JSON")
+    s.add_argument("--checkpoint", metavar="DIR",
+                   help="checkpoint directory (default: a temporary one, removed on stop)")
+    s = stream_sub.add_parser("status", help="status and last progress of streaming queries",
+                              description="Status and last progress of the streaming "
+                                          "queries started here.")
+    s.add_argument("name", nargs="?", metavar="NAME")
+    s.add_argument("--watch", type=float, default=0.0, metavar="SECONDS",
+                   help="keep the status updated for SECONDS")
+    s = stream_sub.add_parser("stop", help="stop streaming queries",
+                              description="Stop one streaming query, or all of them.")
+    s.add_argument("name", nargs="?", metavar="NAME")
+    return parser
+
+
+def build_spark_cell_parser() -> argparse.ArgumentParser:
+    """The ``%%pulsar spark`` parser: the cell body is Spark SQL over the topic's view."""
+    p = _Parser(prog="%%pulsar spark",
+                description="Register TOPIC as a temporary view and run the cell as Spark "
+                            "SQL; the result is returned as a pandas DataFrame.")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--view", metavar="NAME",
+                   help="temporary view name (default: the topic's local name)")
+    p.add_argument("--limit", type=_non_negative, default=1000, metavar="N",
+                   help="at most N rows to pandas (default 1000; 0: no limit)")
+    p.add_argument("--starting", metavar="OFFSETS", help="startingOffsets (default earliest)")
+    p.add_argument("--ending", metavar="OFFSETS", help="endingOffsets (default latest)")
+    return p
+
+
+# -- errors --------------------------------------------------------------------------------
+
+def _one_line(exc: BaseException) -> str:
+    # str(KeyError("x")) is "'x'": use the argument itself
+    keyed = isinstance(exc, KeyError) and exc.args
+    text = str(exc.args[0]) if keyed else str(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    import zmq
+
+    from .broker.client.exceptions import PulsarException
+    from .broker.errors import PulsarLabError
+
+    return (PulsarLabError, PulsarException, TimeoutError, ValueError, OSError, KeyError,
+            zmq.ZMQError, RuntimeError)
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    return any(cls.__module__.split(".")[0] in ("pyspark", "py4j") for cls in type(exc).__mro__)
+
+
+def _peek_id(text: Any) -> str:
+    """The admin API's ``ledger:entry:partition[:batch]`` as ``str(MessageId)`` prints ids."""
+    parts = str(text).split(":")
+    if len(parts) in (3, 4) and all(re.fullmatch(r"-?\d+", p) for p in parts):
+        return "(" + ",".join(parts + ["-1"] * (4 - len(parts))) + ")"
+    return str(text)
+
+
+def _view_name(topic: str) -> str:
+    local = topic.rstrip("/").rsplit("/", 1)[-1]
+    name = re.sub(r"\W", "_", local)
+    return name if name and not name[0].isdigit() else f"t_{name}"
+
+
+def _split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:
+        raise PulsarMagicError(f"%pulsar: cannot parse the line: {exc}") from None
+
+
+# -- the magics ----------------------------------------------------------------------------
+
+@magics_class
+class PulsarMagics(Magics):
+    """The ``%pulsar`` / ``%%pulsar`` magics over one :class:`BrokerRuntime`."""
+
+    def __init__(self, shell: Any, runtime: BrokerRuntime) -> None:
+        super().__init__(shell)
+        self.runtime = runtime
+        self.parser = build_parser()
+        self.spark_cell_parser = build_spark_cell_parser()
+        self._spark_session: Any = None  # the session the magics last got
+
+    @line_cell_magic
+    def pulsar(self, line: str, cell: str | None = None) -> Any:
+        """Run a pulsarlab broker and work with its topics; ``%pulsar --help`` lists all.
+
+        ``%%pulsar produce TOPIC`` sends each line of the cell; ``%%pulsar spark TOPIC``
+        runs the cell as Spark SQL over the topic. Errors are one line and fail the cell.
+        """
+        tokens = _split(line)
+        cell_spark = cell is not None and bool(tokens) and tokens[0] == "spark"
+        parser = self._help_target(tokens, cell_spark)
+        if parser is not None:
+            print(parser.format_help().rstrip())
+            return None
+        if cell_spark:
+            args = self.spark_cell_parser.parse_args(tokens[1:])
+            return self._guard("%%pulsar spark", lambda: self._spark_cell(args, cell or ""))
+        args = self.parser.parse_args(tokens)
+        if args.command is None:
+            print(self.parser.format_help().rstrip())
+            return None
+        prog = f"%pulsar {args.command}"
+        if cell is not None:
+            prog = "%" + prog
+            if args.command != "produce":
+                raise PulsarMagicError(
+                    "%%pulsar takes a cell only as 'produce TOPIC' or 'spark TOPIC'"
+                )
+        handler = getattr(self, "_cmd_" + args.command.replace("-", "_"))
+        return self._guard(prog, lambda: handler(args, cell))
+
+    def _help_target(self, tokens: Sequence[str], cell_spark: bool) -> Any:
+        """The parser whose help to print when ``-h``/``--help`` (or nothing) is given."""
+        if not tokens:
+            return self.parser
+        if "-h" not in tokens and "--help" not in tokens:
+            return None
+        if cell_spark:
+            return self.spark_cell_parser
+        parser: argparse.ArgumentParser = self.parser
+        for token in tokens:
+            if token in ("-h", "--help"):
+                break
+            nested = _subparsers(parser)
+            if token in nested:
+                parser = nested[token]
+        return parser
+
+    def _guard(self, prog: str, run: Any) -> Any:
+        """Run a subcommand; expected failures become one-line errors that fail the cell."""
+        try:
+            return run()
+        except PulsarMagicError as exc:
+            raise PulsarMagicError(f"{prog}: {exc}") from None
+        except ImportError as exc:
+            hint = SPARK_HINT if "spark" in prog else JUPYTER_HINT
+            raise PulsarMagicError(f"{prog}: {_one_line(exc)}; {hint}") from None
+        except _expected_errors() as exc:
+            raise PulsarMagicError(f"{prog}: {_one_line(exc)}") from None
+        except Exception as exc:
+            if not _is_spark_error(exc):
+                raise
+            raise PulsarMagicError(f"{prog}: {self._spark_error(exc)}") from None
+
+    # -- broker lifecycle -----------------------------------------------------------------
+
+    def _cmd_start(self, args: argparse.Namespace, cell: str | None) -> None:
+        rt = self.runtime
+        if rt.running:
+            print(f"a broker is already running at {rt.service_url} ({rt.mode}); "
+                  "%pulsar stop first to start another")
+            return None
+        where = "beside the kernel" if args.beside else "in the kernel"
+        with Progress(None, f"starting a broker {where}",
+                      enabled=None if args.beside else False) as progress:
+            status = rt.start(
+                beside=args.beside, data_dir=args.data_dir, port=args.port,
+                events_port=args.events_port, memory=args.memory, settings=args.settings,
+            )
+            progress.update(1, force=True)
+        storage = f"{status['storage']} storage" + (
+            f" in {status['data_dir']}" if status["data_dir"] else ""
+        )
+        pid = f", pid {status['pid']}" if "pid" in status else ""
+        print(f"pulsarlab broker running {where} at {status['service_url']} "
+              f"({storage}, events {status['events_url']}{pid})")
+        return None
+
+    def _cmd_stop(self, args: argparse.Namespace, cell: str | None) -> None:
+        done = self.runtime.stop()
+        print("\n".join(done) if done else "no broker to stop")
+        return None
+
+    def _cmd_status(self, args: argparse.Namespace, cell: str | None) -> JSONDict:
+        return JSONDict(self.runtime.status(), title="pulsarlab broker")
+
+    def _cmd_connect(self, args: argparse.Namespace, cell: str | None) -> None:
+        status = self.runtime.connect(args.url, args.events, check_timeout=args.timeout / 1000)
+        events = f" (events {status['events_url']})" if status["events_url"] else ""
+        print(f"connected to {status['service_url']}{events}")
+        return None
+
+    # -- admin ----------------------------------------------------------------------------
+
+    def _full(self, topic: str) -> str:
+        from .broker import TopicName
+
+        try:
+            name = str(TopicName.get(topic))
+        except Exception as exc:
+            raise PulsarMagicError(_one_line(exc)) from None
+        self.runtime.last_topic = name
+        return name
+
+    def _partitions(self, topic: str) -> list[str]:
+        """The partition topics of ``topic`` (``[topic]`` when it is not partitioned)."""
+        from .broker import TopicName
+
+        meta = self.runtime.admin().topics.get_partitioned_topic_metadata(topic)
+        count = int(meta.get("partitions", 0))
+        if count == 0:
+            return [topic]
+        name = TopicName.get(topic)
+        return [str(name.partition(i)) for i in range(count)]
+
+    def _cmd_topics(self, args: argparse.Namespace, cell: str | None) -> Lines:
+        names = self.runtime.admin().topics.get_list(args.namespace)
+        return Lines(names, title=f"topics in {args.namespace}:", empty="(no topics)")
+
+    def _cmd_create(self, args: argparse.Namespace, cell: str | None) -> None:
+        topic = self._full(args.topic)
+        topics = self.runtime.admin().topics
+        if args.partitions:
+            topics.create_partitioned_topic(topic, args.partitions)
+            print(f"created {topic} with {args.partitions} partitions")
+        else:
+            topics.create_non_partitioned_topic(topic)
+            print(f"created {topic}")
+        return None
+
+    def _cmd_stats(self, args: argparse.Namespace, cell: str | None) -> JSONDict:
+        topic = self._full(args.topic)
+        topics = self.runtime.admin().topics
+        if self._partitions(topic) != [topic]:
+            return JSONDict(topics.get_partitioned_stats(topic, per_partition=True),
+                            title=f"partitioned stats of {topic}")
+        return JSONDict(topics.get_stats(topic), title=f"stats of {topic}")
+
+    def _cmd_subs(self, args: argparse.Namespace, cell: str | None) -> Lines:
+        topic = self._full(args.topic)
+        topics = self.runtime.admin().topics
+        names: list[str] = []
+        for part in self._partitions(topic):
+            names += [n for n in topics.get_subscriptions(part) if n not in names]
+        return Lines(sorted(names), title=f"subscriptions of {topic}:",
+                     empty="(no subscriptions)")
+
+    def _cmd_peek(self, args: argparse.Namespace, cell: str | None) -> MessageList:
+        topic = self._full(args.topic)
+        self.runtime.last_subscription = args.sub
+        topics = self.runtime.admin().topics
+        rows: list[dict[str, Any]] = []
+        for part in self._partitions(topic):
+            if len(rows) >= args.count:
+                break
+            for m in topics.peek_messages(part, args.sub, args.count - len(rows)):
+                meta = m.get("metadata", {})
+                rows.append(message_row(
+                    topic=m.get("topic", part), message_id=_peek_id(m.get("messageId")),
+                    key=meta.get("partition_key"), data=m.get("payload"),
+                    properties=meta.get("properties"), publish_time=meta.get("publish_time"),
+                    event_time=meta.get("event_time"),
+                    redelivery_count=m.get("redeliveryCount"),
+                    producer_name=meta.get("producer_name"),
+                ))
+        return MessageList(rows, f"peeked on {topic} / {args.sub}")
+
+    def _cmd_reset_cursor(self, args: argparse.Namespace, cell: str | None) -> None:
+        topic = self._full(args.topic)
+        self.runtime.last_subscription = args.sub
+        topics = self.runtime.admin().topics
+        message_id = "earliest" if args.earliest else "latest" if args.latest else None
+        for part in self._partitions(topic):
+            topics.reset_cursor(part, args.sub, message_id=message_id, timestamp=args.time)
+        where = message_id or f"publish time {args.time}"
+        print(f"reset {args.sub} on {topic} to {where}")
+        return None
+
+    # -- messages -------------------------------------------------------------------------
+
+    def _cmd_produce(self, args: argparse.Namespace, cell: str | None) -> SentMessages:
+        topic = self._full(args.topic)
+        if cell is not None:
+            if args.value:
+                raise PulsarMagicError("give the messages either on the line or in the cell")
+            values = [line for line in cell.splitlines() if line.strip()]
+            if not values:
+                raise PulsarMagicError("the cell has no message (one message per line)")
+        else:
+            if not args.value:
+                raise PulsarMagicError(
+                    "give a VALUE (or use %%pulsar produce TOPIC with one message per line)"
+                )
+            values = [" ".join(args.value)]
+        properties = dict(args.properties) or None
+        total = len(values) * args.count
+        producer = self.runtime.client().create_producer(topic, block_if_queue_full=True)
+        ids: list[Any] = [None] * total
+        failures: list[str] = []
+
+        def settled(index: int) -> Any:
+            def callback(result: Any, message_id: Any) -> None:
+                if message_id is None:
+                    failures.append(str(result))
+                ids[index] = message_id
+            return callback
+
+        try:
+            with Progress(total, f"producing to {topic}",
+                          enabled=None if total >= PROGRESS_MIN else False) as progress:
+                index = 0
+                for _ in range(args.count):
+                    for value in values:
+                        producer.send_async(value.encode("utf-8"), settled(index),
+                                            properties=properties, partition_key=args.key)
+                        index += 1
+                        progress.update(index)
+                producer.flush()
+                progress.update(index, force=True)
+        finally:
+            producer.close()
+        if failures:
+            raise PulsarMagicError(f"{len(failures)} of {total} messages failed: {failures[0]}")
+        return SentMessages(ids, topic)
+
+    def _cmd_consume(self, args: argparse.Namespace, cell: str | None) -> MessageList:
+        from .broker.client import ConsumerType, InitialPosition, Timeout
+
+        topic = self._full(args.topic)
+        self.runtime.last_subscription = args.sub
+        consumer = self.runtime.client().subscribe(
+            topic, args.sub,
+            consumer_type=getattr(ConsumerType, SUB_TYPES[args.type]),
+            initial_position=(InitialPosition.Earliest if args.earliest
+                              else InitialPosition.Latest),
+        )
+        rows: list[dict[str, Any]] = []
+        interrupted = False
+        try:
+            with Progress(args.count, f"consuming {topic} / {args.sub}",
+                          enabled=None if args.count >= PROGRESS_MIN else False) as progress:
+                while len(rows) < args.count:
+                    try:
+                        msg = consumer.receive(timeout_millis=args.timeout)
+                    except Timeout:
+                        break
+                    except KeyboardInterrupt:
+                        interrupted = True
+                        break
+                    rows.append(message_row(
+                        topic=msg.topic_name(), message_id=str(msg.message_id()),
+                        key=msg.partition_key(), data=msg.data(),
+                        properties=msg.properties(), publish_time=msg.publish_timestamp(),
+                        event_time=msg.event_timestamp(),
+                        redelivery_count=msg.redelivery_count(),
+                        producer_name=msg.producer_name(),
+                    ))
+                    consumer.acknowledge(msg)
+                    progress.update(len(rows))
+                progress.update(len(rows), force=True)
+        finally:
+            consumer.close()
+        if interrupted:
+            print(f"interrupted after {len(rows)} messages")
+        return MessageList(rows, f"from {topic} / {args.sub}")
+
+    # -- widgets --------------------------------------------------------------------------
+
+    def _pick_subscription(self, topic: str, given: str | None) -> str:
+        if given:
+            return given
+        topics = self.runtime.admin().topics
+        existing: list[str] = []
+        for part in self._partitions(topic):
+            existing += [n for n in topics.get_subscriptions(part) if n not in existing]
+        last = self.runtime.last_subscription
+        if last and last in existing:
+            return last
+        if len(existing) == 1:
+            return existing[0]
+        if not existing:
+            raise PulsarMagicError(f"{topic} has no subscription yet: give one with --sub S")
+        raise PulsarMagicError(f"pick a subscription with --sub: {', '.join(sorted(existing))}")
+
+    def _cmd_show(self, args: argparse.Namespace, cell: str | None) -> Any:
+        from .widgets import VIEWS, LiveBinding, StatsView
+
+        names = [*VIEWS, "stats"]
+        if args.widget not in names:
+            raise PulsarMagicError(
+                f"unknown widget {args.widget!r}; choose from {', '.join(names)}"
+            )
+        rt = self.runtime
+        url = rt.require_url()
+        if args.topic is None and rt.last_topic is None:
+            raise PulsarMagicError("give a TOPIC (no magic has used one yet)")
+        topic = self._full(args.topic or rt.last_topic or "")
+        if args.widget == "stats":
+            stats = rt.admin().topics.get_stats(self._partitions(topic)[0])
+            return StatsView(stats, subscription=args.sub)
+        if rt.events_url is None:
+            raise PulsarMagicError(
+                "live views need the event stream: %pulsar connect URL --events tcp://host:port"
+            )
+        subscription = self._pick_subscription(topic, args.sub)
+        rt.last_subscription = subscription
+        binding = LiveBinding(url, rt.events_url, topic, subscription)
+        try:
+            view = VIEWS[args.widget](binding)
+            binding.start()
+        except BaseException:
+            binding.stop()
+            raise
+        rt.add_binding(binding)
+        return view
+
+    # -- Spark ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _spark_module() -> Any:
+        return importlib.import_module("pulsarlab.spark")
+
+    def _spark_error(self, exc: BaseException) -> str:
+        try:
+            return self._spark_module().error_summary(exc)
+        except Exception:
+            return _one_line(exc)
+
+    def _session(self, master: str = "local[2]", conf: Sequence[tuple[str, str]] = ()) -> Any:
+        pspark = self._spark_module()
+        with Progress(None, "starting Spark (the first start takes a while)",
+                      enabled=None if self._spark_session is None else False) as progress:
+            spark = pspark.get_or_create_session(app_name="pulsarlab", master=master,
+                                                 **dict(conf))
+            pspark.register(spark)
+            progress.update(1, force=True)
+        self._spark_session = spark
+        self.shell.user_ns["spark"] = spark
+        return spark
+
+    def _cmd_spark(self, args: argparse.Namespace, cell: str | None) -> Any:
+        if args.spark_command == "stream":
+            return getattr(self, f"_stream_{args.stream_command}")(args)
+        if args.stop:
+            for name in sorted(self.runtime.streams):
+                self.runtime.stop_stream(name)
+                print(f"stopped streaming query {name}")
+            self._spark_module().stop_session()
+            self._spark_session = None
+            if "spark" in self.shell.user_ns:
+                del self.shell.user_ns["spark"]
+            print("stopped the Spark session")
+            return None
+        spark = self._session(args.master, args.conf)
+        version = getattr(spark, "version", "?")
+        print(f"Spark {version} session ready with the 'pulsar' format; bound to `spark`")
+        return None
+
+    def _reader(self, spark: Any, topic: str, streaming: bool, starting: str | None,
+                ending: str | None = None) -> Any:
+        reader = (spark.readStream if streaming else spark.read).format("pulsar")
+        reader = reader.option("service.url", self.runtime.require_url()).option("topic", topic)
+        if starting:
+            reader = reader.option("startingOffsets", starting)
+        if ending:
+            reader = reader.option("endingOffsets", ending)
+        return reader.load()
+
+    def _spark_cell(self, args: argparse.Namespace, cell: str) -> Any:
+        query = cell.strip()
+        if not query:
+            raise PulsarMagicError("the cell is the Spark SQL query, and it is empty")
+        topic = self._full(args.topic)
+        self.runtime.require_url()
+        spark = self._session()
+        if isinstance(spark, _real_session_type()) and importlib.util.find_spec("pandas") is None:
+            raise PulsarMagicError("showing a Spark result needs pandas: pip install pandas")
+        view = args.view or _view_name(topic)
+        self._reader(spark, topic, False, args.starting, args.ending).createOrReplaceTempView(
+            view
+        )
+        with Progress(None, f"running Spark SQL over {view}"):
+            result = spark.sql(query)
+            if args.limit:
+                frame = result.limit(args.limit + 1).toPandas()
+                if len(frame) > args.limit:
+                    frame = frame.head(args.limit)
+                    print(f"showing the first {args.limit} rows (--limit 0 for all)")
+            else:
+                frame = result.toPandas()
+        return frame
+
+    def _stream_start(self, args: argparse.Namespace) -> None:
+        topic = self._full(args.topic)
+        rt = self.runtime
+        rt.require_url()
+        name = args.name or _view_name(topic)
+        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+            raise PulsarMagicError(f"--name must be an identifier (a table name), not {name!r}")
+        if name in rt.streams:
+            if _query_active(rt.streams[name]):
+                raise PulsarMagicError(f"a streaming query named {name} is already running")
+            rt.stop_stream(name)
+        spark = self._session()
+        checkpoint = args.checkpoint or tempfile.mkdtemp(prefix=f"pulsarlab-stream-{name}-")
+        try:
+            df = self._reader(spark, topic, True, args.starting)
+            writer = (df.writeStream.format(args.sink).queryName(name).outputMode("append")
+                      .option("checkpointLocation", checkpoint))
+            if args.available_now:
+                writer = writer.trigger(availableNow=True)
+            else:
+                writer = writer.trigger(processingTime=f"{args.interval:g} seconds")
+            query = writer.start()
+        except BaseException:
+            if not args.checkpoint:
+                shutil.rmtree(checkpoint, ignore_errors=True)
+            raise
+        rt.add_stream(name, query, None if args.checkpoint else checkpoint)
+        where = (f"memory table {name} (spark.table({name!r}))" if args.sink == "memory"
+                 else "the console (the kernel's terminal)")
+        print(f"streaming query {name} started: {topic} → {where}")
+        return None
+
+    def _stream_status(self, args: argparse.Namespace) -> Any:
+        rt = self.runtime
+        if args.name is not None and args.name not in rt.streams:
+            raise PulsarMagicError(f"no streaming query named {args.name}")
+        names = [args.name] if args.name else sorted(rt.streams)
+        if not names:
+            return Lines([], title="streaming queries:", empty="(none started here)")
+        if args.watch > 0:
+            self._watch(names, args.watch)
+        statuses = [JSONDict(_stream_status(name, rt.streams[name]), title=f"stream {name}")
+                    for name in names]
+        return statuses[0] if args.name else statuses
+
+    def _watch(self, names: list[str], seconds: float) -> None:
+        from IPython.display import display
+
+        def text() -> str:
+            lines = []
+            for name in names:
+                s = _stream_status(name, self.runtime.streams[name])
+                lines.append(f"{name}: {s['state']}, {s['message']}, batch {s['batch']}, "
+                             f"{s['rows_last_batch']} rows last batch, "
+                             f"{s['rows_per_second']} rows/s")
+            return "\n".join(lines)
+
+        live = in_kernel(self.shell)
+        handle = display(_Text(text()), display_id=True) if live else None
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+            if handle is not None:
+                handle.update(_Text(text()))
+
+    def _stream_stop(self, args: argparse.Namespace) -> None:
+        rt = self.runtime
+        if args.name is not None and args.name not in rt.streams:
+            raise PulsarMagicError(f"no streaming query named {args.name}")
+        names = [args.name] if args.name else sorted(rt.streams)
+        for name in names:
+            rt.stop_stream(name)
+            print(f"stopped streaming query {name}")
+        if not names:
+            print("no streaming query to stop")
+        return None
+
+
+def _real_session_type() -> tuple[type, ...]:
+    """PySpark's SparkSession class, if PySpark is importable (fakes are not checked)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return ()
+    return (SparkSession,)
+
+
+class _Text:
+    """Plain text for a display handle (shown as-is, not as a string repr)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self.text)
+
+
+def _query_active(query: Any) -> bool:
+    try:
+        return bool(query.isActive)
+    except Exception:
+        return False
+
+
+def _stream_status(name: str, query: Any) -> dict[str, Any]:
+    """A streaming query's state, status message and last progress as one flat dict."""
+    status = dict(getattr(query, "status", None) or {})
+    progress = dict(getattr(query, "lastProgress", None) or {})
+    info: dict[str, Any] = {
+        "name": name,
+        "id": str(getattr(query, "id", "")),
+        "state": "active" if _query_active(query) else "stopped",
+        "message": status.get("message", ""),
+        "batch": progress.get("batchId"),
+        "rows_last_batch": progress.get("numInputRows"),
+        "rows_per_second": progress.get("processedRowsPerSecond"),
+    }
+    try:
+        error = query.exception()
+    except Exception:
+        error = None
+    if error is not None:
+        info["error"] = _one_line(error)
+    return info
+
+
+# -- loading -------------------------------------------------------------------------------
+
+_STATE: dict[str, Any] = {}
+
+
+def get_runtime() -> BrokerRuntime | None:
+    """The runtime of the loaded extension (``None`` when it is not loaded)."""
+    return _STATE.get("runtime")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register ``%pulsar``/``%%pulsar`` and the shutdown hooks (``%load_ext pulsarlab``)."""
+    if _STATE.get("shell") is ipython:
+        return
+    if _STATE:
+        unload_ipython_extension(_STATE["shell"])
+    runtime = BrokerRuntime()
+
+    def on_exit_now(change: dict[str, Any]) -> None:
+        if change.get("new"):
+            runtime.shutdown()
+
+    ipython.register_magics(PulsarMagics(ipython, runtime))
+    ipython.observe(on_exit_now, names=["exit_now"])
+    atexit.register(runtime.shutdown)
+    _STATE.update(shell=ipython, runtime=runtime, on_exit_now=on_exit_now)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Stop the broker and everything opened with it; remove the magics."""
+    if _STATE.get("shell") is not ipython:
+        return
+    runtime: BrokerRuntime = _STATE["runtime"]
+    runtime.shutdown()
+    atexit.unregister(runtime.shutdown)
+    ipython.unobserve(_STATE["on_exit_now"], names=["exit_now"])
+    magics = ipython.magics_manager.magics
+    magics["line"].pop("pulsar", None)
+    magics["cell"].pop("pulsar", None)
+    ipython.magics_manager.registry.pop(PulsarMagics.__name__, None)
+    _STATE.clear()

@@ -1,0 +1,447 @@
+"""The broker a kernel works with: started inside it, beside it, or connected to.
+
+One :class:`BrokerRuntime` per kernel holds the broker the ``%pulsar`` magics talk to and
+everything the magics opened against it: the shared :class:`~pulsarlab.Client` and
+:class:`~pulsarlab.Admin`, the live widget bindings and Spark streaming queries.
+
+Three modes:
+
+``kernel``
+    :class:`~pulsarlab.Broker` serving on a daemon thread of this process (its loop waits on a
+    stop event; every socket has ``linger=0``).
+``beside``
+    ``python -m pulsarlab.broker.cli broker …`` as a child process (the ``pulsarlab broker``
+    command with this interpreter); its JSON report gives the URLs. Stopping sends SIGTERM,
+    which the command handles by stopping its broker, and kills it if it does not exit.
+``connected``
+    a broker someone else runs; stopping only forgets it.
+
+:meth:`BrokerRuntime.shutdown` ends everything within a bounded time (each step runs on a
+helper daemon thread joined with a timeout, so a stuck step can never hang a kernel
+shutdown). The extension calls it on ``%pulsar stop``, ``%unload_ext``, when the kernel is
+asked to shut down or restart (the shell's ``exit_now`` flag) and at interpreter exit
+(``atexit``). Nothing here prints; problems are logged to the ``pulsarlab.kernel`` logger.
+
+While a broker is in use its URL is exported as ``$PULSARLAB_URL``, so shell commands run
+from the notebook (``!pulsarlab consume t -s sub``) reach it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("pulsarlab.kernel")
+
+__all__ = ["BrokerRuntime", "PulsarMagicError", "parse_setting"]
+
+STOP_TIMEOUT_S = 8.0  # bound for each shutdown step
+START_TIMEOUT_S = 30.0
+URL_VARIABLE = "PULSARLAB_URL"  # read by the pulsarlab produce/consume/admin commands
+
+
+class PulsarMagicError(Exception):
+    """An error a magic reports as one line, without a traceback.
+
+    IPython calls ``_render_traceback_`` instead of formatting a traceback, and still counts
+    the cell as failed (``run_cell(...).success`` is ``False``; a kernel replies with status
+    ``error``), so nbval and nbconvert stop on it.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+def parse_setting(text: str) -> tuple[str, bool | int | str]:
+    """``name=value`` → ``(name, value)`` with the ``pulsarlab broker --set`` conversions.
+
+    ``true``/``false`` become booleans, integers become ``int``, anything else stays a
+    string; dashes in the name become underscores (``broker.conf`` names are snake_case).
+    """
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise PulsarMagicError(f"settings are NAME=VALUE, not {text!r}")
+    value: bool | int | str = raw
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    else:
+        with contextlib.suppress(ValueError):
+            value = int(raw)
+    return name.replace("-", "_"), value
+
+
+def bounded(fn: Callable[[], Any], what: str, timeout: float = STOP_TIMEOUT_S) -> bool:
+    """Run ``fn`` on a helper daemon thread, waiting at most ``timeout`` s; log failures.
+
+    Returns whether it finished in time without raising.
+    """
+    outcome: dict[str, bool] = {}
+
+    def run() -> None:
+        try:
+            fn()
+            outcome["ok"] = True
+        except Exception:
+            log.exception("pulsarlab: %s failed", what)
+
+    thread = threading.Thread(target=run, name=f"pulsarlab-stop {what}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        log.warning("pulsarlab: %s did not finish within %.0f s; leaving it", what, timeout)
+        return False
+    return outcome.get("ok", False)
+
+
+class BrokerRuntime:
+    """The broker of one kernel and the resources the magics opened against it."""
+
+    def __init__(self) -> None:
+        self.mode: str | None = None
+        self.service_url: str | None = None
+        self.events_url: str | None = None
+        self.storage: str | None = None
+        self.data_dir: str | None = None
+        self.broker: Any = None  # pulsarlab.Broker in "kernel" mode
+        self.process: subprocess.Popen | None = None  # in "beside" mode
+        self.last_topic: str | None = None
+        self.last_subscription: str | None = None
+        self.bindings: list[Any] = []  # pulsarlab.widgets.LiveBinding
+        self.streams: dict[str, Any] = {}  # Spark StreamingQuery by name
+        self._stream_dirs: dict[str, str] = {}
+        self._client: Any = None
+        self._admin: Any = None
+        self._scratch: str | None = None  # beside mode: report files, temporary data dir
+        self._lock = threading.RLock()
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether there is a broker to talk to (one we started must still be alive)."""
+        if self.mode == "kernel":
+            return self.broker is not None and self.broker.running
+        if self.mode == "beside":
+            return self.process is not None and self.process.poll() is None
+        return self.mode == "connected"
+
+    def require_url(self) -> str:
+        """The current service URL, or a one-line error saying how to get one."""
+        if self.mode is None or self.service_url is None:
+            raise PulsarMagicError(
+                "no broker: run %pulsar start (or %pulsar connect zmq://host:port) first"
+            )
+        if not self.running:
+            raise PulsarMagicError(
+                f"the broker at {self.service_url} has stopped; run %pulsar stop, then "
+                "%pulsar start"
+            )
+        return self.service_url
+
+    def status(self) -> dict[str, Any]:
+        """What the runtime knows, as a plain dict."""
+        with self._lock:
+            info: dict[str, Any] = {
+                "state": "running" if self.running else ("stopped" if self.mode else "none"),
+                "mode": self.mode,
+                "service_url": self.service_url,
+                "events_url": self.events_url,
+            }
+            if self.mode in ("kernel", "beside"):
+                info["storage"] = self.storage
+                info["data_dir"] = self.data_dir
+            if self.process is not None:
+                info["pid"] = self.process.pid
+            info["live_views"] = sum(1 for b in self.bindings if b.running)
+            info["streams"] = sorted(self.streams)
+            return info
+
+    # -- starting -------------------------------------------------------------------------
+
+    def start(
+        self,
+        *,
+        beside: bool = False,
+        data_dir: str | None = None,
+        port: int = 0,
+        events_port: int = 0,
+        memory: bool = False,
+        settings: Iterable[tuple[str, Any]] = (),
+        timeout: float = START_TIMEOUT_S,
+    ) -> dict[str, Any]:
+        """Start a broker in this process (default) or beside it; returns :meth:`status`."""
+        with self._lock:
+            if self.mode is not None and not self.running:
+                self.stop()  # a broker that died (or was killed): clear it first
+            if self.mode is not None:
+                raise PulsarMagicError(
+                    f"already using the broker at {self.service_url} ({self.mode}); "
+                    "%pulsar stop first"
+                )
+            if memory and data_dir:
+                raise PulsarMagicError("--memory keeps nothing on disk: drop --data-dir")
+            settings = list(settings)
+            if beside:
+                self._start_beside(data_dir, port, events_port, memory, settings, timeout)
+            else:
+                self._start_in_kernel(data_dir, port, events_port, memory, settings, timeout)
+            self._export_url()
+            log.info("pulsarlab: using the broker at %s (%s)", self.service_url, self.mode)
+            return self.status()
+
+    def _start_in_kernel(
+        self, data_dir: str | None, port: int, events_port: int, memory: bool,
+        settings: list[tuple[str, Any]], timeout: float,
+    ) -> None:
+        from .broker.server import Broker
+
+        storage = "memory" if memory else "durable"
+        broker = Broker(data_dir, port=port, storage=storage, events_port=events_port,
+                        **dict(settings))
+        try:
+            broker.start(timeout)
+        except BaseException:
+            # A failed bind leaves the broker's own context with an open socket, and
+            # Broker.stop() would wait for it forever in ctx.term(): destroy it first.
+            ctx = getattr(broker, "_ctx", None)
+            if ctx is not None:
+                ctx.destroy(linger=0)
+            bounded(broker.stop, "stopping a broker that failed to start")
+            raise
+        self.broker = broker
+        self.mode = "kernel"
+        self.storage = storage
+        self.data_dir = broker.data_dir
+        self.service_url = broker.service_url
+        self.events_url = broker.events_url
+
+    def _start_beside(
+        self, data_dir: str | None, port: int, events_port: int, memory: bool,
+        settings: list[tuple[str, Any]], timeout: float,
+    ) -> None:
+        scratch = tempfile.mkdtemp(prefix="pulsarlab-beside-")
+        storage = "memory" if memory else "durable"
+        if not memory and not data_dir:
+            data_dir = str(Path(scratch) / "data")
+        cmd = [
+            sys.executable, "-m", "pulsarlab.broker.cli", "broker",
+            "--storage", storage, "--port", str(port), "--events-port", str(events_port),
+        ]
+        if not memory:
+            cmd += ["--data-dir", str(data_dir)]
+        for name, value in settings:
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            cmd += ["--set", f"{name}={text}"]
+        out_path = Path(scratch) / "report.json"
+        err_path = Path(scratch) / "stderr.log"
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            process = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        deadline = time.monotonic() + timeout
+        report: dict[str, Any] | None = None
+        while report is None:
+            report = _read_report(out_path)
+            if report is not None:
+                break
+            if process.poll() is not None:
+                reason = _last_line(err_path).removeprefix("pulsarlab: error: ") or "no message"
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise PulsarMagicError(
+                    f"the broker process exited with code {process.returncode}: {reason}"
+                )
+            if time.monotonic() > deadline:
+                _terminate(process)
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise PulsarMagicError(f"the broker process did not report within {timeout:.0f} s")
+            time.sleep(0.05)
+        self.process = process
+        self._scratch = scratch
+        self.mode = "beside"
+        self.storage = storage
+        self.data_dir = report.get("data_dir")
+        self.service_url = report["service_url"]
+        self.events_url = report.get("events_url")
+
+    def connect(self, service_url: str, events_url: str | None = None,
+                check_timeout: float = 5.0) -> dict[str, Any]:
+        """Use a broker someone else runs (checked with one admin call)."""
+        from .broker.admin import Admin
+
+        with self._lock:
+            if self.mode in ("kernel", "beside"):
+                if self.running:
+                    raise PulsarMagicError(
+                        f"a broker started here is running at {self.service_url}; "
+                        "%pulsar stop it first"
+                    )
+                self.stop()
+            admin = Admin(service_url, timeout_seconds=check_timeout)
+            try:
+                admin.topics.get_list()
+            except TimeoutError:
+                raise PulsarMagicError(
+                    f"no broker answered at {service_url} within {check_timeout:g} s"
+                ) from None
+            finally:
+                admin.close()
+            self._release_all()
+            self.mode = "connected"
+            self.service_url = service_url
+            self.events_url = events_url
+            self.storage = self.data_dir = None
+            self._export_url()
+            log.info("pulsarlab: using the broker at %s (%s)", self.service_url, self.mode)
+            return self.status()
+
+    # -- what the magics use --------------------------------------------------------------
+
+    def client(self) -> Any:
+        """The shared :class:`~pulsarlab.Client` of the magics (created on first use)."""
+        url = self.require_url()
+        with self._lock:
+            if self._client is None:
+                from .broker.client import Client
+
+                self._client = Client(url, operation_timeout_seconds=15,
+                                      connection_timeout_ms=5000)
+            return self._client
+
+    def admin(self) -> Any:
+        """The shared :class:`~pulsarlab.Admin` of the magics (created on first use)."""
+        url = self.require_url()
+        with self._lock:
+            if self._admin is None:
+                from .broker.admin import Admin
+
+                self._admin = Admin(url, timeout_seconds=10.0)
+            return self._admin
+
+    def add_binding(self, binding: Any) -> None:
+        """Keep a live widget binding so that stopping the broker stops it too."""
+        with self._lock:
+            self.bindings = [b for b in self.bindings if b.running]
+            self.bindings.append(binding)
+
+    def add_stream(self, name: str, query: Any, checkpoint_dir: str | None = None) -> None:
+        """Keep a Spark streaming query (and its temporary checkpoint) for cleanup."""
+        with self._lock:
+            self.streams[name] = query
+            if checkpoint_dir is not None:
+                self._stream_dirs[name] = checkpoint_dir
+
+    def stop_stream(self, name: str) -> bool:
+        """Stop one streaming query (bounded); returns whether it stopped in time."""
+        with self._lock:
+            query = self.streams.pop(name, None)
+            checkpoint = self._stream_dirs.pop(name, None)
+        done = True if query is None else bounded(query.stop, f"stopping stream {name}")
+        if checkpoint is not None:
+            shutil.rmtree(checkpoint, ignore_errors=True)
+        return done
+
+    # -- stopping -------------------------------------------------------------------------
+
+    def stop(self) -> list[str]:
+        """Stop what was started here (or forget a connected broker); say what happened."""
+        with self._lock:
+            done: list[str] = []
+            for name in list(self.streams):
+                self.stop_stream(name)
+                done.append(f"stopped streaming query {name}")
+            mode, url = self.mode, self.service_url
+            self._release_all()
+            if mode == "kernel":
+                broker, self.broker = self.broker, None
+                bounded(broker.stop, "stopping the in-kernel broker")
+                done.append(f"stopped the broker at {url}")
+            elif mode == "beside":
+                process, self.process = self.process, None
+                assert process is not None
+                code = _terminate(process)
+                done.append(f"stopped the broker process {process.pid} at {url} (exit {code})")
+                if self._scratch is not None:
+                    shutil.rmtree(self._scratch, ignore_errors=True)
+                    self._scratch = None
+            elif mode == "connected":
+                done.append(f"disconnected from {url} (that broker keeps running)")
+            for line in done:
+                log.info("pulsarlab: %s", line)
+            if url is not None and os.environ.get(URL_VARIABLE) == url:
+                del os.environ[URL_VARIABLE]
+            self.mode = self.service_url = self.events_url = None
+            self.storage = self.data_dir = None
+            return done
+
+    def _export_url(self) -> None:
+        """``$PULSARLAB_URL`` for ``!pulsarlab produce|consume|admin`` run from the notebook."""
+        if self.service_url is not None:
+            os.environ[URL_VARIABLE] = self.service_url
+
+    def shutdown(self) -> None:
+        """Stop everything, quietly and within a bounded time (idempotent, any thread)."""
+        try:
+            self.stop()
+        except Exception:
+            log.exception("pulsarlab: error while shutting the kernel's broker down")
+
+    def _release_all(self) -> None:
+        """Stop the live bindings and close the shared client and admin."""
+        bindings, self.bindings = self.bindings, []
+        for binding in bindings:
+            bounded(binding.stop, "stopping a live widget binding")
+        client, self._client = self._client, None
+        if client is not None:
+            bounded(client.close, "closing the magics' client")
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            bounded(admin.close, "closing the magics' admin")
+
+
+def _read_report(path: Path) -> dict[str, Any] | None:
+    """The broker command's JSON report once it is complete in ``path``."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").lstrip()
+    except OSError:
+        return None
+    if not text:
+        return None
+    try:
+        report, _ = json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError:
+        return None
+    return report if isinstance(report, dict) and "service_url" in report else None
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1].strip() if lines else ""
+
+
+def _terminate(process: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> int | None:
+    """SIGTERM (the broker command stops cleanly on it), then kill if it lingers."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("pulsarlab: broker process %d ignored SIGTERM; killing it", process.pid)
+            process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout)
+    return process.returncode
