@@ -369,10 +369,12 @@ class BrokerService:
                         position=list(pending.position),
                     )
                     if pending.hop is not None:
+                        dead = topic.name.endswith("-DLQ") or (
+                            pending.producer.producer_name.endswith("-DLQ")
+                        )
                         kind = (
                             EventType.RETRIED
-                            if "reconsume_times" in pending.hop
-                            and not topic.name.endswith("-DLQ")
+                            if "reconsume_times" in pending.hop and not dead
                             else EventType.DEAD_LETTERED
                         )
                         self.emit(kind, topic.name, position=list(pending.position),

@@ -65,6 +65,8 @@ class MarkKind:
 
 
 KINDS: dict[str, MarkKind] = {}
+# The broker's redelivery reasons (wire v1) and the mark kind that draws each.
+_REASON_KINDS = {"nack": "nacked", "ack_timeout": "ack_timeout"}
 
 
 def register_kind(kind: MarkKind) -> None:
@@ -120,6 +122,7 @@ def marks_from_event(event: dict[str, Any]) -> Iterator[tuple[Position, Mark]]:
     """
     kind = str(event.get("type"))
     reason = event.get("reason")
+    reason = _REASON_KINDS.get(reason, reason) if isinstance(reason, str) else reason
     if kind == "redelivery_requested" and isinstance(reason, str) and reason in KINDS:
         kind = reason
     time_ms = int(event.get("time") or 0)

@@ -6,10 +6,12 @@ names instead (``from pulsarlab import Client, ConsumerType, ...``) and pointing
 names and defaults follow the official package; pulsarlab extensions are keyword-only.
 
 Pure pieces, usable on their own: :mod:`.batch`, :mod:`.compression`, :mod:`.chunking`,
-:mod:`.routing`, :mod:`.ack_grouping`, :mod:`.negative_acks`.
+:mod:`.routing`, :mod:`.ack_grouping`; the redelivery rules (negative acks, ack timeout,
+dead letters, ``MultiplierRedeliveryBackoff``) are in :mod:`pulsarlab.broker.redelivery`.
 """
 
 from ..message_id import MessageId
+from ..redelivery import MultiplierRedeliveryBackoff
 from .auth import Authentication, AuthenticationBasic, AuthenticationTLS, AuthenticationToken
 from .client import Client
 from .consumer import Consumer
@@ -56,6 +58,7 @@ __all__ = [
     "LoggerLevel",
     "Message",
     "MessageId",
+    "MultiplierRedeliveryBackoff",
     "PartitionsRoutingMode",
     "Producer",
     "ProducerAccessMode",

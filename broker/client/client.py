@@ -21,6 +21,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..message_id import MessageId
+from ..redelivery import DLQ_SUFFIX, MAX_RECONSUMETIMES, RETRY_SUFFIX, unacked
+from ..redelivery.negative_acks import MIN_NACK_DELAY_MS
 from ..selectors.hashing import HashingScheme
 from ..topic_name import TopicName
 from .auth import Authentication
@@ -268,14 +270,22 @@ class Client:
         acknowledgements_group_time_ms: int = 100,
         expire_time_of_incomplete_chunked_message_ms: int = 60000,
         tick_duration_ms: int = 1000,
+        negative_ack_redelivery_backoff: Any = None,
+        ack_timeout_redelivery_backoff: Any = None,
+        retry_enable: bool = False,
     ) -> Consumer:
         """Subscribe to a topic, a list of topics or a ``re.compile`` pattern.
 
         Extensions: ``priority_level`` (Failover; lower = higher priority),
         ``key_hash_ranges`` (Exclusive/Failover: only keys whose hash slot is in these
         inclusive ranges), ``acknowledgements_group_time_ms`` (0 = send each ack at once),
-        ``expire_time_of_incomplete_chunked_message_ms`` and ``tick_duration_ms`` (ack
-        timeout tick).
+        ``expire_time_of_incomplete_chunked_message_ms``, and from Java's consumer builder:
+        ``tick_duration_ms`` (ack-timeout tick, >= 100), ``negative_ack_redelivery_backoff``
+        and ``ack_timeout_redelivery_backoff`` (a ``MultiplierRedeliveryBackoff``; for ack
+        timeouts it adds to the timeout), ``retry_enable`` (``enableRetry``: subscribe the
+        retry-letter topic too and allow :meth:`Consumer.reconsume_later`; without a
+        ``dead_letter_policy`` the max is 16 attempts; topics default to
+        ``<first topic>-<subscription>-RETRY`` / ``-DLQ``).
         """
         self._check_open()
         check_type(str, subscription_name, "subscription_name")
@@ -307,18 +317,33 @@ class Client:
         check_type(int, expire_time_of_incomplete_chunked_message_ms,
                    "expire_time_of_incomplete_chunked_message_ms")
         check_type(int, tick_duration_ms, "tick_duration_ms")
-        if unacked_messages_timeout_ms and unacked_messages_timeout_ms < 10_000:
+        check_type(bool, retry_enable, "retry_enable")
+        _check_backoff(negative_ack_redelivery_backoff, "negative_ack_redelivery_backoff")
+        _check_backoff(ack_timeout_redelivery_backoff, "ack_timeout_redelivery_backoff")
+        min_ack_timeout = unacked.MIN_ACK_TIMEOUT_MS
+        if unacked_messages_timeout_ms and unacked_messages_timeout_ms < min_ack_timeout:
             raise ValueError("Consumer Config Exception: Unacknowledged message timeout "
-                             "should be greater than 10 seconds.")
+                             f"should be greater than {min_ack_timeout / 1000:g} seconds.")
+        if tick_duration_ms < unacked.MIN_TICK_MS:
+            raise ValueError(
+                f"Ack timeout tick time should be greater than {unacked.MIN_TICK_MS} ms"
+            )
+        if negative_ack_redelivery_delay_ms < 0:
+            raise ValueError("negative_ack_redelivery_delay_ms must be >= 0 (delays below "
+                             f"{MIN_NACK_DELAY_MS} ms count as {MIN_NACK_DELAY_MS} ms)")
         if priority_level < 0:
             raise ValueError("priority_level must be >= 0")
-        if dead_letter_policy is not None and consumer_type not in (
+        if dead_letter_policy is not None and not retry_enable and consumer_type not in (
             ConsumerType.Shared, ConsumerType.KeyShared
         ):
             raise ValueError(
                 "dead_letter_policy works on Shared and KeyShared subscriptions only (as in "
                 "Pulsar, Exclusive and Failover redeliver everything and never dead-letter)"
             )
+        retry_topic: str | None = None
+        if retry_enable:
+            dead_letter_policy, retry_topic = _retry_policy(topic, subscription_name,
+                                                            dead_letter_policy)
         if key_shared_policy is not None and consumer_type is not ConsumerType.KeyShared:
             raise ValueError("key_shared_policy needs consumer_type=ConsumerType.KeyShared")
         if key_hash_ranges is not None:
@@ -346,19 +371,24 @@ class Client:
             ),
             acknowledgements_group_time_ms=acknowledgements_group_time_ms,
             tick_duration_ms=tick_duration_ms,
+            negative_ack_redelivery_backoff=negative_ack_redelivery_backoff,
+            ack_timeout_redelivery_backoff=ack_timeout_redelivery_backoff,
+            dead_letter_policy=dead_letter_policy,
+            retry_enable=retry_enable,
         )
         self._conn.ensure_connected()
+        extra = [retry_topic] if retry_topic is not None else []
         if isinstance(topic, str):
             label = _full_name(topic)
             consumer = Consumer(self, config, label, message_listener, batch_receive_policy)
-            self._open(consumer, [label])
+            self._open(consumer, list(dict.fromkeys([label, *extra])))
         elif isinstance(topic, list):
             if not topic or not all(isinstance(t, str) for t in topic):
                 raise ValueError("Argument 'topic' as a list must hold topic names (str)")
             names = list(dict.fromkeys(_full_name(t) for t in topic))
             consumer = Consumer(self, config, ",".join(names), message_listener,
                                 batch_receive_policy)
-            self._open(consumer, names)
+            self._open(consumer, list(dict.fromkeys([*names, *extra])))
         elif isinstance(topic, _PATTERN_TYPE):
             regex, namespace = _namespace_pattern(topic)
             consumer = Consumer(self, config, regex.pattern, message_listener,
@@ -530,6 +560,40 @@ class Client:
 
     def __repr__(self) -> str:
         return f"Client({self._service_url!r})"
+
+
+def _check_backoff(backoff: Any, name: str) -> None:
+    if backoff is not None and not callable(getattr(backoff, "next", None)):
+        raise ValueError(
+            f"Argument {name} is expected to be either None or a MultiplierRedeliveryBackoff "
+            "(an object with next(redelivery_count) -> delay in ms)"
+        )
+
+
+def _retry_policy(
+    topic: Any, subscription: str, policy: ConsumerDeadLetterPolicy | None
+) -> tuple[ConsumerDeadLetterPolicy, str]:
+    """Java's ``enableRetry``: the policy with both topic names filled in, and the retry
+    topic to subscribe too. Default names come from the first topic as given."""
+    if isinstance(topic, str):
+        first = topic
+    elif isinstance(topic, list) and topic and isinstance(topic[0], str):
+        first = topic[0]
+    else:
+        raise ValueError(
+            "retry_enable needs a topic name or a list of topic names (the retry and "
+            "dead-letter topics are named after the first one), not a pattern"
+        )
+    prefix = f"{first}-{subscription}"
+    retry_topic = _full_name((policy and policy.retry_letter_topic) or prefix + RETRY_SUFFIX)
+    dead_topic = _full_name((policy and policy.dead_letter_topic) or prefix + DLQ_SUFFIX)
+    resolved = ConsumerDeadLetterPolicy(
+        policy.max_redeliver_count if policy is not None else MAX_RECONSUMETIMES,
+        dead_topic,
+        policy.initial_subscription_name if policy is not None else None,
+        retry_letter_topic=retry_topic,
+    )
+    return resolved, retry_topic
 
 
 def _with_name(config: ProducerConfig, name: str) -> ProducerConfig:

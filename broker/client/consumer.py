@@ -9,11 +9,18 @@ message (or its id) came from. A list of topics or a ``re.Pattern`` gives a mult
 consumer; a pattern is re-listed every ``pattern_auto_discovery_period`` seconds and new
 matching topics are subscribed (topics that disappear are dropped). There is no ordering
 across topics.
+
+Redelivery (negative acks, ack timeout, dead letters) is per topic consumer; see
+:mod:`.topic_consumer`. Dead-letter publishing runs on this consumer's background worker
+(:class:`~.dead_letter.BackgroundWorker`), which :meth:`Consumer.close` drains before the
+topic consumers close. With ``retry_enable=True`` the retry-letter topic is one of the
+subscribed topics and :meth:`Consumer.reconsume_later` publishes to it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import re
 import threading
@@ -24,7 +31,8 @@ from typing import Any
 
 from ..message_id import MessageId
 from ..topic_name import TopicName
-from .checks import check_type
+from .checks import check_type, check_type_or_none
+from .dead_letter import BackgroundWorker
 from .enums import ConsumerType, RegexSubscriptionMode
 from .exceptions import (
     AlreadyClosed,
@@ -70,6 +78,8 @@ class Consumer:
         self._closed = False
         self._watcher: threading.Thread | None = None
         self._watch_stop = threading.Event()
+        self._worker: BackgroundWorker | None = None
+        self._worker_lock = threading.Lock()
         self.active_consumer_listener: Callable[[Consumer, str, bool], None] | None = None
 
     # -- setup (used by Client) -----------------------------------------------------------
@@ -100,6 +110,7 @@ class Consumer:
             self._by_topic[tc.topic] = tc
 
     def _remove_topic(self, name: str) -> None:
+        self._drain_worker()
         for tc in self._topics.pop(name, []):
             self._consumers.remove(tc)
             self._by_topic.pop(tc.topic, None)
@@ -156,6 +167,27 @@ class Consumer:
             dropped = len(self._queue) - len(keep)
             self._queue = keep
         return dropped
+
+    def _background(self, job: Callable[[], None]) -> bool:
+        """Run ``job`` on this consumer's worker thread; False once the consumer closes."""
+        with self._worker_lock:
+            if self._closed:
+                return False
+            if self._worker is None:
+                self._worker = BackgroundWorker()
+            return self._worker.submit(job)
+
+    def _stop_worker(self) -> None:
+        with self._worker_lock:
+            worker = self._worker
+        if worker is not None and not worker.close(self._client._conn.operation_timeout):
+            log.warning("dead-letter publishing of %s did not finish in time", self)
+
+    def _drain_worker(self) -> None:
+        with self._worker_lock:
+            worker = self._worker
+        if worker is not None:
+            worker.drain(self._client._conn.operation_timeout)
 
     def _on_active_change(self, owner: TopicConsumer, is_active: bool) -> None:
         listener = self.active_consumer_listener
@@ -276,10 +308,53 @@ class Consumer:
         owner.acknowledge(msg_id, cumulative=True)
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
-        """Ask for redelivery after ``negative_ack_redelivery_delay_ms`` (non-blocking)."""
+        """Ask for redelivery after ``negative_ack_redelivery_delay_ms`` (non-blocking).
+
+        With ``negative_ack_redelivery_backoff`` the delay is ``backoff.next(count)``,
+        where count is the message's redelivery count (0 when only an id is given, as in
+        Java).
+        """
         self._check_open()
         owner, msg_id = self._owner_of(message)
-        owner.negative_acknowledge(msg_id)
+        count = message.redelivery_count() if isinstance(message, Message) else 0
+        owner.negative_acknowledge(msg_id, count)
+
+    def reconsume_later(self, message: Message, delay: int | datetime.timedelta,
+                        properties: dict[str, str] | None = None) -> None:
+        """Extension (Java's ``reconsumeLater``): retry ``message`` after ``delay``.
+
+        Needs ``subscribe(..., retry_enable=True)``. The message is published to the
+        retry-letter topic with ``REAL_TOPIC``, ``ORIGIN_MESSAGE_ID``, ``RECONSUMETIMES``
+        (1, 2, ...), ``DELAY_TIME`` and ``properties``, delivered after ``delay`` (ms or a
+        ``timedelta``; delayed delivery works on Shared and Key_Shared subscriptions); once
+        ``RECONSUMETIMES`` would pass the policy's ``max_redeliver_count`` it goes to the
+        dead-letter topic instead. The original is then acknowledged. Blocks until the
+        copy is published.
+        """
+        self._check_open()
+        if not self._config.retry_enable:
+            raise InvalidConfiguration(
+                "reconsume_later() needs a consumer subscribed with retry_enable=True"
+            )
+        if not isinstance(message, Message) or message._owner not in self._consumers:
+            raise ValueError(
+                "Argument message is expected to be a Message received by this consumer"
+            )
+        if isinstance(delay, datetime.timedelta):
+            delay_ms = int(delay.total_seconds() * 1000)
+        elif isinstance(delay, int) and not isinstance(delay, bool):
+            delay_ms = delay
+        else:
+            raise ValueError(
+                "Argument delay is expected to be of type 'int' (ms) or 'timedelta' and not "
+                f"'{type(delay).__name__}'"
+            )
+        check_type_or_none(dict, properties, "properties")
+        for k, v in (properties or {}).items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise ValueError(f"message properties must map str to str, not {k!r}: {v!r}")
+        owner, _ = self._owner_of(message)
+        owner.reconsume_later(message, delay_ms, properties)
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Redeliver every unacknowledged message (the local queue is cleared)."""
@@ -328,6 +403,7 @@ class Consumer:
         """Delete the subscription (this must be its only consumer) and close."""
         self._check_open()
         self._stop_watcher()
+        self._drain_worker()
         for tc in self._consumers:
             tc.unsubscribe()
         self._mark_closed()
@@ -337,6 +413,7 @@ class Consumer:
         if self._closed:
             return
         self._stop_watcher()
+        self._stop_worker()
         errors = []
         for tc in self._consumers:
             try:

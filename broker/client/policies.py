@@ -3,7 +3,8 @@
 ``ConsumerKeySharedPolicy`` validates sticky ranges as the Java client's
 ``KeySharedPolicySticky.validate`` does (inclusive ``(start, end)`` pairs within
 ``[0, 65535]``, start <= end, no overlap — shared endpoints overlap). The dead-letter policy
-is stored and validated here; the redelivery machinery that uses it lives elsewhere.
+is stored and validated here (plus the extension ``retry_letter_topic``, which the official
+Python class lacks); the client's redelivery glue in :mod:`.topic_consumer` uses it.
 """
 
 from __future__ import annotations
@@ -92,13 +93,20 @@ class ConsumerKeySharedPolicy:
 
 
 class ConsumerDeadLetterPolicy:
-    """Dead-letter queue settings (``max_redeliver_count`` must be > 0)."""
+    """Dead-letter queue settings (``max_redeliver_count`` must be > 0).
+
+    The positional arguments are the official ones. Extension (keyword-only):
+    ``retry_letter_topic``, the topic ``Consumer.reconsume_later`` publishes to when the
+    consumer subscribes with ``retry_enable=True`` (default ``<topic>-<subscription>-RETRY``).
+    """
 
     def __init__(
         self,
         max_redeliver_count: int,
         dead_letter_topic: str | None = None,
         initial_subscription_name: str | None = None,
+        *,
+        retry_letter_topic: str | None = None,
     ) -> None:
         if (
             max_redeliver_count is None
@@ -108,9 +116,11 @@ class ConsumerDeadLetterPolicy:
             raise ValueError("max_redeliver_count must be greater than 0")
         check_type_or_none(str, dead_letter_topic, "dead_letter_topic")
         check_type_or_none(str, initial_subscription_name, "initial_subscription_name")
+        check_type_or_none(str, retry_letter_topic, "retry_letter_topic")
         self._max = max_redeliver_count
-        self._topic = dead_letter_topic
-        self._initial = initial_subscription_name
+        self._topic = dead_letter_topic or None
+        self._initial = initial_subscription_name or None
+        self._retry_topic = retry_letter_topic or None
 
     @property
     def dead_letter_topic(self) -> str | None:
@@ -124,8 +134,21 @@ class ConsumerDeadLetterPolicy:
     def initial_subscription_name(self) -> str | None:
         return self._initial
 
+    @property
+    def retry_letter_topic(self) -> str | None:
+        """Extension: the retry-letter topic (``None`` = the default name)."""
+        return self._retry_topic
+
     def policy(self) -> ConsumerDeadLetterPolicy:
         return self
+
+    def __repr__(self) -> str:
+        return (
+            f"ConsumerDeadLetterPolicy(max_redeliver_count={self._max}, "
+            f"dead_letter_topic={self._topic!r}, "
+            f"initial_subscription_name={self._initial!r}, "
+            f"retry_letter_topic={self._retry_topic!r})"
+        )
 
 
 class ConsumerBatchReceivePolicy:

@@ -8,8 +8,26 @@ messages handed to the parent's receiver queue. Permits: FLOW with the receiver 
 at subscribe, then a refill once half has been consumed by the application (messages
 skipped by the client count as consumed at once, as in Java).
 
-Acks, nacks and ack timeouts are posted to the I/O thread and kept in the sans-I/O
-trackers (:mod:`.ack_grouping`, :mod:`.negative_acks`), flushed by timers.
+Acks, nacks and ack timeouts are posted to the I/O thread and kept in sans-I/O trackers
+(:mod:`.ack_grouping`; :mod:`pulsarlab.broker.redelivery` for the rest) driven by the
+connection's timers:
+
+* negative acks: ``NegativeAcksTracker`` (entry-level ids, optional back-off); its timer
+  fires every delay/3 and the due ids go back in one ``REDELIVER_UNACKNOWLEDGED``
+  (reason ``"nack"``, with when each was nacked);
+* ack timeout: ``UnAckedMessageTracker``, fed when the application takes a message from
+  the receive queue (never while it is prefetched), ticked every ``tick_duration_ms``;
+  timed-out ids are redelivered with reason ``"ack_timeout"``;
+* Exclusive and Failover turn any such request into "redeliver everything" (the broker
+  rewinds), as Pulsar's client does;
+* dead letters (Shared and Key_Shared): a message received with
+  ``redelivery_count >= max_redeliver_count`` is remembered; when it is next to be
+  redelivered it is published to the dead-letter topic and acknowledged instead (on the
+  consumer's :class:`~.dead_letter.BackgroundWorker`; if that fails it is redelivered
+  normally); one arriving with a count above the max is not delivered at all, it goes to
+  the dead-letter topic at once;
+* ``reconsume_later`` (``retry_enable``): republish to the retry-letter topic (or, past
+  the max, the dead-letter topic), then acknowledge.
 """
 
 from __future__ import annotations
@@ -22,21 +40,32 @@ from typing import Any
 
 from ..entry import MessageMetadata, decode_entry
 from ..message_id import MessageId
+from ..redelivery import (
+    DeadLetterPolicy,
+    NegativeAcksTracker,
+    UnAckedMessageTracker,
+    dead_letter_properties,
+    retry_properties,
+)
 from ..topic_name import TopicName
 from .ack_grouping import AckGroupingTracker
 from .batch import decode_batch
 from .chunking import ChunkedMessageCollector
 from .compression import decompress
 from .connection import TimerHandle, now_ms
+from .dead_letter import LetterProducers, copy_message, origin_topic
 from .enums import ConsumerType, InitialPosition, KeySharedMode
+from .exceptions import AlreadyClosed
 from .message import Message, TopicMessageId
-from .negative_acks import NegativeAcksTracker
 
 __all__ = ["ConsumerConfig", "TopicConsumer"]
 
 log = logging.getLogger("pulsarlab.client")
 
 Position = tuple[int, int]
+
+SHARED_TYPES = (ConsumerType.Shared, ConsumerType.KeyShared)
+MAX_REDELIVER_UNACKNOWLEDGED = 1000  # positions per REDELIVER command (Java's limit)
 
 
 @dataclass(slots=True)
@@ -64,6 +93,11 @@ class ConsumerConfig:
     expire_time_of_incomplete_chunked_message_ms: int = 60_000
     acknowledgements_group_time_ms: int = 100
     tick_duration_ms: int = 1000
+    negative_ack_redelivery_backoff: Any = None
+    ack_timeout_redelivery_backoff: Any = None
+    # With retry_enable its topic names are already resolved for the whole consumer.
+    dead_letter_policy: Any = None
+    retry_enable: bool = False
 
 
 class TopicConsumer:
@@ -91,12 +125,25 @@ class TopicConsumer:
         self.acks = AckGroupingTracker(
             config.acknowledgements_group_time_ms, 1000, config.batch_index_ack_enabled
         )
-        self.nacks = NegativeAcksTracker(config.negative_ack_redelivery_delay_ms)
-        self.unacked = (
-            NegativeAcksTracker(config.unacked_messages_timeout_ms)
-            if config.unacked_messages_timeout_ms
-            else None
+        self.nacks = self._new_nack_tracker()
+        self._nacked_at: dict[Position, int] = {}
+        self.unacked = self._new_unacked_tracker()
+        self.dead_letter: DeadLetterPolicy | None = None
+        self.letters: LetterProducers | None = None
+        dlp = config.dead_letter_policy
+        if dlp is not None and not config.is_reader:
+            self.dead_letter = DeadLetterPolicy.resolve(
+                topic, config.subscription, dlp.max_redeliver_count, dlp.dead_letter_topic,
+                dlp.retry_letter_topic, dlp.initial_subscription_name,
+            )
+            self.letters = LetterProducers(parent._client, self.dead_letter, topic,
+                                           config.subscription, lambda: self.consumer_name)
+        # Dead-lettering on redelivery: Shared and Key_Shared only (as in Pulsar).
+        self._dlq_on_redelivery = (
+            self.dead_letter is not None and config.consumer_type in SHARED_TYPES
         )
+        self._possible_dlq: dict[Position, list[Message]] = {}
+        self._dlq_inflight: set[Position] = set()
         self.chunks = ChunkedMessageCollector(
             config.max_pending_chunked_message,
             config.expire_time_of_incomplete_chunked_message_ms,
@@ -127,6 +174,8 @@ class TopicConsumer:
             self.consumer_name = result
         self.connected = True
         conn.send("FLOW", consumer_id=self.consumer_id, permits=self._queue_size)
+        if self.unacked is not None:
+            conn.post(self._io_arm_unacked_timer)
 
     def _subscribe_fields(self) -> dict[str, Any]:
         c = self.config
@@ -218,15 +267,18 @@ class TopicConsumer:
         conn = self._conn
         if not conn.closed:
             conn.post(self._io_closed)
+        if self.letters is not None:
+            self.letters.close()
 
     # -- application side (any thread) ----------------------------------------------------
 
     def on_dequeued(self, message: Message) -> None:
-        """The application took ``message`` from the receiver queue."""
+        """The application took ``message`` from the receiver queue (ack timeout starts)."""
         self.last_dequeued = message.message_id()
         if self.unacked is not None:
             position = message.message_id().position
-            self._conn.post(lambda: self._io_track_unacked(position))
+            count = message.redelivery_count()
+            self._conn.post(lambda: self._io_track_unacked(position, count))
         self.add_permits(1)
 
     def add_permits(self, n: int) -> None:
@@ -244,8 +296,24 @@ class TopicConsumer:
     def acknowledge(self, msg_id: MessageId, cumulative: bool = False) -> None:
         self._conn.post(lambda: self._io_ack(msg_id, cumulative))
 
-    def negative_acknowledge(self, msg_id: MessageId) -> None:
-        self._conn.post(lambda: self._io_nack(msg_id))
+    def negative_acknowledge(self, msg_id: MessageId, redelivery_count: int = 0) -> None:
+        """Nack; ``redelivery_count`` picks the back-off delay (0 for a bare id, as Java)."""
+        self._conn.post(lambda: self._io_nack(msg_id, redelivery_count))
+
+    def reconsume_later(self, message: Message, delay_ms: int,
+                        properties: dict[str, str] | None) -> None:
+        """Publish ``message`` to the retry-letter topic (past the max: the dead-letter
+        topic) with Pulsar's properties, then acknowledge it (blocks until published)."""
+        letters, policy = self.letters, self.dead_letter
+        assert letters is not None and policy is not None
+        delay_ms = max(0, delay_ms)
+        props, times = retry_properties(message.properties(), origin_topic(message),
+                                        str(message.message_id()), delay_ms, properties)
+        if times > policy.max_redeliver_count:
+            copy_message(letters.dead_letter(), message, props)
+        else:
+            copy_message(letters.retry_letter(), message, props, delay_ms)
+        self.acknowledge(message.message_id())
 
     def redeliver_unacknowledged(self) -> None:
         self._conn.post(self._io_redeliver_all)
@@ -257,12 +325,33 @@ class TopicConsumer:
         now = now_ms()
         for entry, raw in zip(cmd["entries"], cmd.payloads, strict=False):
             try:
-                out.extend(self._io_decode(entry, bytes(raw), now))
+                messages = self._io_decode(entry, bytes(raw), now)
             except Exception as exc:
                 log.warning("dropped an undecodable entry %s on %s: %s", entry[:2], self.topic, exc)
                 self.add_permits(1)
+                continue
+            if messages and self._dlq_on_redelivery:
+                messages = self._io_check_dead_letter(messages, entry[3], now)
+            out.extend(messages)
         if out:
             self.parent._enqueue(out)
+
+    def _io_check_dead_letter(self, messages: list[Message], redelivery_count: int,
+                              now: int) -> list[Message]:
+        """Remember messages at the max redelivery count; dead-letter those above it."""
+        policy = self.dead_letter
+        assert policy is not None
+        if not policy.should_dead_letter(redelivery_count):
+            return messages
+        position = messages[0].message_id().position
+        self._possible_dlq[position] = messages
+        if redelivery_count <= policy.max_redeliver_count:
+            return messages
+        # Past the max (a DLQ publish failed, or the consumer died holding it): the
+        # application never sees it; it goes to the dead-letter topic now.
+        self.add_permits(len(messages))
+        self._io_redeliver([position], "consumer_request", [now])
+        return []
 
     def _io_decode(self, entry: list, raw: bytes, now: int) -> list[Message]:
         ledger, entry_id, partition, redelivery_count = entry[:4]
@@ -360,6 +449,7 @@ class TopicConsumer:
         for timer in (self._ack_timer, self._nack_timer, self._unacked_timer, self._chunk_timer):
             if timer is not None:
                 timer.cancel()
+        self._ack_timer = self._nack_timer = self._unacked_timer = self._chunk_timer = None
         self._conn.unregister_consumer(self.consumer_id)
         self.parent._drop_queued(self)
 
@@ -372,18 +462,26 @@ class TopicConsumer:
         if cumulative:
             flush = self.acks.add_cumulative(msg_id)
             if self.unacked is not None:
-                for p in [p for p in self.unacked._due if p <= position]:
-                    self.unacked.remove(p)
+                self.unacked.remove_up_to(position)
+            for p in [p for p in self._possible_dlq if p <= position]:
+                del self._possible_dlq[p]
         else:
             for p in members or [position]:
                 if p == position:
                     flush |= self.acks.add_individual(msg_id)
                 else:
                     flush |= self.acks.add_individual(MessageId(self.partition, p[0], p[1]))
-                if self.unacked is not None:
-                    self.unacked.remove(p)
-        for p in members or [position]:
-            self.nacks.remove(p)
+            if self.unacked is not None:
+                self.unacked.remove(position)
+            waiting = self._possible_dlq.get(position)
+            if waiting is not None:
+                rest = [m for m in waiting if m.message_id() != msg_id]
+                if rest:
+                    self._possible_dlq[position] = rest
+                else:
+                    del self._possible_dlq[position]
+        self.nacks.remove(position)
+        self._nacked_at.pop(position, None)
         if flush:
             self._io_flush_acks()
         elif self.acks.has_pending and self._ack_timer is None:
@@ -408,59 +506,166 @@ class TopicConsumer:
 
     # -- I/O thread: nacks, ack timeout, redelivery ---------------------------------------
 
-    def _io_nack(self, msg_id: MessageId) -> None:
-        position = msg_id.position
-        now = now_ms()
-        for p in self._chunk_members.pop(position, None) or [position]:
-            self.nacks.add(p, now)
-            if self.unacked is not None:
-                self.unacked.remove(p)
-        self._nack_timer = self._io_rearm(self._nack_timer, self.nacks, self._io_nack_fire)
+    def _new_nack_tracker(self) -> NegativeAcksTracker:
+        c = self.config
+        return NegativeAcksTracker(c.negative_ack_redelivery_delay_ms,
+                                   c.negative_ack_redelivery_backoff)
 
-    def _io_rearm(self, timer: TimerHandle | None, tracker: NegativeAcksTracker,
-                  fire: Any) -> TimerHandle | None:
-        deadline = tracker.next_deadline()
-        if deadline is None:
-            return timer
-        if timer is not None and not timer.cancelled and timer.deadline <= deadline:
-            return timer
-        if timer is not None:
-            timer.cancel()
-        return self._conn.schedule(deadline - now_ms(), fire)
+    def _new_unacked_tracker(self) -> UnAckedMessageTracker | None:
+        c = self.config
+        if not c.unacked_messages_timeout_ms:
+            return None
+        return UnAckedMessageTracker(c.unacked_messages_timeout_ms, now_ms(), c.tick_duration_ms,
+                                     c.ack_timeout_redelivery_backoff)
+
+    def _io_nack(self, msg_id: MessageId, redelivery_count: int) -> None:
+        if self.closed:
+            return
+        position = msg_id.position  # entry level: the batch index is dropped (Pulsar 3.x)
+        now = now_ms()
+        self.nacks.add(position, redelivery_count, now)
+        self._nacked_at[position] = now
+        if self.unacked is not None:
+            self.unacked.remove(position)
+        self._io_arm_nack_timer()
+
+    def _io_arm_nack_timer(self) -> None:
+        at = self.nacks.next_timer_ms
+        if at is None or self._nack_timer is not None or self.closed:
+            return
+        self._nack_timer = self._conn.schedule(at - now_ms(), self._io_nack_fire)
 
     def _io_nack_fire(self) -> None:
         self._nack_timer = None
-        self._io_redeliver(self.nacks.take_due(now_ms()))
-        self._nack_timer = self._io_rearm(self._nack_timer, self.nacks, self._io_nack_fire)
+        if self.closed:
+            return
+        now = now_ms()
+        due = sorted(self.nacks.on_timer(now))
+        if due:
+            self._io_redeliver(due, "nack", [self._nacked_at.pop(p, now) for p in due])
+        self._io_arm_nack_timer()
 
-    def _io_track_unacked(self, position: Position) -> None:
+    def _io_track_unacked(self, position: Position, redelivery_count: int) -> None:
         if self.unacked is None or self.closed:
             return
-        self.unacked.add(position, now_ms(), replace=False)
-        if self._unacked_timer is None:
-            self._unacked_timer = self._conn.schedule(
-                min(self.config.tick_duration_ms, self.unacked.delay_ms), self._io_unacked_tick
-            )
+        self.unacked.add(position, redelivery_count, now_ms())
+
+    def _io_arm_unacked_timer(self) -> None:
+        """The ack-timeout wheel turns every tick while the consumer is open (as in Java)."""
+        if self.unacked is None or self.closed or self._unacked_timer is not None:
+            return
+        self._unacked_timer = self._conn.schedule(self.unacked.next_tick_ms - now_ms(),
+                                                  self._io_unacked_tick)
 
     def _io_unacked_tick(self) -> None:
         self._unacked_timer = None
-        assert self.unacked is not None
-        self._io_redeliver(self.unacked.take_due(now_ms()))
-        if len(self.unacked):
-            self._unacked_timer = self._conn.schedule(
-                min(self.config.tick_duration_ms, self.unacked.delay_ms), self._io_unacked_tick
-            )
+        if self.unacked is None or self.closed:
+            return
+        now = now_ms()
+        timed_out = sorted(self.unacked.on_tick(now))
+        if timed_out:
+            self._io_redeliver(timed_out, "ack_timeout", [now] * len(timed_out))
+        self._io_arm_unacked_timer()
 
-    def _io_redeliver(self, positions: list[Position]) -> None:
+    def _io_redeliver(self, positions: list[Position], reason: str,
+                      requested_at: list[int]) -> None:
+        """Redeliver these entries (Shared/Key_Shared); others redeliver everything.
+
+        Entries waiting for the dead-letter topic are handed to the background worker
+        instead of being asked for again.
+        """
         if not positions or self.closed:
             return
-        if self.config.consumer_type in (ConsumerType.Shared, ConsumerType.KeyShared):
-            self._conn.send_now("REDELIVER_UNACKNOWLEDGED", 0, consumer_id=self.consumer_id,
-                                positions=[list(p) for p in positions])
-        else:
-            self._io_redeliver_all()
+        if self.config.consumer_type not in SHARED_TYPES:
+            self._io_redeliver_all(reason)
+            return
+        again: list[Position] = []
+        again_at: list[int] = []
+        dead: list[tuple[Position, int]] = []
+        for position, at in zip(positions, requested_at, strict=True):
+            if position in self._dlq_inflight:
+                continue
+            if self._dlq_on_redelivery and position in self._possible_dlq:
+                dead.append((position, at))
+                continue
+            for member in self._chunk_members.pop(position, None) or [position]:
+                again.append(member)
+                again_at.append(at)
+        self._io_send_redeliver(again, reason, again_at)
+        if dead:
+            self._io_dead_letter(dead, reason)
 
-    def _io_redeliver_all(self) -> None:
+    def _io_send_redeliver(self, positions: list[Position], reason: str,
+                           requested_at: list[int]) -> None:
+        step = MAX_REDELIVER_UNACKNOWLEDGED
+        for i in range(0, len(positions), step):
+            self._conn.send_now(
+                "REDELIVER_UNACKNOWLEDGED", 0, consumer_id=self.consumer_id,
+                positions=[list(p) for p in positions[i:i + step]], reason=reason,
+                requested_at=requested_at[i:i + step],
+            )
+
+    def _io_dead_letter(self, items: list[tuple[Position, int]], reason: str) -> None:
+        jobs = [(p, at, list(self._possible_dlq[p])) for p, at in items]
+        self._dlq_inflight.update(p for p, _ in items)
+        if not self.parent._background(lambda: self._dead_letter_job(jobs, reason)):
+            # The consumer is closing: the broker gets them back when it closes.
+            self._dlq_inflight.difference_update(p for p, _ in items)
+
+    def _dead_letter_job(self, jobs: list[tuple[Position, int, list[Message]]],
+                         reason: str) -> None:
+        """Worker thread: publish to the dead-letter topic, then ack the originals."""
+        letters = self.letters
+        assert letters is not None
+        failed: list[tuple[Position, int]] = []
+        try:
+            for position, at, messages in jobs:
+                try:
+                    producer = letters.dead_letter()
+                    for m in messages:
+                        props = dead_letter_properties(m.properties(), origin_topic(m),
+                                                       str(m.message_id()))
+                        copy_message(producer, m, props)
+                except Exception as exc:  # a failed publish must not strand the entry
+                    log.warning("could not dead-letter %s of %s to %s (%s); redelivering it",
+                                position, self.topic, letters.policy.dead_letter_topic, exc)
+                    failed.append((position, at))
+                    continue
+                for m in messages:
+                    self.acknowledge(m.message_id())
+            done = [p for p, _, _ in jobs]
+            self._conn.post(lambda: self._io_dead_lettered(done, failed, reason))
+        except AlreadyClosed:
+            pass  # the client is gone: the broker redelivers whatever was not acked
+
+    def _io_dead_lettered(self, done: list[Position], failed: list[tuple[Position, int]],
+                          reason: str) -> None:
+        self._dlq_inflight.difference_update(done)
+        if failed and not self.closed:
+            again: list[Position] = []
+            again_at: list[int] = []
+            for position, at in failed:
+                for member in self._chunk_members.pop(position, None) or [position]:
+                    again.append(member)
+                    again_at.append(at)
+            self._io_send_redeliver(again, reason, again_at)
+
+    def _io_reset_trackers(self) -> None:
+        """Forget nacks, ack timeouts and dead-letter candidates (they all come back)."""
+        if self._nack_timer is not None:
+            self._nack_timer.cancel()
+            self._nack_timer = None
+        self.nacks = self._new_nack_tracker()
+        self._nacked_at.clear()
+        if self.unacked is not None:
+            self.unacked = self._new_unacked_tracker()
+            if self._unacked_timer is not None:
+                self._unacked_timer.cancel()
+                self._unacked_timer = None
+            self._io_arm_unacked_timer()
+        self._possible_dlq.clear()
+
+    def _io_redeliver_all(self, reason: str = "consumer_request") -> None:
         """Ask for every unacked message again; what sits in the local queue is dropped."""
         if self.closed:
             return
@@ -468,12 +673,11 @@ class TopicConsumer:
         self.acks.forget_batches()
         self.chunks.clear()
         self._chunk_members.clear()
-        self.nacks.clear()
-        if self.unacked is not None:
-            self.unacked.clear()
+        self._io_reset_trackers()
         dropped = self.parent._drop_queued(self)
         self.add_permits(dropped)
-        self._conn.send_now("REDELIVER_UNACKNOWLEDGED", 0, consumer_id=self.consumer_id)
+        self._conn.send_now("REDELIVER_UNACKNOWLEDGED", 0, consumer_id=self.consumer_id,
+                            reason=reason)
 
     def _io_reset_after_seek(self, target: MessageId | int) -> None:
         self.acks.flush()
@@ -481,9 +685,7 @@ class TopicConsumer:
         self.acks.reset_cumulative()
         self.chunks.clear()
         self._chunk_members.clear()
-        self.nacks.clear()
-        if self.unacked is not None:
-            self.unacked.clear()
+        self._io_reset_trackers()
         self.last_dequeued = None
         self._batch_filter = None
         if isinstance(target, MessageId):

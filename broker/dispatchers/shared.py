@@ -131,7 +131,13 @@ class SharedDispatcher(Dispatcher):
         if positions is None:
             chosen = sorted(consumer.pending_acks)
         else:
-            chosen = sorted(p for p in positions if p in consumer.pending_acks)
+            positions = list(positions)
+            if requested_at is not None and len(requested_at) == len(positions):
+                times = dict(zip(positions, requested_at, strict=True))
+                chosen = sorted(p for p in positions if p in consumer.pending_acks)
+                requested_at = [times[p] for p in chosen]
+            else:
+                chosen = sorted(p for p in positions if p in consumer.pending_acks)
         for position in chosen:
             ack = consumer.remove_pending(position)
             if ack is not None and self.replay.add(position, ack.sticky_key_hash):

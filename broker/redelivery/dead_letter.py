@@ -79,12 +79,12 @@ def retry_properties(
 ) -> tuple[dict[str, str], int]:
     """The properties of a retried message and its reconsume count (1 the first time)."""
     out = dict(properties)
+    if custom:
+        out.update(custom)  # before the system properties, which custom ones cannot replace
     out.setdefault(REAL_TOPIC, real_topic)
     out.setdefault(ORIGIN_MESSAGE_ID, origin_message_id)
     out.setdefault(ORIGIN_MESSAGE_ID_LEGACY, origin_message_id)
-    times = int(out.get(RECONSUMETIMES, "0")) + 1
+    times = int(properties.get(RECONSUMETIMES, "0")) + 1
     out[RECONSUMETIMES] = str(times)
     out[DELAY_TIME] = str(max(0, delay_ms))
-    if custom:
-        out.update(custom)
     return out, times

@@ -281,17 +281,7 @@ def test_partially_acked_batch_after_reconnect(batch_index_acks):
         assert [m.data() for m in drain(again)] == expected
 
 
-def test_ack_timeout_redelivers_unacked_messages(client):
-    topic = unique("ack-timeout")
-    consumer = client.subscribe(topic, "sub", ConsumerType.Shared, initial_position=EARLIEST,
-                                unacked_messages_timeout_ms=10_000, tick_duration_ms=50)
-    for tc in consumer._consumers:  # white-box: a short timeout keeps the test fast
-        tc.unacked.delay_ms = 200
-    publish(client, topic, 2)
-    first = receive_n(consumer, 2, ack=False)
-    consumer.acknowledge(first[0])
-    again = consumer.receive(WAIT_MS)
-    assert again.data() == b"m1" and again.redelivery_count() == 1
-    consumer.acknowledge(again)
+def test_ack_timeout_below_ten_seconds_is_refused(client):
+    # The end-to-end ack timeout lives in test_client_redelivery.py.
     with pytest.raises(ValueError, match="greater than 10 seconds"):
-        client.subscribe(topic, "other", unacked_messages_timeout_ms=5000)
+        client.subscribe(unique("ack-timeout"), "other", unacked_messages_timeout_ms=5000)

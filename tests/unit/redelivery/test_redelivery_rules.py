@@ -162,3 +162,8 @@ def test_retry_properties_count_up():
     again, times = retry_properties(props, "t-RETRY", "id-2", -5)
     assert times == 2 and again["DELAY_TIME"] == "0"
     assert again["ORIGIN_MESSAGE_ID"] == "id-1"  # the first origin is kept
+
+
+def test_custom_properties_cannot_replace_the_system_ones():
+    props, times = retry_properties({}, "t", "id", 100, {"RECONSUMETIMES": "99", "x": "1"})
+    assert times == 1 and props["RECONSUMETIMES"] == "1" and props["x"] == "1"
