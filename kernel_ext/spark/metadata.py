@@ -1,0 +1,149 @@
+"""Driver-side broker metadata for the Spark source: topics, partitions, last entries.
+
+Everything here goes through :class:`pulsarlab.Admin` (one DEALER socket, synchronous), so
+planning a batch or a micro-batch opens no consumer and no subscription. A topic's latest
+position comes from its internal stats (``lastConfirmedEntry`` and the ledger list, which
+also feeds admission control). Broker errors become one-line :class:`PulsarSparkError`\\ s.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .options import PulsarSparkError, SourceOptions, namespace_pattern
+from .positions import Position
+
+__all__ = ["BrokerMetadata", "PartitionInfo"]
+
+log = logging.getLogger("pulsarlab.spark")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """One partition topic (or non-partitioned topic) as the broker sees it now."""
+
+    topic: str
+    index: int
+    exists: bool
+    latest: Position | None  # the last entry; None when the partition holds nothing
+    ledgers: tuple[tuple[int, int], ...] = ()
+
+
+class BrokerMetadata:
+    """Lists topics and partitions and reads their last entries (lazy admin connection)."""
+
+    def __init__(self, service_url: str, timeout_ms: int) -> None:
+        self.service_url = service_url
+        self.timeout_ms = timeout_ms
+        self._admin: Any = None
+
+    def _call(self, what: str, fn: Callable[[Any], T]) -> T:
+        from ..broker.admin import Admin
+        from ..broker.errors import PulsarLabError
+
+        if self._admin is None:
+            self._admin = Admin(self.service_url, timeout_seconds=self.timeout_ms / 1000)
+        try:
+            return fn(self._admin)
+        except TimeoutError:
+            self.close()
+            raise PulsarSparkError(
+                f"no answer from a pulsarlab broker at {self.service_url} within "
+                f"{self.timeout_ms / 1000:g} s while {what} (check option 'service.url'; the "
+                "broker must be reachable from the Spark driver and executors)"
+            ) from None
+        except PulsarLabError as exc:
+            raise PulsarSparkError(f"{what}: {exc}") from None
+
+    def close(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            admin.close()
+
+    # -- topics ---------------------------------------------------------------------------
+
+    def topics(self, opts: SourceOptions) -> list[str]:
+        """The (possibly partitioned) topics ``opts`` selects; a pattern is listed now."""
+        if opts.topics_pattern is None:
+            return list(opts.topics)
+        from ..broker.topic_name import TopicName
+
+        regex, namespace = namespace_pattern(opts.topics_pattern)
+        names = self._call(
+            f"listing namespace {namespace}", lambda a: a.topics.get_list(namespace)
+        )
+        found = set()
+        for name in names or []:
+            parsed = TopicName.get(name).partitioned_topic_name
+            if parsed.persistent and regex.fullmatch(str(parsed)):
+                found.add(str(parsed))
+        return sorted(found)
+
+    def partitions(self, topic: str) -> list[str]:
+        """The partition topics of ``topic`` (``[topic]`` when it is not partitioned)."""
+        from ..broker.topic_name import TopicName
+
+        meta = self._call(
+            f"looking up {topic}", lambda a: a.topics.get_partitioned_topic_metadata(topic)
+        )
+        n = int((meta or {}).get("partitions") or 0)
+        if n <= 0:
+            return [topic]
+        parsed = TopicName.get(topic)
+        return [str(parsed.partition(i)) for i in range(n)]
+
+    def partition_info(self, topic: str) -> PartitionInfo:
+        """The last entry and ledgers of one partition topic (``exists=False`` if missing)."""
+        from ..broker.errors import TopicNotFound
+        from ..broker.topic_name import TopicName
+
+        index = TopicName.get(topic).partition_index
+        stats = self._call(
+            f"reading the stats of {topic}",
+            lambda a: _internal_stats_or_none(a, topic, TopicNotFound),
+        )
+        if stats is None:
+            return PartitionInfo(topic, index, False, None)
+        return _info_from_stats(topic, index, stats)
+
+    def snapshot(self, opts: SourceOptions) -> dict[str, PartitionInfo]:
+        """Every partition topic ``opts`` selects, by name (sorted), with its last entry."""
+        out: dict[str, PartitionInfo] = {}
+        for topic in self.topics(opts):
+            for name in self.partitions(topic):
+                out[name] = self.partition_info(name)
+        return dict(sorted(out.items()))
+
+
+def _internal_stats_or_none(admin: Any, topic: str, not_found: type[Exception]) -> Any:
+    try:
+        return admin.topics.get_internal_stats(topic)
+    except not_found:
+        return None
+
+
+def _info_from_stats(topic: str, index: int, stats: dict[str, Any]) -> PartitionInfo:
+    ledgers = tuple(
+        (int(info["ledgerId"]), int(info.get("entries") or 0))
+        for info in stats.get("ledgers") or []
+    )
+    latest: Position | None = None
+    lac = str(stats.get("lastConfirmedEntry") or "")
+    ledger_text, _, entry_text = lac.partition(":")
+    try:
+        ledger, entry = int(ledger_text), int(entry_text)
+    except ValueError:
+        ledger, entry = -1, -1
+    if ledger >= 0 and entry >= 0:
+        latest = Position(ledger, entry, index, -1)
+    else:
+        for ledger_id, entries in reversed(ledgers):
+            if entries > 0:
+                latest = Position(ledger_id, entries - 1, index, -1)
+                break
+    return PartitionInfo(topic, index, True, latest, ledgers)
