@@ -95,6 +95,9 @@ class ManagedCursor:
         while len(result) < max_entries and self.has_more_entries():
             batch = self.ledger.read_entries(self.read_position, max_entries - len(result))
             if not batch:
+                # Nothing left at or after the read position (e.g. it still points into a
+                # ledger that was rolled over): move it to where the next entry will land.
+                self.read_position = self.ledger.next_position(self.ledger.last_confirmed)
                 break
             for position, data in batch:
                 if not self.is_deleted(position):

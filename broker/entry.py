@@ -76,8 +76,56 @@ class MessageMetadata:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MessageMetadata:
+        """Build metadata from a wire/stored map; a wrong field, type or range is a
+        ``ValueError`` naming it (the broker answers it as a bad request)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"metadata must be a map, not {type(data).__name__}")
+        for name, value in data.items():
+            kind = _FIELD_TYPES.get(name)
+            if kind is None:
+                raise ValueError(f"unknown metadata field {name!r}")
+            if value is None and name in _OPTIONAL:
+                continue
+            if kind is int:
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise ValueError(f"metadata field {name!r} must be an int")
+                low, high = _INT_RANGES.get(name, (-(1 << 63), (1 << 63) - 1))
+                if not low <= value <= high:
+                    raise ValueError(f"metadata field {name!r} is out of range: {value}")
+            elif kind is dict:
+                if not isinstance(value, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+                ):
+                    raise ValueError(f"metadata field {name!r} must map strings to strings")
+            elif not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+                raise ValueError(f"metadata field {name!r} must be {kind.__name__}")
         return cls(**data)
 
+
+_FIELD_TYPES: dict[str, type] = {
+    "producer_name": str, "sequence_id": int, "publish_time": int, "properties": dict,
+    "partition_key": str, "partition_key_b64_encoded": bool, "ordering_key": bytes,
+    "event_time": int, "num_messages_in_batch": int, "compression": str,
+    "uncompressed_size": int, "deliver_at_time": int, "schema_version": bytes,
+    "null_value": bool, "uuid": str, "num_chunks_from_msg": int,
+    "total_chunk_msg_size": int, "chunk_id": int, "marker_type": int,
+    "highest_sequence_id": int,
+}
+_OPTIONAL = frozenset(
+    {"partition_key", "ordering_key", "num_messages_in_batch", "schema_version", "uuid",
+     "num_chunks_from_msg", "total_chunk_msg_size", "chunk_id", "marker_type",
+     "highest_sequence_id"}
+)
+_U32 = (0, (1 << 32) - 1)
+_INT_RANGES = {
+    "num_messages_in_batch": (1, (1 << 32) - 1),
+    "uncompressed_size": _U32,
+    "num_chunks_from_msg": _U32,
+    "total_chunk_msg_size": _U32,
+    "chunk_id": _U32,
+    "deliver_at_time": (0, (1 << 63) - 1),
+    "publish_time": (0, (1 << 63) - 1),
+}
 
 _DEFAULTS = tuple(
     (f.name, {} if f.name == "properties" else f.default) for f in fields(MessageMetadata)

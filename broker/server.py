@@ -370,6 +370,12 @@ class Broker:
             self._reply_error(
                 conn, command.request_id, "InvalidMessage", f"{name}: {type(exc).__name__}: {exc}"
             )
+        except Exception as exc:  # a bug must cost one request, never the broker
+            log.exception("internal error while handling %s", name)
+            self._reply_error(
+                conn, command.request_id, "UnknownError",
+                f"{name}: internal error ({type(exc).__name__}); the broker logged it",
+            )
 
     def _success(self, conn: Connection, command: wire.Command, result: Any = None) -> None:
         if command.request_id or result is not None:
@@ -425,8 +431,8 @@ class Broker:
             return
         try:
             metadata = MessageMetadata.from_dict(command["metadata"])
-        except TypeError as exc:
-            raise InvalidArgument(f"SEND metadata has an unknown field: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(f"SEND: {exc}") from None
         metadata.sequence_id = sequence_id
         payload = command.payloads[0]
         payload = payload.bytes if hasattr(payload, "bytes") else bytes(payload)

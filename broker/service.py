@@ -222,6 +222,11 @@ class BrokerService:
         name = TopicName.get(topic)
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise InvalidArgument(f"number of partitions must be an int >= 1, not {partitions!r}")
+        limit = self.settings.max_num_partitions_per_partitioned_topic
+        if 0 < limit < partitions:
+            raise InvalidArgument(
+                f"{partitions} partitions exceed max_num_partitions_per_partitioned_topic={limit}"
+            )
         if name.is_partition:
             raise InvalidArgument(f"{name} is a partition name; pick a name without -partition-N")
         key = str(name)

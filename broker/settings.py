@@ -14,6 +14,9 @@ class BrokerSettings:
     """Every tunable of the broker core. Unknown names are rejected, not ignored."""
 
     max_message_size: int = 5 * 1024 * 1024
+    # Pulsar's maxNumPartitionsPerPartitionedTopic is 0 (no limit) by default; a notebook
+    # broker creates partitions inline, so it refuses absurd counts instead of wedging.
+    max_num_partitions_per_partitioned_topic: int = 1000
     allow_auto_topic_creation: bool = True
     key_shared_use_consistent_hashing: bool = True
     subscription_key_shared_consistent_hashing_replica_points: int = 100

@@ -39,3 +39,28 @@ def test_ordering_key_wins_and_none_key_fallback():
 def test_short_entry_is_a_clear_error():
     with pytest.raises(ValueError, match="shorter than"):
         read_header(b"abc")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"nope": 1}, "unknown metadata field"),
+        ({"deliver_at_time": 2**63}, "out of range"),
+        ({"publish_time": "soon"}, "must be an int"),
+        ({"num_messages_in_batch": 0}, "out of range"),
+        ({"partition_key": 7}, "must be str"),
+        ({"ordering_key": "text"}, "must be bytes"),
+        ({"properties": {"a": 1}}, "strings to strings"),
+        ({"null_value": 1}, "must be bool"),
+    ],
+)
+def test_metadata_from_the_wire_is_checked(data, message):
+    with pytest.raises(ValueError, match=message):
+        MessageMetadata.from_dict(data)
+
+
+def test_partition_limit(harness):
+    from pulsarlab.broker.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="max_num_partitions_per_partitioned_topic"):
+        harness.service.create_partitioned_topic("huge", 2**63 - 1)

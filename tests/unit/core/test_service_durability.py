@@ -78,3 +78,28 @@ def test_fully_acked_ledgers_are_trimmed(make_harness):
     after = [info.ledger_id for info in ledger.ledgers]
     assert msgs[0][0] not in after and msgs[2][0] not in after
     assert msgs[4][0] in after
+
+
+def test_caught_up_consumer_survives_a_ledger_rollover(make_harness):
+    """Regression: after a rollover the cursor pointed past the old ledger and the
+    dispatcher looped forever reading nothing."""
+    h = make_harness(managed_ledger_max_entries_per_ledger=3)
+    c = h.subscribe(T, "s", "c", SubType.Shared, permits=100)
+    first = h.publish(T, 3)
+    assert h.take(c) == first
+    h.ack(c, first)
+    h.advance(h.service.settings.retention_check_interval_ms)  # rollover + trim
+    h.flow(c, 1)  # used to hang here
+    more = h.publish(T, 2)
+    assert h.take(c) == more
+
+
+def test_rollover_by_time_with_a_caught_up_exclusive_consumer(make_harness):
+    h = make_harness(managed_ledger_max_ledger_rollover_time_minutes=1,
+                     managed_ledger_min_ledger_rollover_time_minutes=0)
+    c = h.subscribe(T, "s", "c", SubType.Exclusive, permits=100)
+    first = h.publish(T, 2)
+    assert h.take(c) == first
+    h.advance(61_000)
+    h.ack(c, [first[-1]], cumulative=True)
+    assert h.publish(T, 1) == h.take(c)
