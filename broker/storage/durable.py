@@ -80,6 +80,27 @@ def _record_at(buf: mmap.mmap, pos: int, size: int) -> tuple[int, bool] | None:
     return end, zlib.crc32(buf[pos + _HEADER.size : end]) == crc
 
 
+_RESYNC_WINDOW = 8 * 1024 * 1024  # a damaged record spans at most one entry's bytes
+
+
+def _resync(buf: mmap.mmap, pos: int, size: int) -> int | None:
+    """Where intact records resume after an unreadable one at ``pos``, if they do.
+
+    Only a chain of intact records running exactly to the end of the file counts, so a
+    torn tail (nothing valid after it) still returns ``None`` and is truncated.
+    """
+    for start in range(pos + _HEADER.size, min(size, pos + _RESYNC_WINDOW)):
+        at = start
+        while at < size:
+            record = _record_at(buf, at, size)
+            if record is None or not record[1]:
+                break
+            at = record[0]
+        if at == size and at > start:
+            return start
+    return None
+
+
 def _scan(path: Path, closed: bool) -> tuple[array[int], list[int], int | None, int]:
     """Walk a segment file's records.
 
@@ -100,16 +121,22 @@ def _scan(path: Path, closed: bool) -> tuple[array[int], list[int], int | None, 
             pos = 0
             while pos < size:
                 record = _record_at(buf, pos, size)
-                if record is None:
+                if record is not None:
+                    end, intact = record
+                    following = None if intact else _record_at(buf, end, size)
+                    if intact or closed or (following is not None and following[1]):
+                        if not intact:
+                            corrupt.append(len(offsets) - 1)
+                        offsets.append(end)
+                        pos = end
+                        continue
+                resume = _resync(buf, pos, size)
+                if resume is None:
                     return offsets, corrupt, pos, size
-                end, intact = record
-                if not intact:
-                    following = _record_at(buf, end, size)
-                    if not (closed or (following is not None and following[1])):
-                        return offsets, corrupt, pos, size
-                    corrupt.append(len(offsets) - 1)
-                offsets.append(end)
-                pos = end
+                # A damaged length field, not a torn tail: intact records follow it.
+                corrupt.append(len(offsets) - 1)
+                offsets.append(resume)
+                pos = resume
     return offsets, corrupt, None, size
 
 

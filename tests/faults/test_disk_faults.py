@@ -283,11 +283,6 @@ def test_corrupt_middle_entry_is_reported_skipped_visibly_and_the_broker_serves(
             broker.kill()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a damaged length field in the middle of the last ledger is taken for a torn "
-    "tail: the segment is truncated there and the good, receipted entries after it are lost",
-)
 def test_damaged_length_in_the_middle_keeps_the_good_entries_after_it(
     tmp_path: Path,
 ) -> None:
