@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import sys
 import threading
@@ -59,6 +60,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _run_broker(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     settings = dict(args.settings)
     data_dir = None if args.storage == "memory" else args.data_dir
     broker = Broker(
