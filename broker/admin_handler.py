@@ -109,7 +109,7 @@ class AdminHandler:
     ) -> None:
         for part in self._partitions(topic):
             if timestamp is not None:
-                sub = self.service._subscription(part, subscription)
+                sub = self.service.subscription(part, subscription)
                 sub.reset_cursor(self.service.position_for_publish_time(sub.topic, timestamp))
             else:
                 self.service.reset_cursor(part, subscription, _message_id(message_id))

@@ -235,6 +235,7 @@ class Broker:
         self.connections: dict[bytes, Connection] = {}
         self.admin = AdminHandler(self.service)
         self._event_subscribers = 0
+        self._publishing_events = False
         self._next_ping = self.clock.now_ms() + self.keep_alive_ms
         log.info("pulsarlab broker serving on %s (events %s)", self.service_url, self.events_url)
 
@@ -310,11 +311,13 @@ class Broker:
             elif msg[:1] == b"\x00":
                 self._event_subscribers = max(0, self._event_subscribers - 1)
         assert self.service is not None
-        listening = self._publish_event in self.service._listeners
+        listening = self._publishing_events
         if self._event_subscribers and not listening:
             self.service.add_listener(self._publish_event)
+            self._publishing_events = True
         elif not self._event_subscribers and listening:
             self.service.remove_listener(self._publish_event)
+            self._publishing_events = False
 
     def _publish_event(self, event: BrokerEvent) -> None:
         body = msgpack.packb(event.to_dict(), use_bin_type=True, default=str)

@@ -541,7 +541,8 @@ class BrokerService:
 
     # -- admin on subscriptions -----------------------------------------------------------
 
-    def _subscription(self, topic: str, subscription: str) -> Subscription:
+    def subscription(self, topic: str, subscription: str) -> Subscription:
+        """An existing subscription of an existing topic (admin lookups)."""
         t = self.get_topic(topic, create=False)
         sub = t.subscriptions.get(subscription)
         if sub is None:
@@ -549,7 +550,7 @@ class BrokerService:
         return sub
 
     def reset_cursor(self, topic: str, subscription: str, message_id: MessageId) -> None:
-        sub = self._subscription(topic, subscription)
+        sub = self.subscription(topic, subscription)
         if message_id == MessageId.earliest:
             position = sub.topic.ledger.first_position()
         elif message_id == MessageId.latest:
@@ -609,7 +610,7 @@ class BrokerService:
         self.emit(EventType.SUBSCRIPTION_CREATED, t.name, subscription, None, durable=True)
 
     def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
-        sub = self._subscription(topic, subscription)
+        sub = self.subscription(topic, subscription)
         if sub.consumers and not force:
             raise NotAllowed(f"subscription {subscription!r} has connected consumers")
         for consumer in list(sub.consumers):
@@ -620,7 +621,7 @@ class BrokerService:
 
     def skip_messages(self, topic: str, subscription: str, count: int) -> None:
         """Acknowledge the next ``count`` unacknowledged entries of the subscription."""
-        sub = self._subscription(topic, subscription)
+        sub = self.subscription(topic, subscription)
         cursor = sub.cursor
         position = cursor.ledger.next_position(cursor.mark_delete_position)
         chosen: list[Position] = []
@@ -633,7 +634,7 @@ class BrokerService:
 
     def peek_messages(self, topic: str, subscription: str, count: int) -> list[tuple]:
         """The next ``count`` unacknowledged entries, without moving anything."""
-        sub = self._subscription(topic, subscription)
+        sub = self.subscription(topic, subscription)
         cursor = sub.cursor
         position = cursor.ledger.next_position(cursor.mark_delete_position)
         out: list[tuple] = []
@@ -647,7 +648,7 @@ class BrokerService:
 
     def expire_messages(self, topic: str, subscription: str, expire_time_seconds: int) -> None:
         """Acknowledge every entry published more than ``expire_time_seconds`` ago."""
-        sub = self._subscription(topic, subscription)
+        sub = self.subscription(topic, subscription)
         self.expire_subscription(sub, expire_time_seconds, self.now_ms())
 
     def expire_subscription(self, sub: Subscription, ttl_seconds: int, now_ms: int) -> None:
