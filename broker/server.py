@@ -47,6 +47,8 @@ T = TypeVar("T")
 
 _BURST = 2000  # commands read before a group commit
 _FRAME_OVERHEAD = 1 << 20
+_NOBLOCK = int(zmq.NOBLOCK)
+_SNDMORE = int(zmq.SNDMORE)
 
 
 @dataclass(eq=False)
@@ -265,17 +267,34 @@ class Broker:
             if self.pub in ready:
                 self._read_event_subscriptions()
             if self.router in ready:
-                for _ in range(_BURST):
-                    try:
-                        frames = self.router.recv_multipart(zmq.NOBLOCK, copy=False)
-                    except zmq.Again:
-                        break
-                    self._handle(frames)
+                self._drain_router()
             self._run_calls()
             service.commit()
             service.tick()
             self._heartbeat()
             self._flush_actions()
+
+    def _drain_router(self) -> None:
+        """Read and handle queued commands (up to a burst) until the socket is empty.
+
+        Frames are read one by one rather than with ``recv_multipart``, which asks libzmq
+        for the RCVMORE option after every frame; a ROUTER always delivers the identity
+        frame followed by at least one more, and ``Frame.more`` tells the rest.
+        """
+        recv = self.router.recv
+        handle = self._handle
+        for _ in range(_BURST):
+            try:
+                identity = recv(_NOBLOCK)
+            except zmq.Again:
+                return
+            frames = [identity]
+            more = True
+            while more:
+                frame = recv(copy=False)
+                frames.append(frame)
+                more = frame.more
+            handle(frames)
 
     @staticmethod
     def _poll_nowait(sock: zmq.Socket) -> bool:
@@ -326,8 +345,19 @@ class Broker:
     # -- commands -------------------------------------------------------------------------
 
     def _send(self, conn: Connection, frames: list) -> None:
+        # Frame by frame with int flags: send_multipart type-checks every part and
+        # combines enum flags per frame, which costs more than the sends themselves.
+        send = self.router.send
         try:
-            self.router.send_multipart([conn.identity, *frames], copy=False)
+            send(conn.identity, _SNDMORE)
+            last = len(frames) - 1
+            if last:
+                send(frames[0], _SNDMORE)
+                for frame in frames[1:last]:
+                    send(frame, _SNDMORE, copy=False)
+                send(frames[last], 0, copy=False)
+            else:
+                send(frames[0])
         except zmq.ZMQError as exc:
             log.warning("could not send to a client: %s", exc)
 
@@ -338,7 +368,7 @@ class Broker:
         if len(frames) < 2:
             log.warning("dropped a message with no header frame")
             return
-        identity = frames[0].bytes
+        identity = frames[0]
         conn = self.connections.get(identity)
         if conn is None:
             conn = Connection(identity)

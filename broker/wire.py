@@ -26,6 +26,7 @@ raises :class:`ProtocolError` with a one-line reason; the broker answers it with
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,7 +162,22 @@ def encode(name: str, request_id: int = 0, payloads: Sequence[Any] = (), **field
     """Frames for one message: the msgpack header, then the payload frames unchanged."""
     header = {"v": PROTOCOL_VERSION, "cmd": name, "rid": request_id}
     header.update(fields)
-    return [msgpack.packb(header, use_bin_type=True), *payloads]
+    if payloads:
+        return [_pack(header), *payloads]
+    return [_pack(header)]
+
+
+_packers = threading.local()
+
+
+def _pack(obj: Any) -> bytes:
+    """``msgpack.packb`` with a packer kept per thread (building one costs more than packing
+    a small header)."""
+    try:
+        pack = _packers.pack
+    except AttributeError:
+        pack = _packers.pack = msgpack.Packer(use_bin_type=True).pack
+    return pack(obj)
 
 
 def decode(frames: Sequence[Any], specs: dict[str, Spec]) -> Command:
@@ -178,28 +194,33 @@ def decode(frames: Sequence[Any], specs: dict[str, Spec]) -> Command:
         raise ProtocolError(f"header frame is not valid msgpack ({type(exc).__name__})") from None
     if not isinstance(header, dict):
         raise ProtocolError(f"header must be a msgpack map, not {type(header).__name__}")
-    request_id = header.get("rid", 0)
-    if not isinstance(request_id, int) or isinstance(request_id, bool) or request_id < 0:
+    # The map is ours: what is left after taking v, cmd and rid out are the fields.
+    fields = header
+    request_id = fields.pop("rid", 0)
+    if type(request_id) is not int or request_id < 0:
         raise ProtocolError(f"request id must be an int >= 0, not {request_id!r}")
-    version = header.get("v")
+    version = fields.pop("v", None)
     if version != PROTOCOL_VERSION:
         raise ProtocolError(
             f"unsupported protocol version {version!r} (this broker speaks {PROTOCOL_VERSION})",
             request_id,
         )
-    name = header.get("cmd")
+    name = fields.pop("cmd", None)
     spec = specs.get(name) if isinstance(name, str) else None
     if spec is None:
         raise ProtocolError(f"unknown command {name!r}", request_id)
-    fields = {k: v for k, v in header.items() if k not in ("v", "cmd", "rid")}
     for key, types in spec.required.items():
-        if key not in fields:
-            raise ProtocolError(f"{name} is missing field {key!r}", request_id)
-        _check(name, key, fields[key], types, request_id)
-    for key, types in spec.optional.items():
-        if key in fields:
-            _check(name, key, fields[key], types, request_id)
-    payloads = list(frames[1:])
+        try:
+            value = fields[key]
+        except KeyError:
+            raise ProtocolError(f"{name} is missing field {key!r}", request_id) from None
+        if type(value) not in types:  # exact type: the common case; _check decides the rest
+            _check(name, key, value, types, request_id)
+    if spec.optional:
+        for key, types in spec.optional.items():
+            if key in fields:
+                _check(name, key, fields[key], types, request_id)
+    payloads = frames[1:] if type(frames) is list else list(frames[1:])
     if spec.payloads == "none" and payloads:
         raise ProtocolError(f"{name} takes no payload frames, got {len(payloads)}", request_id)
     if spec.payloads == "one" and len(payloads) != 1:
