@@ -32,10 +32,13 @@ from .actions import ActiveConsumerChange, ConsumerClosed, Deliver, SendError, S
 from .admin_handler import AdminHandler
 from .clock import WallClock
 from .consumer import KeySharedMeta, KeySharedMode, SubType
+from .curve import apply_server, load_secret_key
 from .entry import MessageMetadata
-from .errors import ConsumerNotFound, InvalidArgument, PulsarLabError
+from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, PulsarLabError
 from .events import BrokerEvent
+from .limits import check_connections, check_consumers, check_producers
 from .message_id import MessageId
+from .security import Authenticator, check_bind, events_host
 from .service import BrokerService
 from .settings import BrokerSettings
 from .storage import open_storage
@@ -47,6 +50,7 @@ T = TypeVar("T")
 
 _BURST = 2000  # commands read before a group commit
 _FRAME_OVERHEAD = 1 << 20
+_MAX_IGNORED = 100_000  # refused identities remembered (oldest forgotten first)
 _NOBLOCK = int(zmq.NOBLOCK)
 _SNDMORE = int(zmq.SNDMORE)
 
@@ -57,6 +61,7 @@ class Connection:
 
     identity: bytes
     connected: bool = False
+    role: str | None = None  # the token's subject when authentication is on
     last_seen_ms: int = 0
     producers: dict[int, int] = field(default_factory=dict)  # client id -> core id
     consumers: dict[int, int] = field(default_factory=dict)  # client id -> core id
@@ -86,6 +91,18 @@ class Broker:
         self.settings = BrokerSettings.from_kwargs(**settings)
         if storage not in ("durable", "memory"):
             raise InvalidArgument(f"storage must be 'durable' or 'memory', not {storage!r}")
+        # Security (broker/security.py): loopback unless authenticated, optional CURVE.
+        check_bind(host, self.settings)
+        self.authenticator = Authenticator(self.settings)
+        self._curve_secret: bytes | None = None
+        if self.settings.curve_secret_key_file:
+            try:
+                self._curve_secret = load_secret_key(self.settings.curve_secret_key_file)[1]
+            except ValueError as exc:
+                raise InvalidArgument(f"curve_secret_key_file: {exc}") from None
+        self.events_host = events_host(host, self.settings)
+        self._ignored: dict[bytes, int] = {}  # refused identities -> when (frames dropped)
+        self.dropped_from_refused = 0  # messages dropped from refused connections
         self.host = host
         self.port = port
         self.events_port = events_port
@@ -118,7 +135,11 @@ class Broker:
 
     @property
     def events_url(self) -> str:
-        return f"tcp://{self.host}:{self.events_port}"
+        return f"tcp://{self.events_host}:{self.events_port}"
+
+    def create_token(self, role: str, expires_in_seconds: int | None = None) -> str:
+        """A token for ``role`` signed with this broker's secret key (authentication on)."""
+        return self.authenticator.create_token(role, expires_in_seconds)
 
     @property
     def running(self) -> bool:
@@ -211,6 +232,8 @@ class Broker:
         self.router = ctx.socket(zmq.ROUTER)
         self._sockets.append(self.router)
         self.router.linger = 0
+        if self._curve_secret is not None:
+            apply_server(self.router, self._curve_secret)
         self.router.setsockopt(zmq.MAXMSGSIZE, self.settings.max_message_size + _FRAME_OVERHEAD)
         self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
         self.router.sndhwm = 0
@@ -223,9 +246,9 @@ class Broker:
         self._sockets.append(self.pub)
         self.pub.linger = 0
         if self.events_port:
-            self.pub.bind(f"tcp://{self.host}:{self.events_port}")
+            self.pub.bind(f"tcp://{self.events_host}:{self.events_port}")
         else:
-            self.events_port = self.pub.bind_to_random_port(f"tcp://{self.host}")
+            self.events_port = self.pub.bind_to_random_port(f"tcp://{self.events_host}")
         self.wake = ctx.socket(zmq.PAIR)
         self._sockets.append(self.wake)
         self.wake.linger = 0
@@ -371,16 +394,29 @@ class Broker:
         identity = frames[0]
         conn = self.connections.get(identity)
         if conn is None:
+            if identity in self._ignored:
+                self.dropped_from_refused += 1
+                return  # refused once already: everything else it sends is dropped
             conn = Connection(identity)
             self.connections[identity] = conn
         conn.last_seen_ms = self.clock.now_ms()
         try:
             command = wire.decode(frames[1:], wire.CLIENT_COMMANDS)
         except wire.ProtocolError as exc:
+            if not conn.connected and self.authenticator.enabled:
+                self._refuse(conn, exc.request_id, AuthenticationError(
+                    "authentication required: the first message must be CONNECT with a token"
+                ))
+                return
             log.info("protocol error from a client: %s", exc)
             self._reply_error(conn, exc.request_id, "InvalidMessage", str(exc))
             return
         name = command.name
+        if not conn.connected and name != "CONNECT" and self.authenticator.enabled:
+            self._refuse(conn, command.request_id, AuthenticationError(
+                f"authentication required: {name} before CONNECT"
+            ))
+            return
         if name == "PONG":
             return
         if name == "PING":
@@ -414,7 +450,26 @@ class Broker:
         if command.request_id or result is not None:
             self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
 
+    def _refuse(self, conn: Connection, request_id: int, exc: PulsarLabError) -> None:
+        """Send one ERROR, forget the connection and drop what it sends from now on."""
+        self._reply_error(conn, request_id, exc.code, str(exc))
+        assert self.service is not None
+        self.service.close_connection(conn)
+        self.connections.pop(conn.identity, None)
+        if len(self._ignored) >= _MAX_IGNORED:
+            del self._ignored[next(iter(self._ignored))]
+        self._ignored[conn.identity] = self.clock.now_ms()
+        log.info("refused a client: %s", exc)
+
     def _cmd_connect(self, conn: Connection, command: wire.Command) -> None:
+        try:
+            if not conn.connected:
+                check_connections(self.settings, len(self.connections))
+            if self.authenticator.enabled:
+                conn.role = self.authenticator.authenticate(command.get("auth_token"))
+        except PulsarLabError as exc:
+            self._refuse(conn, command.request_id, exc)
+            return
         conn.connected = True
         self._send(
             conn,
@@ -431,6 +486,8 @@ class Broker:
         client_id = command["producer_id"]
         if client_id in conn.producers:
             raise InvalidArgument(f"producer id {client_id} is already in use on this connection")
+        self.admin.authorizer.check_topic(conn.role, command["topic"], "produce")
+        check_producers(self.settings, len(conn.producers))
         assert self.service is not None
         producer = self.service.create_producer(
             command["topic"], command.get("producer_name"), conn
@@ -494,6 +551,8 @@ class Broker:
         client_id = command["consumer_id"]
         if client_id in conn.consumers:
             raise InvalidArgument(f"consumer id {client_id} is already in use on this connection")
+        self.admin.authorizer.check_topic(conn.role, command["topic"], "consume")
+        check_consumers(self.settings, len(conn.consumers))
         try:
             sub_type = SubType(command["sub_type"])
         except ValueError:
@@ -639,11 +698,13 @@ class Broker:
         )
 
     def _cmd_partitioned_metadata(self, conn: Connection, command: wire.Command) -> None:
+        self.admin.authorizer.check_topic(conn.role, command["topic"], "lookup")
         assert self.service is not None
         n = self.service.get_partitioned_topic_metadata(command["topic"])
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=n))
 
     def _cmd_get_topics(self, conn: Connection, command: wire.Command) -> None:
+        self.admin.authorizer.check(conn.role, command["namespace"], "consume")
         assert self.service is not None
         names = self.service.list_topics(
             command["namespace"], bool(command.get("include_system", False))
@@ -651,6 +712,7 @@ class Broker:
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=names))
 
     def _cmd_admin(self, conn: Connection, command: wire.Command) -> None:
+        self.admin.authorizer.check_admin(conn.role, command["op"], command.get("args") or {})
         result = self.admin.call(command["op"], command.get("args") or {})
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
 
@@ -725,6 +787,9 @@ class Broker:
         if now < self._next_ping:
             return
         self._next_ping = now + self.keep_alive_ms
+        if self._ignored:  # a refused peer is ignored for two keep-alive periods
+            horizon = now - 2 * self.keep_alive_ms
+            self._ignored = {i: t for i, t in self._ignored.items() if t > horizon}
         assert self.service is not None
         for identity, conn in list(self.connections.items()):
             if now - conn.last_seen_ms > 2 * self.keep_alive_ms:

@@ -9,6 +9,13 @@ them (group commit) before they become readable. The ledger list is saved on cre
 rollover, trim and close, not per entry, so opening after a crash scans the segment files:
 a torn tail of the last ledger is truncated (WARNING), a bad record followed by good ones is
 corruption and is reported (ERROR) and kept as a ``None`` entry, never skipped silently.
+
+A ledger that is sealed (closed at rollover or at a clean close, or recovered at open)
+gets an index file of its entry offsets (``ledger_index.py``); opening trusts it instead of
+scanning when it matches the segment file and the ledger list, and the last record's CRC
+is checked. In memory a ledger keeps only its offsets (an ``array`` of u64, 8 bytes per
+entry); entry data is read from disk on demand, except the recent entries the storage-wide
+:class:`EntryCache` holds within its byte budget.
 """
 
 from __future__ import annotations
@@ -22,12 +29,13 @@ import re
 import struct
 import zlib
 from array import array
-from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import LedgerCorruption, StorageError
-from .base import LedgerConfig, LedgerInfo, MetadataStore, Position
+from .base import LedgerConfig, LedgerInfo, MetadataStore
+from .entry_cache import EntryCache
+from .ledger_index import load_index, remove_index, write_index
 from .memory import LedgerSequence, LedgerStorage
 from .sqlite_store import SqliteMetadataStore
 
@@ -37,6 +45,7 @@ _HEADER = struct.Struct(">II")
 _FLUSH_BYTES = 1 << 20
 _MAX_OPEN_FILES = 4
 _SEGMENT = re.compile(r"(\d+)\.log")
+_INDEX = re.compile(r"(\d+)\.idx")
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -101,6 +110,28 @@ def _resync(buf: mmap.mmap, pos: int, size: int) -> int | None:
     return None
 
 
+def _scan_intact(buf: mmap.mmap, offsets: array[int], size: int) -> int:
+    """Append the ends of the intact records from ``offsets[-1]`` on; return where they stop.
+
+    The common case of :func:`_scan`, kept tight: CRCs are taken over memoryview slices of
+    the mapping (no copies) and anything unusual is left to the caller.
+    """
+    view = memoryview(buf)
+    try:
+        unpack, crc32, append, header = _HEADER.unpack_from, zlib.crc32, offsets.append, 8
+        pos = offsets[-1]
+        while pos + header <= size:
+            length, crc = unpack(buf, pos)
+            end = pos + header + length
+            if length == 0 or end > size or crc32(view[pos + header : end]) != crc:
+                break
+            append(end)
+            pos = end
+        return pos
+    finally:
+        view.release()
+
+
 def _scan(path: Path, closed: bool) -> tuple[array[int], list[int], int | None, int]:
     """Walk a segment file's records.
 
@@ -120,6 +151,9 @@ def _scan(path: Path, closed: bool) -> tuple[array[int], list[int], int | None, 
         with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             pos = 0
             while pos < size:
+                pos = _scan_intact(buf, offsets, size)
+                if pos >= size:
+                    break
                 record = _record_at(buf, pos, size)
                 if record is not None:
                     end, intact = record
@@ -144,7 +178,12 @@ class DurableManagedLedger(LedgerSequence):
     """A managed ledger stored as one segment file per ledger in ``directory``."""
 
     def __init__(
-        self, name: str, config: LedgerConfig, metadata: MetadataStore, directory: Path
+        self,
+        name: str,
+        config: LedgerConfig,
+        metadata: MetadataStore,
+        directory: Path,
+        cache: EntryCache | None = None,
     ) -> None:
         super().__init__(name, config, metadata)
         self._dir = directory
@@ -154,8 +193,8 @@ class DurableManagedLedger(LedgerSequence):
         self._fds: dict[int, int] = {}
         self._buffer = bytearray()
         self._dirs_to_sync: tuple[Path, ...] = ()
-        self._cache: OrderedDict[Position, bytes] = OrderedDict()
-        self._cache_bytes = 0
+        # Shared by every managed ledger of the storage (one budget for all topics).
+        self._cache = cache if cache is not None else EntryCache(config.cache_size_bytes)
 
     def _path(self, ledger_id: int) -> Path:
         return self._dir / f"{ledger_id}.log"
@@ -177,6 +216,12 @@ class DurableManagedLedger(LedgerSequence):
             return
         listed = [info.ledger_id for info in saved or []]
         for path in sorted(self._dir.iterdir()):
+            index = _INDEX.fullmatch(path.name)
+            if index is not None:
+                # An index is only a shortcut: one without a listed ledger is dropped.
+                if int(index[1]) not in listed:
+                    self._unlink_quietly(path)
+                continue
             match = _SEGMENT.fullmatch(path.name)
             if match is None or int(match[1]) in listed:
                 continue
@@ -198,6 +243,13 @@ class DurableManagedLedger(LedgerSequence):
 
     def _recover_ledger(self, info: LedgerInfo, now_ms: int) -> LedgerInfo:
         ledger_id, path = info.ledger_id, self._path(info.ledger_id)
+        offsets = self._indexed_offsets(info)
+        if offsets is not None:
+            self._offsets[ledger_id] = offsets
+            records = len(offsets) - 1
+            stamp = info.timestamp_ms if info.closed else now_ms
+            size = offsets[-1] - _HEADER.size * records
+            return LedgerInfo(ledger_id, records, size, stamp, closed=True)
         offsets, corrupt, stop, size = _scan(path, info.closed)
         records = len(offsets) - 1
         for entry_id in corrupt:
@@ -244,10 +296,92 @@ class DurableManagedLedger(LedgerSequence):
         entries = len(offsets) - 1
         self._offsets[ledger_id] = offsets
         self._corrupt.update((ledger_id, entry_id) for entry_id in corrupt)
+        if not corrupt and entries > 0:
+            # Sealed from now on (a new ledger takes the writes): the next open needs no scan.
+            # Ledgers with corrupt entries get none, so they are reported on every open.
+            self._write_index(ledger_id)
         stamp = info.timestamp_ms if info.closed else now_ms
         return LedgerInfo(
             ledger_id, entries, offsets[-1] - _HEADER.size * records, stamp, closed=True
         )
+
+    def _indexed_offsets(self, info: LedgerInfo) -> array[int] | None:
+        """The ledger's offsets from its index file, if it matches the segment file and the
+        ledger list and its last record passes its CRC check; else ``None`` (scan it)."""
+        path = self._path(info.ledger_id)
+        offsets, reason = load_index(path, info.entries)
+        if offsets is None:
+            if reason != "no index":
+                log.info(
+                    "managed ledger %s: ledger %d's index is not usable (%s); scanning its "
+                    "segment file",
+                    self.name,
+                    info.ledger_id,
+                    reason,
+                )
+            return None
+        if len(offsets) > 1 and not self._last_record_intact(path, offsets):
+            log.info(
+                "managed ledger %s: ledger %d's last record does not match its index; "
+                "scanning its segment file",
+                self.name,
+                info.ledger_id,
+            )
+            return None
+        return offsets
+
+    @staticmethod
+    def _last_record_intact(path: Path, offsets: array[int]) -> bool:
+        start, end = offsets[-2], offsets[-1]
+        try:
+            with open(path, "rb") as file:
+                raw = os.pread(file.fileno(), end - start, start)
+        except OSError:
+            return False
+        if len(raw) != end - start or len(raw) < _HEADER.size:
+            return False
+        length, crc = _HEADER.unpack_from(raw)
+        return length == len(raw) - _HEADER.size and zlib.crc32(raw[_HEADER.size :]) == crc
+
+    def _write_index(self, ledger_id: int) -> None:
+        """Best effort: without an index the ledger still opens, by a scan."""
+        try:
+            write_index(self._path(ledger_id), self._offsets[ledger_id])
+        except OSError as exc:
+            log.warning(
+                "managed ledger %s: cannot write the index of ledger %d (%s); the next open "
+                "scans its segment file",
+                self.name,
+                ledger_id,
+                _reason(exc),
+            )
+
+    def _store_seal(self, ledger_id: int) -> None:
+        offsets = self._offsets.get(ledger_id)
+        if offsets is None or len(offsets) < 2:
+            return
+        if not self.config.journal_sync_data:
+            # The index must never describe records a crash could still take back.
+            fd = self._fds.get(ledger_id)
+            try:
+                if fd is not None:
+                    os.fsync(fd)
+            except OSError as exc:
+                log.warning(
+                    "managed ledger %s: cannot sync ledger %d before indexing it: %s",
+                    self.name,
+                    ledger_id,
+                    _reason(exc),
+                )
+                return
+        self._write_index(ledger_id)
+
+    def _unlink_quietly(self, path: Path) -> None:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("managed ledger %s: cannot remove %s: %s", self.name, path.name,
+                        _reason(exc))
 
     def _truncate(self, path: Path, length: int) -> None:
         try:
@@ -283,7 +417,8 @@ class DurableManagedLedger(LedgerSequence):
         self._buffer += _HEADER.pack(len(data), zlib.crc32(data))
         self._buffer += data
         offsets.append(offsets[-1] + _HEADER.size + len(data))
-        self._cache_put((ledger_id, len(offsets) - 2), data)
+        if self.config.cache_size_bytes > 0:
+            self._cache.put((ledger_id, len(offsets) - 2), data)
         if len(self._buffer) >= _FLUSH_BYTES:
             self._write_buffer(ledger_id)
 
@@ -316,7 +451,7 @@ class DurableManagedLedger(LedgerSequence):
         offsets = self._offsets[ledger_id]
         confirmed = self._infos[-1].entries
         for entry_id in range(confirmed, len(offsets) - 1):
-            self._cache_drop((ledger_id, entry_id))
+            self._cache.drop((ledger_id, entry_id))
         del offsets[confirmed + 1 :]
         self._buffer.clear()
         try:
@@ -395,29 +530,16 @@ class DurableManagedLedger(LedgerSequence):
             oldest = next(lid for lid in self._fds if lid != keep)
             os.close(self._fds.pop(oldest))
 
-    def _cache_put(self, position: Position, data: bytes) -> None:
-        if len(data) > self.config.cache_size_bytes:
-            return
-        self._cache[position] = data
-        self._cache_bytes += len(data)
-        while self._cache_bytes > self.config.cache_size_bytes:
-            self._cache_bytes -= len(self._cache.popitem(last=False)[1])
-
-    def _cache_drop(self, position: Position) -> None:
-        data = self._cache.pop(position, None)
-        if data is not None:
-            self._cache_bytes -= len(data)
-
     # -- removal ----------------------------------------------------------------------------
 
     def _store_delete(self, ledger_id: int) -> None:
         fd = self._fds.pop(ledger_id, None)
         if fd is not None:
             os.close(fd)
-        for position in [p for p in self._cache if p[0] == ledger_id]:
-            self._cache_drop(position)
+        self._cache.drop_ledger(ledger_id)
         self._offsets.pop(ledger_id, None)
         try:
+            remove_index(self._path(ledger_id))
             self._path(ledger_id).unlink(missing_ok=True)
         except OSError as exc:
             log.warning(
@@ -433,8 +555,8 @@ class DurableManagedLedger(LedgerSequence):
             os.close(fd)
         self._fds.clear()
         self._buffer.clear()
-        self._cache.clear()
-        self._cache_bytes = 0
+        for ledger_id in self._offsets:
+            self._cache.drop_ledger(ledger_id)
 
     def delete(self) -> None:
         super().delete()
@@ -454,6 +576,9 @@ class DurableStorage(LedgerStorage):
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
         super().__init__()
         self.data_dir = Path(data_dir)
+        # One entry cache for every topic; its budget is the largest cache_size_bytes any
+        # opened ledger asked for (the broker gives them all managed_ledger_cache_size_mb).
+        self.entry_cache = EntryCache(0)
         self._ledgers_dir = self.data_dir / "ledgers"
         try:
             if not self._ledgers_dir.is_dir():
@@ -467,7 +592,8 @@ class DurableStorage(LedgerStorage):
 
     def _make_ledger(self, name: str, config: LedgerConfig) -> LedgerSequence:
         directory = self._ledgers_dir / segment_dir_name(name)
-        return DurableManagedLedger(name, config, self.metadata, directory)
+        self.entry_cache.capacity = max(self.entry_cache.capacity, config.cache_size_bytes)
+        return DurableManagedLedger(name, config, self.metadata, directory, self.entry_cache)
 
     def managed_ledger_names(self) -> Iterator[str]:
         return iter(self.metadata.ledger_list_names())

@@ -71,6 +71,9 @@ class LedgerSequence(ManagedLedger):
     def _store_release(self) -> None:
         """Release files and caches (the ledger is closing)."""
 
+    def _store_seal(self, ledger_id: int) -> None:
+        """The ledger will never be written again (rolled over, or closed cleanly)."""
+
     # -- opening ----------------------------------------------------------------------------
 
     def _start(self, now_ms: int) -> None:
@@ -180,6 +183,7 @@ class LedgerSequence(ManagedLedger):
             self._store_delete(new_id)
             raise
         self._set_ledgers(infos)
+        self._store_seal(old.ledger_id)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -289,6 +293,7 @@ class LedgerSequence(ManagedLedger):
         try:
             self.sync()
             self._save()
+            self._store_seal(self._infos[-1].ledger_id)
         finally:
             self._release(deleted=False)
 

@@ -351,7 +351,8 @@ def test_delete_removes_the_segment_directory(tmp_path: Path) -> None:
     storage, ml = open_ml(data_dir, max_entries_per_ledger=2)
     write_synced(ml, 5)
     directory = segment(data_dir, 0).parent
-    assert len(list(directory.iterdir())) == 3
+    assert len(list(directory.glob("*.log"))) == 3
+    assert len(list(directory.glob("*.idx"))) == 2  # the two rolled-over ledgers
     ml.delete()
     assert not directory.exists()
     storage.close()

@@ -1,0 +1,65 @@
+"""The entry cache: one byte budget for every topic of a storage, object overhead counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pulsarlab.broker.storage import DurableStorage, LedgerConfig
+from pulsarlab.broker.storage.entry_cache import ENTRY_OVERHEAD, EntryCache
+
+
+def test_the_budget_counts_entry_overhead_and_evicts_the_oldest() -> None:
+    cache = EntryCache(capacity=10 * (100 + ENTRY_OVERHEAD))
+    for i in range(25):
+        cache.put((1, i), bytes(100))
+    assert len(cache) == 10
+    assert cache.size == 10 * (100 + ENTRY_OVERHEAD)
+    assert cache.get((1, 14)) is None and cache.get((1, 15)) is not None
+    cache.put((1, 24), bytes(50))  # replacing an entry re-counts it
+    assert cache.size == 9 * (100 + ENTRY_OVERHEAD) + 50 + ENTRY_OVERHEAD
+
+
+def test_too_big_entries_and_a_zero_budget_cache_nothing() -> None:
+    cache = EntryCache(capacity=1000)
+    cache.put((1, 0), bytes(1000))
+    assert len(cache) == 0 and cache.size == 0
+    empty = EntryCache(0)
+    empty.put((1, 0), b"x")
+    assert len(empty) == 0
+
+
+def test_dropping_a_ledger_keeps_the_others() -> None:
+    cache = EntryCache(capacity=1 << 20)
+    for ledger in (1, 2):
+        for i in range(5):
+            cache.put((ledger, i), b"data")
+    cache.drop_ledger(1)
+    cache.drop_ledger(7)  # nothing cached: a no-op
+    assert len(cache) == 5 and all(cache.get((2, i)) == b"data" for i in range(5))
+    assert cache.size == 5 * (4 + ENTRY_OVERHEAD)
+
+
+def test_a_hundred_topics_share_one_budget(tmp_path: Path) -> None:
+    storage = DurableStorage(tmp_path / "data")
+    budget = 64 * 1024
+    ledgers = [
+        storage.open_ledger(f"persistent://public/default/t{i}", LedgerConfig(
+            cache_size_bytes=budget), 0)
+        for i in range(100)
+    ]
+    for round_ in range(20):
+        for ml in ledgers:
+            ml.add_entry(b"%03d" % round_ + bytes(97), 0)
+            ml.sync()
+    assert 0 < storage.entry_cache.size <= budget
+    # The latest entries are served from memory, the older ones from disk, all correct.
+    for ml in ledgers[::10]:
+        got = [data for _, data in ml.read_entries(ml.first_position(), 100)]
+        assert got == [b"%03d" % r + bytes(97) for r in range(20)]
+    for ml in ledgers[:50]:
+        ml.close()
+    assert storage.entry_cache.size <= budget
+    assert all(p[0] not in {m.ledgers[-1].ledger_id for m in ledgers[:50]}
+               for p in storage.entry_cache._entries)
+    storage.close()
+    assert len(storage.entry_cache) == 0

@@ -1,0 +1,259 @@
+"""Index files of sealed ledgers: used when they match, never trusted when they do not.
+
+Every way an index can be wrong (missing, torn, corrupt, stale, describing a segment file
+that changed) must fall back to scanning the segment file, with exactly the entries that
+are really there: an index never loses or invents an entry.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from pulsarlab.broker.storage import DurableStorage, LedgerConfig, ManagedLedger
+from pulsarlab.broker.storage import durable as durable_module
+from pulsarlab.broker.storage.durable import segment_dir_name
+from pulsarlab.broker.storage.ledger_index import index_path, load_index, write_index
+
+TOPIC = "persistent://public/default/indexed"
+LOGGER = "pulsarlab.broker.storage"
+
+
+def open_ml(data_dir: Path, **config: int) -> tuple[DurableStorage, ManagedLedger]:
+    storage = DurableStorage(data_dir)
+    return storage, storage.open_ledger(TOPIC, LedgerConfig(**config), 0)
+
+
+def seg(data_dir: Path, ledger_id: int) -> Path:
+    return data_dir / "ledgers" / segment_dir_name(TOPIC) / f"{ledger_id}.log"
+
+
+def written(count: int) -> list[bytes]:
+    return [b"entry-%04d" % i for i in range(count)]
+
+
+def everything(ml: ManagedLedger) -> list[bytes | None]:
+    return [data for _, data in ml.read_entries(ml.first_position(), 1_000_000)]
+
+
+def build(data_dir: Path, count: int = 10, per_ledger: int = 4) -> list[int]:
+    """``count`` entries over ledgers of ``per_ledger``, closed cleanly; the ledger ids."""
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=per_ledger)
+    for data in written(count):
+        ml.add_entry(data, 0)
+        ml.sync()
+    ids = [info.ledger_id for info in ml.ledgers]
+    storage.close()
+    return ids
+
+
+@pytest.fixture
+def scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Ledger ids whose segment files get scanned (their ``n.log`` stem)."""
+    seen: list[int] = []
+    real = durable_module._scan
+
+    def counting(path: Path, closed: bool):  # type: ignore[no-untyped-def]
+        seen.append(int(path.stem))
+        return real(path, closed)
+
+    monkeypatch.setattr(durable_module, "_scan", counting)
+    return seen
+
+
+def test_a_clean_close_indexes_every_ledger_and_reopening_scans_none(
+    tmp_path: Path, scans: list[int]
+) -> None:
+    data_dir = tmp_path / "data"
+    ids = build(data_dir)
+    assert all(index_path(seg(data_dir, i)).exists() for i in ids)
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=4)
+    assert scans == []
+    assert everything(ml) == written(10)
+    assert [info.entries for info in ml.ledgers[:-1]] == [4, 4, 2]
+    assert ml.corrupt_entries == frozenset()
+    storage.close()
+
+
+def test_a_crashed_ledger_is_scanned_once_then_indexed(
+    tmp_path: Path, crash, scans: list[int]
+) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir)
+    for data in written(5):
+        ml.add_entry(data, 0)
+    ml.sync()
+    crashed = ml.last_confirmed[0]
+    crash(storage)
+    assert not index_path(seg(data_dir, crashed)).exists()
+
+    storage, ml = open_ml(data_dir)
+    assert scans == [crashed]
+    assert index_path(seg(data_dir, crashed)).exists()
+    crash(storage)  # no clean close this time either
+    scans.clear()
+    storage, ml = open_ml(data_dir)
+    assert crashed not in scans
+    assert everything(ml) == written(5)
+    storage.close()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["missing", "empty", "truncated", "flipped_offset", "flipped_header", "other_ledgers"],
+)
+def test_a_bad_index_falls_back_to_the_scan_with_the_same_entries(
+    tmp_path: Path, scans: list[int], damage: str
+) -> None:
+    data_dir = tmp_path / "data"
+    ids = build(data_dir)
+    target = index_path(seg(data_dir, ids[0]))
+    raw = bytearray(target.read_bytes())
+    if damage == "missing":
+        target.unlink()
+    elif damage == "empty":
+        target.write_bytes(b"")
+    elif damage == "truncated":
+        target.write_bytes(bytes(raw[:-5]))
+    elif damage == "flipped_offset":
+        raw[-3] ^= 0x10
+        target.write_bytes(bytes(raw))
+    elif damage == "flipped_header":
+        raw[9] ^= 0x01  # the entry count
+        target.write_bytes(bytes(raw))
+    else:  # a well-formed index, but of another ledger (2 entries, not 4)
+        target.write_bytes(index_path(seg(data_dir, ids[2])).read_bytes())
+
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=4)
+    assert scans == [ids[0]]
+    assert everything(ml) == written(10)
+    assert ml.corrupt_entries == frozenset()
+    storage.close()
+    offsets, reason = load_index(seg(data_dir, ids[0]), 4)  # rewritten after the scan
+    assert reason == "ok" and offsets is not None and len(offsets) == 5
+
+
+def test_an_index_of_a_segment_that_changed_is_not_trusted(
+    tmp_path: Path, scans: list[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Same size, same modification time, one byte changed: the change time gives it away,
+    and the corruption is reported as the scan finds it."""
+    data_dir = tmp_path / "data"
+    ids = build(data_dir)
+    path = seg(data_dir, ids[1])
+    before = path.stat()
+    raw = bytearray(path.read_bytes())
+    raw[10] ^= 0xFF  # inside entry 0's data (bytes 8..17)
+    path.write_bytes(bytes(raw))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        storage, ml = open_ml(data_dir, max_entries_per_ledger=4)
+    assert scans == [ids[1]]
+    assert ml.corrupt_entries == {(ids[1], 0)}
+    assert [r.levelno for r in caplog.records] == [logging.ERROR]
+    expected: list[bytes | None] = list(written(10))
+    expected[4] = None
+    assert everything(ml) == expected
+    storage.close()
+    assert not index_path(path).exists() or load_index(path, 4)[0] is None
+
+
+def test_the_last_record_is_checked_even_when_the_index_matches(
+    tmp_path: Path, scans: list[int]
+) -> None:
+    """An index re-made over a damaged file passes every header check; the tail check
+    still sends the ledger to the scan, which reports the damage."""
+    data_dir = tmp_path / "data"
+    ids = build(data_dir)
+    path = seg(data_dir, ids[0])
+    offsets, _ = load_index(path, 4)
+    assert offsets is not None
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0x01
+    path.write_bytes(bytes(raw))
+    write_index(path, offsets)
+
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=4)
+    assert scans == [ids[0]]
+    assert ml.corrupt_entries == {(ids[0], 3)}
+    storage.close()
+
+
+def test_the_ledger_list_decides_how_many_entries_a_ledger_has(
+    tmp_path: Path, scans: list[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A segment file cut short after a clean close: the index no longer matches, and the
+    scan reports the missing entries as ``None`` instead of silently dropping them."""
+    data_dir = tmp_path / "data"
+    ids = build(data_dir)
+    path = seg(data_dir, ids[0])
+    offsets, _ = load_index(path, 4)
+    assert offsets is not None
+    os.truncate(path, offsets[2])
+
+    with caplog.at_level(logging.ERROR, logger=LOGGER):
+        storage, ml = open_ml(data_dir, max_entries_per_ledger=4)
+    assert scans == [ids[0]]
+    assert any("has 2 of its 4 entries" in r.getMessage() for r in caplog.records)
+    assert everything(ml) == [*written(2), None, None, *written(10)[4:]]
+    storage.close()
+
+
+def test_trimmed_and_orphaned_indexes_are_removed(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=2)
+    for data in written(6):
+        ml.add_entry(data, 0)
+        ml.sync()
+    first = ml.ledgers[0].ledger_id
+    assert index_path(seg(data_dir, first)).exists()
+    ml.trim((first, 1))
+    assert not index_path(seg(data_dir, first)).exists()
+    storage.close()
+    orphan = index_path(seg(data_dir, 9_999))
+    orphan.write_bytes(b"left behind by a crash")
+
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=2)
+    assert not orphan.exists()
+    assert everything(ml) == written(6)[2:]
+    storage.close()
+
+
+def test_an_unwritable_index_is_a_warning_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(segment: Path, offsets) -> None:  # type: ignore[no-untyped-def]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(durable_module, "write_index", refuse)
+    data_dir = tmp_path / "data"
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        ids = build(data_dir)
+    assert any("cannot write the index" in r.getMessage() for r in caplog.records)
+    monkeypatch.undo()
+    assert not any(index_path(seg(data_dir, i)).exists() for i in ids)
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=4)
+    assert everything(ml) == written(10)
+    storage.close()
+
+
+def test_unsynced_ledgers_are_synced_before_they_are_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(durable_module.os, "fsync", lambda fd: (calls.append(fd), real(fd)))
+    storage, ml = open_ml(tmp_path / "data", journal_sync_data=False, max_entries_per_ledger=3)
+    calls.clear()  # creating the data directory syncs it
+    for data in written(3):
+        ml.add_entry(data, 0)
+    ml.sync()
+    assert calls == []
+    ml.add_entry(b"rolls over", 0)  # seals the first ledger: one fsync, then its index
+    assert len(calls) == 1
+    assert index_path(seg(tmp_path / "data", ml.ledgers[0].ledger_id)).exists()
+    storage.close()
