@@ -14,6 +14,7 @@ from typing import Any
 import zmq
 
 from . import wire
+from .curve import apply_client, load_public_key
 from .errors import PulsarLabError
 
 _ERRORS: dict[str, type[PulsarLabError]] = {}
@@ -41,8 +42,22 @@ def tcp_address(service_url: str) -> str:
 class Admin:
     """Admin operations on a pulsarlab broker."""
 
-    def __init__(self, service_url: str, timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        service_url: str,
+        timeout_seconds: float = 30.0,
+        *,
+        authentication: Any = None,
+        curve_server_key: str | bytes | None = None,
+    ) -> None:
+        """``authentication``: a ``pulsarlab.AuthenticationToken`` (brokers with
+        authentication on); ``curve_server_key``: the broker's CURVE public key (Z85 or the
+        path of its ``.pub`` file) when it encrypts with CURVE."""
         self._endpoint = tcp_address(service_url)
+        self._authentication = authentication
+        self._curve_server_key = (
+            None if curve_server_key is None else load_public_key(curve_server_key)
+        )
         self._timeout_ms = int(timeout_seconds * 1000)
         self._ctx = zmq.Context.instance()
         self._lock = threading.Lock()
@@ -54,9 +69,20 @@ class Admin:
     def _connect(self) -> zmq.Socket:
         sock = self._ctx.socket(zmq.DEALER)
         sock.linger = 0
+        if self._curve_server_key is not None:
+            apply_client(sock, self._curve_server_key)
         sock.connect(self._endpoint)
         self._socket = sock
-        self._request(sock, "CONNECT", client_version="pulsarlab-admin")
+        fields: dict[str, Any] = {"client_version": "pulsarlab-admin"}
+        token = self._authentication.token() if self._authentication is not None else None
+        if token is not None:
+            fields["auth_token"] = token
+        try:
+            self._request(sock, "CONNECT", **fields)
+        except PulsarLabError:  # refused (bad token, too many connections): start afresh
+            sock.close(linger=0)
+            self._socket = None
+            raise
         return sock
 
     def _request(self, sock: zmq.Socket, name: str, **fields: Any) -> wire.Command:
@@ -201,6 +227,20 @@ class Namespaces:
             "namespaces.set_backlog_quota", namespace=namespace,
             value={"limitSize": limit_size, "policy": policy},
         )
+
+    def grant_permission(self, namespace: str, role: str, actions: Any) -> None:
+        """Let ``role`` do ``actions`` (``"produce"``, ``"consume"``) on ``namespace``."""
+        self._admin.call("namespaces.grant_permission", namespace=namespace, role=role,
+                         actions=sorted(actions) if isinstance(actions, set | frozenset)
+                         else actions)
+
+    def revoke_permission(self, namespace: str, role: str) -> None:
+        """Take every permission on ``namespace`` away from ``role``."""
+        self._admin.call("namespaces.revoke_permission", namespace=namespace, role=role)
+
+    def get_permissions(self, namespace: str) -> dict[str, list[str]]:
+        """``{role: [actions]}`` on ``namespace``."""
+        return self._admin.call("namespaces.get_permissions", namespace=namespace)
 
 
 def _id_arg(message_id: Any) -> Any:

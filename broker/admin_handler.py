@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .authorization import Authorizer
 from .entry import decode_entry
 from .errors import InvalidArgument
 from .message_id import MessageId
@@ -35,6 +36,8 @@ class AdminHandler:
 
     def __init__(self, service: BrokerService) -> None:
         self.service = service
+        # Namespace permissions (granted here, checked by the server on every open).
+        self.authorizer = Authorizer(service.settings, service.storage.metadata)
         self._ops: dict[str, Callable[..., Any]] = {
             "topics.create_partitioned_topic": self.create_partitioned_topic,
             "topics.create_non_partitioned_topic": self.create_non_partitioned_topic,
@@ -57,6 +60,9 @@ class AdminHandler:
             "namespaces.set_message_ttl": self._policy_setter("message_ttl_in_seconds"),
             "namespaces.set_deduplication_status": self._policy_setter("deduplication_enabled"),
             "namespaces.set_backlog_quota": self._policy_setter("backlog_quota"),
+            "namespaces.grant_permission": self.authorizer.grant_permission,
+            "namespaces.revoke_permission": self.authorizer.revoke_permission,
+            "namespaces.get_permissions": self.authorizer.get_permissions,
         }
 
     def call(self, op: str, args: dict[str, Any]) -> Any:

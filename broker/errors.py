@@ -88,3 +88,27 @@ class LedgerCorruption(StorageError):
     """An entry failed its length/CRC check somewhere other than the torn tail."""
 
     code = "PersistenceError"
+
+
+class AuthenticationError(PulsarLabError):
+    """No token, or a token the broker does not accept (the connection is then ignored)."""
+
+    code = "AuthenticationError"
+
+
+class AuthorizationError(PulsarLabError):
+    """The connection's role lacks the permission the operation needs."""
+
+    code = "AuthorizationError"
+
+
+class ProducerBusy(PulsarLabError):
+    """A producer limit is reached (here: producers per connection)."""
+
+    code = "ProducerBusy"
+
+
+class TooManyConnections(PulsarLabError):
+    """The broker serves ``max_connections`` connections already; the client sees ConnectError."""
+
+    code = "ConnectError"

@@ -34,6 +34,7 @@ from .errors import (
     TopicNotFound,
 )
 from .events import BrokerEvent, EventListener, EventType
+from .limits import check_topic_quota
 from .message_id import MessageId
 from .non_persistent import NonPersistentTopic
 from .policies import Policies, validate_policy
@@ -205,6 +206,7 @@ class BrokerService:
             allow = self.settings.allow_auto_topic_creation if create is None else create
             if not allow:
                 raise TopicNotFound(f"topic {key} does not exist")
+            check_topic_quota(self.settings, self.topics, name)
             metadata.put_topic(key, 0)
             self.emit(EventType.TOPIC_CREATED, key, partitions=0)
         return self._open_topic(name)
@@ -233,6 +235,7 @@ class BrokerService:
         metadata = self.storage_for(name).metadata
         if metadata.get_topic(key) is not None:
             raise TopicAlreadyExists(f"topic {key} already exists")
+        check_topic_quota(self.settings, self.topics, name, partitions)
         metadata.put_topic(key, partitions)
         for i in range(partitions):
             self.get_topic(str(name.partition(i)), create=True)

@@ -46,6 +46,35 @@ class BrokerSettings:
     is_delayed_delivery_deliver_at_time_strict: bool = False
     retention_check_interval_ms: int = 120_000
 
+    # -- security (see README "Security"; names follow broker.conf where Pulsar has one) --
+    authentication_enabled: bool = False
+    """Require a signed token (``pulsarlab.AuthenticationToken``) in every CONNECT
+    (authenticationEnabled). Mandatory when the broker binds a non-loopback address."""
+    token_secret_key: str = ""
+    """The HS256 key tokens are checked with (tokenSecretKey): ``file:///path``, a path, or
+    ``data:;base64,...``. Empty with authentication on: the broker makes a random one for
+    this run (``Broker.create_token`` then issues tokens)."""
+    authorization_enabled: bool = False
+    """Check each role's namespace permissions (produce/consume) and keep admin operations
+    to superusers (authorizationEnabled). Needs authentication_enabled."""
+    super_user_roles: str = ""
+    """Comma-separated roles allowed everything, admin included (superUserRoles)."""
+    curve_secret_key_file: str = ""
+    """Path of the broker's CURVE secret key file (mode 0600, ``pulsarlab curve
+    create-keypair``); set, every client connection is CurveZMQ-encrypted."""
+    max_connections: int = 4096
+    """Client connections served at once (brokerMaxConnections; 0 = no limit); one more gets
+    a ConnectError."""
+    max_producers_per_connection: int = 10_000
+    """Producers open on one connection (0 = no limit); one more gets ProducerBusy."""
+    max_consumers_per_connection: int = 10_000
+    """Consumers open on one connection (0 = no limit); one more gets ConsumerBusy."""
+    max_topics: int = 0
+    """Topics (each partition counts) the broker holds in all (0 = no limit); creating one
+    more is refused with NotAllowedError."""
+    max_topics_per_namespace: int = 0
+    """Topics (each partition counts) per namespace (maxTopicsPerNamespace; 0 = no limit)."""
+
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> BrokerSettings:
         """Build settings from keyword arguments; a wrong name or type is a clear error."""
@@ -65,6 +94,14 @@ class BrokerSettings:
             raise InvalidArgument("broker setting max_message_size must be > 0")
         if settings.dispatcher_max_read_batch_size <= 0:
             raise InvalidArgument("broker setting dispatcher_max_read_batch_size must be > 0")
+        for name in ("max_connections", "max_producers_per_connection",
+                     "max_consumers_per_connection", "max_topics", "max_topics_per_namespace"):
+            if getattr(settings, name) < 0:
+                raise InvalidArgument(f"broker setting {name} must be >= 0 (0 = no limit)")
+        if settings.authorization_enabled and not settings.authentication_enabled:
+            raise InvalidArgument(
+                "authorization_enabled needs authentication_enabled: roles come from tokens"
+            )
         return settings
 
     def ledger_config(self) -> LedgerConfig:

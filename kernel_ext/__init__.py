@@ -30,6 +30,7 @@ _CLIENT_NAMES = frozenset(
         "InvalidConfiguration", "ConsumerAssignError", "TopicTerminated", "Interrupted",
         "ProducerBusy", "NotAllowedError", "InvalidTopicName", "ConnectError",
         "OperationNotSupported", "UnknownError", "MultiplierRedeliveryBackoff",
+        "AuthenticationError", "AuthorizationError", "ErrorGettingAuthenticationData",
     }
 )
 

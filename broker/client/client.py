@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..curve import load_public_key
 from ..message_id import MessageId
 from ..redelivery import DLQ_SUFFIX, MAX_RECONSUMETIMES, RETRY_SUFFIX, unacked
 from ..redelivery.negative_acks import MIN_NACK_DELAY_MS
@@ -90,7 +91,16 @@ class Client:
         listener_name: str | None = None,
         tls_private_key_file_path: str | None = None,
         tls_certificate_file_path: str | None = None,
+        *,
+        curve_server_key: str | bytes | None = None,
     ) -> None:
+        """Connect lazily to ``service_url`` (``zmq://host:port``).
+
+        ``authentication=AuthenticationToken(token)`` (a string or a callable supplying one
+        at each connect) is required by brokers with authentication enabled. Extension:
+        ``curve_server_key`` is the broker's CurveZMQ public key (40 Z85 characters or the
+        path of its ``.pub`` file) when the broker encrypts with CURVE.
+        """
         check_type(str, service_url, "service_url")
         check_type_or_none(Authentication, authentication, "authentication")
         check_type(int, operation_timeout_seconds, "operation_timeout_seconds")
@@ -110,12 +120,13 @@ class Client:
         if logger is not None and not isinstance(logger, logging.Logger):
             raise ValueError("Logger is expected to be either None or a logging.Logger")
         self._service_url = service_url
-        token = authentication.token() if authentication is not None else None
         self._conn = Connection(
             service_url,
-            auth_token=token,
+            auth_token=authentication.token if authentication is not None else None,
             operation_timeout_seconds=operation_timeout_seconds,
             connection_timeout_ms=connection_timeout_ms,
+            curve_server_key=None if curve_server_key is None
+            else load_public_key(curve_server_key),
         )
         self._executor = CallbackExecutor()
         self._handles: list[Any] = []

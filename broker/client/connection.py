@@ -29,7 +29,17 @@ from typing import Any
 import zmq
 
 from .. import wire
-from .exceptions import AlreadyClosed, ConnectError, InvalidUrl, Timeout, exception_for
+from ..curve import apply_client
+from .exceptions import (
+    AlreadyClosed,
+    AuthenticationError,
+    ConnectError,
+    ErrorGettingAuthenticationData,
+    InvalidUrl,
+    PulsarException,
+    Timeout,
+    exception_for,
+)
 
 __all__ = ["CallbackExecutor", "Connection", "TimerHandle", "now_ms", "parse_service_url"]
 
@@ -83,12 +93,15 @@ class Connection:
         self,
         service_url: str,
         *,
-        auth_token: str | None = None,
+        auth_token: str | Callable[[], str | None] | None = None,
         operation_timeout_seconds: float = 30,
         connection_timeout_ms: int = 10_000,
+        curve_server_key: bytes | None = None,
     ) -> None:
         self.endpoint = parse_service_url(service_url)
-        self.auth_token = auth_token
+        self.auth_token = auth_token  # a token or a supplier called at each CONNECT
+        self.curve_server_key = curve_server_key  # the broker's CURVE public key (Z85)
+        self._auth_failure: PulsarException | None = None
         self.operation_timeout = float(operation_timeout_seconds)
         self.connection_timeout = connection_timeout_ms / 1000.0
         self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
@@ -184,12 +197,25 @@ class Connection:
         with self._connect_lock:
             if self.connected:
                 return
+            if self._auth_failure is not None:  # the broker ignores this connection now
+                raise self._auth_failure
             fields: dict[str, Any] = {"client_version": CLIENT_VERSION}
-            if self.auth_token is not None:
-                fields["auth_token"] = self.auth_token
+            token = self.auth_token
+            if callable(token):
+                try:
+                    token = token()
+                except Exception as exc:
+                    raise ErrorGettingAuthenticationData(
+                        f"the authentication token supplier failed: {exc}"
+                    ) from None
+            if token is not None:
+                fields["auth_token"] = token
             future = self.request("CONNECT", **fields)
             try:
                 reply = future.result(self.connection_timeout)
+            except (AuthenticationError, ConnectError) as exc:  # refused: no second chance
+                self._auth_failure = exc
+                raise
             except concurrent.futures.TimeoutError:
                 raise ConnectError(
                     f"no answer from a pulsarlab broker at {self.endpoint} within "
@@ -244,6 +270,8 @@ class Connection:
         self._socket.linger = 0
         self._socket.sndhwm = 0
         self._socket.rcvhwm = 0
+        if self.curve_server_key is not None:
+            apply_client(self._socket, self.curve_server_key)
         self._socket.connect(self.endpoint)
         poller = zmq.Poller()
         poller.register(self._socket, zmq.POLLIN)
