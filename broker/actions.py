@@ -2,6 +2,8 @@
 
 Commands on :class:`~pulsarlab.broker.service.BrokerService` queue these; the shell drains
 them with ``take_actions()`` and turns each into frames for the connection it names.
+They are plain slotted records, not frozen ones: one is made per message on the publish
+path, and a frozen dataclass's ``__init__`` costs four times as much. Nobody mutates them.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class DeliveredEntry(NamedTuple):
     ack_set: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Deliver:
     consumer_id: int
     conn: Any
@@ -31,7 +33,7 @@ class Deliver:
     entries: list[DeliveredEntry]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SendReceipt:
     producer_id: int
     conn: Any
@@ -41,7 +43,7 @@ class SendReceipt:
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SendError:
     producer_id: int
     conn: Any
@@ -50,7 +52,7 @@ class SendError:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ActiveConsumerChange:
     """Tells a Failover/Exclusive consumer whether it is now the active one."""
 
@@ -59,7 +61,7 @@ class ActiveConsumerChange:
     is_active: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ConsumerClosed:
     """The broker closed a consumer (topic deleted, subscription removed, unloaded)."""
 

@@ -52,6 +52,7 @@ _BURST = 2000  # commands read before a group commit
 _FRAME_OVERHEAD = 1 << 20
 _MAX_IGNORED = 100_000  # refused identities remembered (oldest forgotten first)
 _NOBLOCK = int(zmq.NOBLOCK)
+_HANDLERS = {name: f"_cmd_{name.lower()}" for name in wire.CLIENT_COMMANDS}
 _SNDMORE = int(zmq.SNDMORE)
 
 
@@ -428,7 +429,7 @@ class Broker:
                 f"{name} before CONNECT: send CONNECT first",
             )
             return
-        handler = getattr(self, f"_cmd_{name.lower()}")
+        handler = getattr(self, _HANDLERS[name])
         try:
             handler(conn, command)
         except PulsarLabError as exc:
@@ -519,10 +520,14 @@ class Broker:
                 ),
             )
             return
-        try:
-            metadata = MessageMetadata.from_dict(command["metadata"])
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgument(f"SEND: {exc}") from None
+        fields = command.fields["metadata"]
+        if fields:
+            try:
+                metadata = MessageMetadata.from_dict(fields)
+            except (TypeError, ValueError) as exc:
+                raise InvalidArgument(f"SEND: {exc}") from None
+        else:
+            metadata = MessageMetadata()  # nothing to check
         metadata.sequence_id = sequence_id
         payload = command.payloads[0]
         payload = payload.bytes if hasattr(payload, "bytes") else bytes(payload)
@@ -720,11 +725,24 @@ class Broker:
 
     def _flush_actions(self) -> None:
         assert self.service is not None
+        connections = self.connections
+        send = self._send
         for action in self.service.take_actions():
             conn = action.conn
-            if not isinstance(conn, Connection) or conn.identity not in self.connections:
+            if not isinstance(conn, Connection) or conn.identity not in connections:
                 continue
-            if isinstance(action, Deliver):
+            kind = type(action)
+            # The two per-message pushes build their header maps directly (same frames as
+            # wire.encode, without its keyword-argument detour).
+            if kind is SendReceipt:
+                client_id = conn.producer_ids.get(action.producer_id)
+                if client_id is not None:
+                    send(conn, [wire.pack_header({
+                        "v": wire.PROTOCOL_VERSION, "cmd": "SEND_RECEIPT", "rid": 0,
+                        "producer_id": client_id, "sequence_id": action.sequence_id,
+                        "message_id": [action.ledger_id, action.entry_id, action.partition, -1],
+                    })])
+            elif kind is Deliver:
                 client_id = conn.consumer_ids.get(action.consumer_id)
                 if client_id is None:
                     continue
@@ -732,24 +750,11 @@ class Broker:
                     [e.position[0], e.position[1], e.partition, e.redelivery_count, e.ack_set]
                     for e in action.entries
                 ]
-                self._send(
-                    conn,
-                    wire.encode(
-                        "MESSAGE", 0, [e.data for e in action.entries],
-                        consumer_id=client_id, entries=entries,
-                    ),
-                )
-            elif isinstance(action, SendReceipt):
-                client_id = conn.producer_ids.get(action.producer_id)
-                if client_id is not None:
-                    mid = [action.ledger_id, action.entry_id, action.partition, -1]
-                    self._send(
-                        conn,
-                        wire.encode(
-                            "SEND_RECEIPT", 0, producer_id=client_id,
-                            sequence_id=action.sequence_id, message_id=mid,
-                        ),
-                    )
+                header = wire.pack_header({
+                    "v": wire.PROTOCOL_VERSION, "cmd": "MESSAGE", "rid": 0,
+                    "consumer_id": client_id, "entries": entries,
+                })
+                send(conn, [header, *[e.data for e in action.entries]])
             elif isinstance(action, SendError):
                 client_id = conn.producer_ids.get(action.producer_id)
                 if client_id is not None:

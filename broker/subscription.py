@@ -77,18 +77,26 @@ class Subscription:
                 consumer.consumer_name if consumer else None, **data,
             )
 
+    @property
+    def listening(self) -> bool:
+        """Whether anyone listens to events: callers skip building an event's data if not."""
+        return self.topic.service.has_listeners
+
     def deliver(self, consumer: Consumer, entries: list[DeliveredEntry]) -> None:
-        self.msg_out_counter += sum(1 for _ in entries)
-        self.topic.service.outbox.append(
-            Deliver(consumer.consumer_id, consumer.conn, self.topic.name, entries)
+        topic = self.topic
+        n = len(entries)
+        self.msg_out_counter += n
+        topic.service.outbox.append(
+            Deliver(consumer.consumer_id, consumer.conn, topic.name, entries)
         )
-        self.topic.msg_out_counter += len(entries)
-        self.emit(
-            EventType.DISPATCHED,
-            consumer,
-            entries=[[e.position[0], e.position[1], e.redelivery_count] for e in entries],
-        )
-        if self.topic.acks_on_dispatch:
+        topic.msg_out_counter += n
+        if topic.service.has_listeners:
+            self.emit(
+                EventType.DISPATCHED,
+                consumer,
+                entries=[[e.position[0], e.position[1], e.redelivery_count] for e in entries],
+            )
+        if topic.acks_on_dispatch:
             self.acknowledge_by_broker([e.position for e in entries])
 
     def notify_active(self, consumer: Consumer, is_active: bool) -> None:
@@ -150,7 +158,8 @@ class Subscription:
     def flow(self, consumer: Consumer, permits: int) -> None:
         if self.dispatcher is None:
             return
-        self.emit(EventType.FLOW, consumer, permits=permits, total=consumer.permits + permits)
+        if self.listening:
+            self.emit(EventType.FLOW, consumer, permits=permits, total=consumer.permits + permits)
         self.dispatcher.consumer_flow(consumer, permits)
 
     def redeliver_unacknowledged(
@@ -209,25 +218,29 @@ class Subscription:
             self.emit(EventType.ACKED, consumer, positions=[list(position)], cumulative=True)
             self._after_ack([], moved)
             return
-        full: list[Position] = []
         moved = False
         batch_acks = consumer is not None and self.batch_index_ack_enabled(consumer)
-        for position in positions:
-            ack_set = (ack_sets or {}).get(position)
-            if ack_set is not None and batch_acks:
-                moved |= self.cursor.delete_batch_indexes(position, ack_set[0], ack_set[1])
-                if self.cursor.is_deleted(position):
+        if ack_sets and batch_acks:
+            full: list[Position] = []
+            for position in positions:
+                ack_set = ack_sets.get(position)
+                if ack_set is not None:
+                    moved |= self.cursor.delete_batch_indexes(position, ack_set[0], ack_set[1])
+                    if self.cursor.is_deleted(position):
+                        full.append(position)
+                else:
                     full.append(position)
-            else:
-                full.append(position)
+        else:
+            full = positions  # every entry acknowledged whole
         moved |= self.cursor.delete(full)
-        self.emit(
-            EventType.ACKED,
-            consumer,
-            positions=[list(p) for p in positions],
-            cumulative=False,
-            batch_index=bool(ack_sets) and batch_acks,
-        )
+        if self.listening:
+            self.emit(
+                EventType.ACKED,
+                consumer,
+                positions=[list(p) for p in positions],
+                cumulative=False,
+                batch_index=bool(ack_sets) and batch_acks,
+            )
         self._after_ack(full, moved)
 
     def acknowledge_by_broker(self, positions: list[Position]) -> None:
@@ -244,7 +257,7 @@ class Subscription:
             self.dispatcher.on_acknowledged(positions)
             if mark_delete_moved:
                 self.dispatcher.on_mark_delete_moved()
-        if mark_delete_moved:
+        if mark_delete_moved and self.listening:
             md = self.cursor.mark_delete_position
             self.emit(
                 EventType.CURSOR_MOVED,

@@ -153,7 +153,10 @@ class LiveBinding:
         except (ValueError, msgpack.UnpackException):
             log.warning("ignoring an undecodable event-stream message")
             return False
-        if not isinstance(event, dict) or not self._concerns(event.get("topic")):
+        if not isinstance(event, dict):
+            return False
+        # Retry and dead-letter hops happen on other topics but name this one.
+        if not (self._concerns(event.get("topic")) or self._concerns(event.get("real_topic"))):
             return False
         self.events.append(event)
         return True

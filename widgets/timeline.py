@@ -5,7 +5,9 @@ the poison message end in the DLQ?". Each lane is one entry (``ledger:entry``) �
 ``lanes="consumer"``, one consumer — and each broker event that names the entry becomes a
 mark: published → dispatched (to whom, with its redelivery count) → acked, or → redelivery
 requested / nacked / ack timeout → a waiting segment (the back-off) → dispatched again → …
-→ dead-lettered or sent to the retry topic.
+→ dead-lettered or sent to the retry topic. Those last two are published by the client on
+other topics; their events carry ``real_topic`` and ``origin_message_id`` (the properties the
+client sets), and a timeline of ``real_topic`` draws them on the original message's lane.
 
 The mark kinds are data (:data:`KINDS`): an event type the broker grows later (nacks,
 scheduled redeliveries, ack timeouts, DLQ and retry hops, delayed delivery) is drawn with
@@ -38,6 +40,7 @@ __all__ = [
     "RedeliveryTimeline",
     "TimelineModel",
     "marks_from_event",
+    "origin_position",
     "register_kind",
 ]
 
@@ -112,13 +115,34 @@ def _position(value: Any) -> Position | None:
     return None
 
 
-def marks_from_event(event: dict[str, Any]) -> Iterator[tuple[Position, Mark]]:
+def origin_position(event: dict[str, Any], topic: str | None) -> Position | None:
+    """The original entry of a retry/dead-letter hop whose ``real_topic`` is ``topic``.
+
+    ``origin_message_id`` is the id's string form: ``(ledger,entry,partition,batch)``
+    (this client) or ``ledger:entry:partition`` (Java's).
+    """
+    if topic is None or event.get("real_topic") != topic:
+        return None
+    text = event.get("origin_message_id")
+    if not isinstance(text, str):
+        return None
+    parts = text.strip("()").replace(":", ",").split(",")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return None
+
+
+def marks_from_event(
+    event: dict[str, Any], topic: str | None = None
+) -> Iterator[tuple[Position, Mark]]:
     """The marks an event puts on message lanes (none if it names no entry).
 
     Reads ``entries`` (``[[ledger, entry, redelivery_count], ...]``), ``positions``
     (``[[ledger, entry], ...]``) or ``position`` — whatever the event type. A
     ``redelivery_requested`` event whose ``reason`` is a registered kind (``nacked``,
-    ``ack_timeout``, ``consumer_removed`` …) is drawn as that kind.
+    ``ack_timeout``, ``consumer_removed`` …) is drawn as that kind. A retry or dead-letter
+    hop of a message of ``topic`` (see :func:`origin_position`) marks the original's lane.
     """
     kind = str(event.get("type"))
     reason = event.get("reason")
@@ -128,6 +152,10 @@ def marks_from_event(event: dict[str, Any]) -> Iterator[tuple[Position, Mark]]:
     time_ms = int(event.get("time") or 0)
     consumer = event.get("consumer")
     default_count = int(event.get("redelivery_count", -1))
+    origin = origin_position(event, topic)
+    if origin is not None:
+        yield origin, Mark(time_ms, kind, consumer, default_count)
+        return
     for entry in event.get("entries") or ():
         position = _position(entry)
         if position is not None:
@@ -165,10 +193,12 @@ class TimelineModel:
 
     ``subscription`` keeps only events of that subscription (plus the topic-wide
     ``published``). A cumulative ack closes every open lane at or below its position.
+    ``topic`` (full name): retry and dead-letter hops of its messages go on their lanes.
     """
 
-    def __init__(self, subscription: str | None = None) -> None:
+    def __init__(self, subscription: str | None = None, topic: str | None = None) -> None:
         self.subscription = subscription
+        self.topic = topic
         self.lane_positions: list[Position] = []
         self.kind_names: list[str] = []
         self.consumer_names: list[str | None] = []
@@ -195,7 +225,7 @@ class TimelineModel:
             if event.get("cumulative"):
                 added += self._cumulative(event)
                 continue
-            for position, mark in marks_from_event(event):
+            for position, mark in marks_from_event(event, self.topic):
                 self._add(position, mark)
                 added += 1
         return added
@@ -302,7 +332,7 @@ class RedeliveryTimeline(View):
         super().__init__(source)
         self.lanes = lanes
         self.max_lane_labels = max_lane_labels
-        self.model = TimelineModel(source.subscription)
+        self.model = TimelineModel(source.subscription, source.topic)
         self._trace_of: dict[str, int] = {}
         self.fig = go.FigureWidget(
             data=[go.Scattergl(name=p, mode="lines", line=_PHASE_STYLE[p], hoverinfo="skip")
