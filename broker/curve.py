@@ -89,7 +89,7 @@ def load_public_key(spec: str | bytes) -> bytes:
     if len(raw) == Z85_KEY_LENGTH and not os.path.exists(raw):
         try:
             zmq.utils.z85.decode(raw)
-        except ValueError:
+        except (ValueError, KeyError):
             raise ValueError("a CURVE public key is 40 Z85 characters") from None
         return raw
     try:
