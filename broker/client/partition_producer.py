@@ -165,7 +165,8 @@ class PartitionProducer:
             self._conn.post(lambda: self._io_add(message))
 
     def flush(self) -> None:
-        """Send the current batch and wait until every pending message has its receipt."""
+        """Send the current batch, wait until every pending message has its receipt and its
+        ``send_async`` callback has run."""
         if self._closed and not self._inflight:
             return
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -182,6 +183,23 @@ class PartitionProducer:
         send_timeout = self.config.send_timeout_millis
         timeout = send_timeout / 1000 + 5 if send_timeout > 0 else None
         self._conn.wait(future, timeout)
+        self._wait_for_callbacks()
+
+    def _wait_for_callbacks(self) -> None:
+        """Let the listener thread run the ``send_async`` callbacks queued so far.
+
+        Once ``flush()`` returns, every callback of a message it waited for has run — code
+        written against the official client reads its callbacks' results right after
+        ``flush()``. The receipts queue the callbacks before they release the flush, so one
+        marker task behind them is enough. Skipped when called from a callback (it would
+        wait on itself).
+        """
+        executor = self._client._executor
+        if executor.is_executor_thread or getattr(executor, "_closed", False):
+            return
+        ran = threading.Event()
+        executor.submit(ran.set)
+        ran.wait(30)
 
     def close(self) -> None:
         if self._closed:

@@ -139,6 +139,24 @@ def test_default_batching_packs_messages_in_one_entry(client):
     assert [m.message_id() for m in got] == ids
 
 
+def test_flush_returns_after_the_send_async_callbacks_ran(client):
+    producer = client.create_producer(unique("flush-callbacks"), batching_enabled=True,
+                                      batching_max_messages=10,
+                                      batching_max_publish_delay_ms=10_000)
+    seen = []
+
+    def callback(res, mid, i):
+        sum(range(20_000))  # a callback that does some work keeps the listener thread busy
+        seen.append((i, res))
+
+    for i in range(200):
+        producer.send_async(b"x", lambda res, mid, i=i: callback(res, mid, i))
+    producer.flush()
+    # no waiting here: flush() itself waits for the callbacks, as users of the official
+    # client expect when they read the callbacks' results right after it
+    assert seen == [(i, Result.Ok) for i in range(200)]
+
+
 def test_batching_max_messages_splits_batches(client):
     topic = unique("batch-max")
     producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=10,
