@@ -2,7 +2,8 @@
 
 ``pulsarlab broker`` opens (and, after a crash, recovers) a broker data directory and
 serves it over ZeroMQ, printing its service and event URLs; ``produce``, ``consume`` and
-``admin`` talk to a running broker like ``pulsar-client`` and ``pulsar-admin`` do.
+``admin`` talk to a running broker like ``pulsar-client`` and ``pulsar-admin`` do; ``token``
+and ``curve`` make auth keys and tokens (like ``pulsar tokens``) and CurveZMQ key pairs.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from collections.abc import Sequence
 
 from .cli_client import add_client_commands
+from .cli_security import add_security_commands
 from .client.exceptions import PulsarException
 from .errors import PulsarLabError
 from .server import Broker
@@ -43,7 +45,11 @@ def _build_parser() -> argparse.ArgumentParser:
     broker = commands.add_parser("broker", help="run a standalone broker on a data directory")
     broker.add_argument("--data-dir", default="data", help="where ledgers and metadata live")
     broker.add_argument("--storage", choices=("durable", "memory"), default="durable")
-    broker.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
+    broker.add_argument(
+        "--host", default="127.0.0.1",
+        help="address to bind (default loopback; any other needs "
+             "--set authentication_enabled=true --set token_secret_key=file:///KEY)",
+    )
     broker.add_argument("--port", type=int, default=6650, help="0 picks a free port")
     broker.add_argument("--events-port", type=int, default=0, help="0 picks a free port")
     broker.add_argument(
@@ -53,6 +59,7 @@ def _build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--once", action="store_true", help="recover, report and exit")
     broker.set_defaults(func=_run_broker)
     add_client_commands(commands)
+    add_security_commands(commands)  # pulsarlab token …, pulsarlab curve …
     from ..kernelspec import add_kernel_commands  # pulsarlab kernel install|uninstall
 
     add_kernel_commands(commands)
@@ -65,6 +72,11 @@ def _run_broker(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     settings = dict(args.settings)
+    if settings.get("authentication_enabled") and not settings.get("token_secret_key"):
+        raise ValueError(
+            "authentication_enabled needs --set token_secret_key=file:///PATH "
+            "(make one with: pulsarlab token create-secret-key --output PATH)"
+        )
     data_dir = None if args.storage == "memory" else args.data_dir
     broker = Broker(
         data_dir, args.host, args.port, storage=args.storage, events_port=args.events_port,

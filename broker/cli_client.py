@@ -13,6 +13,8 @@ import os
 import sys
 from typing import Any
 
+from .cli_security import add_client_options, client_options
+
 DEFAULT_URL = "zmq://127.0.0.1:6650"
 SUB_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
 
@@ -25,6 +27,7 @@ def _add_url(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--url", help=f"broker service URL (default $PULSARLAB_URL or {DEFAULT_URL})"
     )
+    add_client_options(parser)  # --token, --curve-server-key
 
 
 def add_client_commands(commands: Any) -> None:
@@ -93,7 +96,7 @@ def add_client_commands(commands: Any) -> None:
 def _produce(args: argparse.Namespace) -> int:
     from .client import Client
 
-    client = Client(_url(args))
+    client = Client(_url(args), **client_options(args))
     try:
         producer = client.create_producer(args.topic)
         sent = 0
@@ -121,7 +124,7 @@ def _consume(args: argparse.Namespace) -> int:
         InitialPosition.Earliest if args.subscription_position == "Earliest"
         else InitialPosition.Latest
     )
-    client = Client(_url(args))
+    client = Client(_url(args), **client_options(args))
     received = 0
     try:
         consumer = client.subscribe(
@@ -150,7 +153,7 @@ def _consume(args: argparse.Namespace) -> int:
 def _admin(args: argparse.Namespace) -> int:
     from .admin import Admin
 
-    with Admin(_url(args)) as admin:
+    with Admin(_url(args), **client_options(args)) as admin:
         topics = admin.topics
         op = args.op
         result: Any

@@ -1,0 +1,136 @@
+"""``pulsarlab token …`` and ``pulsarlab curve …``: make keys and tokens, like ``pulsar tokens``.
+
+* ``token create-secret-key [--output FILE] [--base64]`` — a random HS256 key (32 bytes from
+  :mod:`secrets`), written mode 0600 or printed in base64;
+* ``token create --secret-key file:///path --subject ROLE [--expiry-time 1y]`` — a token;
+* ``token show TOKEN`` — its claims (unchecked); ``token validate --secret-key … TOKEN`` —
+  its role if the signature and expiry hold;
+* ``curve create-keypair --output-dir DIR [--name server]`` — ``DIR/server.key`` (secret,
+  0600, for the broker's ``curve_secret_key_file``) and ``DIR/server.pub`` (for clients).
+
+The client commands take ``--token`` / ``$PULSARLAB_TOKEN`` (a token or ``file:///path`` of
+one) and ``--curve-server-key`` / ``$PULSARLAB_CURVE_SERVER_KEY`` (:func:`client_options`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import curve, tokens
+
+
+def add_security_commands(commands: Any) -> None:
+    """Register ``token`` and ``curve`` on the main parser's subcommands."""
+    token = commands.add_parser("token", help="secret keys and auth tokens (like pulsar tokens)")
+    ops = token.add_subparsers(dest="op", required=True)
+    op = ops.add_parser("create-secret-key", help="a random HS256 secret key")
+    op.add_argument("-o", "--output", help="write the raw key to this file (mode 0600)")
+    op.add_argument("-b", "--base64", action="store_true", help="print it base64-encoded")
+    op.set_defaults(func=_create_secret_key)
+    op = ops.add_parser("create", help="a token whose subject is ROLE")
+    op.add_argument("--secret-key", required=True,
+                    help="file:///path/to/key (or a path) or data:;base64,<key>")
+    op.add_argument("-s", "--subject", required=True, help="the role the token carries")
+    op.add_argument("-e", "--expiry-time", help="valid for this long: 30m, 12h, 7d, 1y …")
+    op.set_defaults(func=_create_token)
+    op = ops.add_parser("show", help="print a token's claims (without checking it)")
+    op.add_argument("token")
+    op.set_defaults(func=_show_token)
+    op = ops.add_parser("validate", help="check a token against a secret key")
+    op.add_argument("--secret-key", required=True, help="as for create")
+    op.add_argument("token")
+    op.set_defaults(func=_validate_token)
+
+    keys = commands.add_parser("curve", help="CurveZMQ key pairs for encrypted connections")
+    ops = keys.add_subparsers(dest="op", required=True)
+    op = ops.add_parser("create-keypair", help="write NAME.key (secret, 0600) and NAME.pub")
+    op.add_argument("-o", "--output-dir", required=True, help="directory for the key files")
+    op.add_argument("-n", "--name", default="server", help="file name stem (default server)")
+    op.set_defaults(func=_create_keypair)
+
+
+def add_client_options(parser: argparse.ArgumentParser) -> None:
+    """``--token`` and ``--curve-server-key`` for a command that talks to a broker."""
+    parser.add_argument(
+        "--token", help="auth token, or file:///path of one (default $PULSARLAB_TOKEN)"
+    )
+    parser.add_argument(
+        "--curve-server-key", metavar="KEY",
+        help="the broker's CURVE public key: Z85 or a .pub path "
+             "(default $PULSARLAB_CURVE_SERVER_KEY)",
+    )
+
+
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments for ``Client``/``Admin`` from the options or the environment."""
+    from .client.auth import AuthenticationToken
+
+    options: dict[str, Any] = {}
+    token = getattr(args, "token", None) or os.environ.get("PULSARLAB_TOKEN")
+    if token:
+        if token.startswith("file://"):
+            path = token[len("file://"):]
+            try:
+                token = Path(path).read_text().strip()
+            except OSError as exc:
+                raise ValueError(f"cannot read the token file {path!r}: {exc.strerror}") from None
+        options["authentication"] = AuthenticationToken(token)
+    key = getattr(args, "curve_server_key", None) or os.environ.get("PULSARLAB_CURVE_SERVER_KEY")
+    if key:
+        options["curve_server_key"] = key
+    return options
+
+
+def _create_secret_key(args: argparse.Namespace) -> int:
+    key = tokens.create_secret_key()
+    if args.output:
+        path = tokens.write_secret_file(args.output, key)
+        print(f"secret key written to {path} (mode 0600)", file=sys.stderr)
+    if args.base64 or not args.output:
+        print(base64.b64encode(key).decode())
+    return 0
+
+
+def _load_key(spec: str) -> bytes:
+    return tokens.load_secret_key(spec)
+
+
+def _create_token(args: argparse.Namespace) -> int:
+    expires_at = None
+    if args.expiry_time:
+        expires_at = int(time.time()) + tokens.parse_duration(args.expiry_time)
+    print(tokens.create_token(_load_key(args.secret_key), args.subject, expires_at))
+    return 0
+
+
+def _show_token(args: argparse.Namespace) -> int:
+    try:
+        claims = tokens.decode_claims(args.token)
+    except tokens.InvalidToken as exc:
+        raise ValueError(str(exc)) from None
+    print(json.dumps(claims))
+    return 0
+
+
+def _validate_token(args: argparse.Namespace) -> int:
+    try:
+        role = tokens.verify_token(_load_key(args.secret_key), args.token)
+    except tokens.InvalidToken as exc:
+        raise ValueError(f"invalid token: {exc}") from None
+    print(role)
+    return 0
+
+
+def _create_keypair(args: argparse.Namespace) -> int:
+    public_path, secret_path = curve.create_keypair_files(args.output_dir, args.name)
+    public, _secret = curve.load_secret_key(secret_path)
+    print(json.dumps({"public_key": public.decode(), "public_key_file": str(public_path),
+                      "secret_key_file": str(secret_path)}, indent=2))
+    return 0
