@@ -16,6 +16,21 @@ batch_index]``.
 
 The broker also binds a PUB socket for the event stream: two frames, the event type
 (utf-8) and a msgpack map (:meth:`BrokerEvent.to_dict`), so subscribers can filter by type.
+It cannot check tokens, so with authentication on it binds on loopback only.
+
+Connection setup and security: a client's first message is ``CONNECT`` (``client_version``,
+plus ``auth_token`` when the broker has authentication on: a signed token whose subject is
+the client's role, see :mod:`.tokens`); the broker answers ``CONNECTED`` (server and protocol
+versions, ``max_message_size``). With authentication on, a first message that is anything
+but a ``CONNECT`` with a valid token gets exactly one ``ERROR`` with code
+``AuthenticationError`` (naming what is wrong, never a topic), and every later message from
+that peer is dropped unanswered: a ROUTER cannot close one peer's connection, so the broker
+ignores it (for two keep-alive periods, then a new message gets one new ``ERROR``). A
+``CONNECT`` past ``max_connections`` is refused the same way with ``ConnectError``. With
+authorization on, opening a producer needs the ``produce`` permission on the topic's
+namespace, subscribing ``consume``, lookups either, ``ADMIN`` a superuser role (errors:
+``AuthorizationError``). With ``curve_secret_key_file`` set the ROUTER is a CurveZMQ server:
+every frame is encrypted, and a client without the broker's public key gets no answer.
 
 Validation: :func:`decode` checks the header is a msgpack map of at most
 ``MAX_HEADER_SIZE`` bytes, the version, that the command is known, that each required
