@@ -6,7 +6,7 @@ Load with ``%load_ext pulsarlab``. Every subcommand takes ``-h``/``--help``
 .. code-block:: text
 
     %pulsar start [--beside] [--memory] [--data-dir D] [--port P] [--set NAME=VALUE]
-    %pulsar stop | status | connect URL [--events URL]
+    %pulsar stop | status | connect URL [--events URL] [--token T] [--curve-server-key K]
     %pulsar topics [NAMESPACE]            %pulsar create TOPIC [--partitions N]
     %pulsar produce TOPIC [--key K] [--count N] [--property K=V] VALUE
     %%pulsar produce TOPIC                (one message per line of the cell)
@@ -54,6 +54,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
+from .broker.cli_security import add_client_options, client_options
 from .progress import Progress, in_kernel
 from .results import JSONDict, Lines, MessageList, SentMessages, message_row
 from .runtime import BrokerRuntime, PulsarMagicError, parse_setting
@@ -176,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="its event-stream URL, tcp://host:port (for %%pulsar show)")
     p.add_argument("--timeout", type=_positive, default=5000, metavar="MS",
                    help="how long to wait for the broker's answer (default 5000)")
+    add_client_options(p)  # --token, --curve-server-key (brokers with auth or CURVE)
 
     p = sub.add_parser("topics", help="list the topics of a namespace",
                        description="List (and return) the topics of a namespace.")
@@ -462,7 +464,8 @@ class PulsarMagics(Magics):
         return JSONDict(self.runtime.status(), title="pulsarlab broker")
 
     def _cmd_connect(self, args: argparse.Namespace, cell: str | None) -> None:
-        status = self.runtime.connect(args.url, args.events, check_timeout=args.timeout / 1000)
+        status = self.runtime.connect(args.url, args.events, check_timeout=args.timeout / 1000,
+                                      security=client_options(args))
         events = f" (events {status['events_url']})" if status["events_url"] else ""
         print(f"connected to {status['service_url']}{events}")
         return None

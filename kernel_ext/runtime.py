@@ -122,6 +122,7 @@ class BrokerRuntime:
         self._stream_dirs: dict[str, str] = {}
         self._client: Any = None
         self._admin: Any = None
+        self._security: dict[str, Any] = {}  # authentication / curve_server_key (connect)
         self._scratch: str | None = None  # beside mode: report files, temporary data dir
         self._lock = threading.RLock()
 
@@ -192,6 +193,7 @@ class BrokerRuntime:
             if memory and data_dir:
                 raise PulsarMagicError("--memory keeps nothing on disk: drop --data-dir")
             settings = list(settings)
+            self._security = {}
             if beside:
                 self._start_beside(data_dir, port, events_port, memory, settings, timeout)
             else:
@@ -276,9 +278,14 @@ class BrokerRuntime:
         self.events_url = report.get("events_url")
 
     def connect(self, service_url: str, events_url: str | None = None,
-                check_timeout: float = 5.0) -> dict[str, Any]:
-        """Use a broker someone else runs (checked with one admin call)."""
+                check_timeout: float = 5.0, *,
+                security: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Use a broker someone else runs (checked with one admin call).
+
+        ``security``: ``authentication`` and/or ``curve_server_key`` for its ``Client`` and
+        ``Admin`` (a broker with token authentication or CURVE encryption)."""
         from .broker.admin import Admin
+        from .broker.errors import AuthorizationError
 
         with self._lock:
             if self.mode in ("kernel", "beside"):
@@ -288,9 +295,12 @@ class BrokerRuntime:
                         "%pulsar stop it first"
                     )
                 self.stop()
-            admin = Admin(service_url, timeout_seconds=check_timeout)
+            security = dict(security or {})
+            admin = Admin(service_url, timeout_seconds=check_timeout, **security)
             try:
                 admin.topics.get_list()
+            except AuthorizationError:
+                pass  # it answered (and knows the token): the role may just not list topics
             except TimeoutError:
                 raise PulsarMagicError(
                     f"no broker answered at {service_url} within {check_timeout:g} s"
@@ -299,6 +309,7 @@ class BrokerRuntime:
                 admin.close()
             self._release_all()
             self.mode = "connected"
+            self._security = security
             self.service_url = service_url
             self.events_url = events_url
             self.storage = self.data_dir = None
@@ -316,7 +327,7 @@ class BrokerRuntime:
                 from .broker.client import Client
 
                 self._client = Client(url, operation_timeout_seconds=15,
-                                      connection_timeout_ms=5000)
+                                      connection_timeout_ms=5000, **self._security)
             return self._client
 
     def admin(self) -> Any:
@@ -326,7 +337,7 @@ class BrokerRuntime:
             if self._admin is None:
                 from .broker.admin import Admin
 
-                self._admin = Admin(url, timeout_seconds=10.0)
+                self._admin = Admin(url, timeout_seconds=10.0, **self._security)
             return self._admin
 
     def add_binding(self, binding: Any) -> None:
