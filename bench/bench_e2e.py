@@ -136,14 +136,20 @@ def broker_producer(url, topic, n, payload, batch, start, rate) -> None:
         )
         outstanding += 1
         while outstanding >= WINDOW or (sock.poll(0) and outstanding):
-            reply = wire.decode(sock.recv_multipart(), wire.BROKER_COMMANDS)
-            if reply.name in ("SEND_RECEIPT", "SEND_ERROR"):
-                outstanding -= 1
+            outstanding -= _receipts(sock)
     while outstanding:
-        reply = wire.decode(sock.recv_multipart(), wire.BROKER_COMMANDS)
-        if reply.name in ("SEND_RECEIPT", "SEND_ERROR"):
-            outstanding -= 1
+        outstanding -= _receipts(sock)
     ctx.destroy(linger=0)
+
+
+def _receipts(sock) -> int:
+    """Read one message from the broker; how many sends it answers."""
+    reply = wire.decode(sock.recv_multipart(), wire.BROKER_COMMANDS)
+    if reply.name == "SEND_RECEIPTS":
+        return len(reply["receipts"])
+    if reply.name == "SEND_ERROR":
+        raise RuntimeError(f"send failed: {reply['code']}: {reply['message']}")
+    return 1 if reply.name == "SEND_RECEIPT" else 0
 
 
 def broker_consumer(url, topic, n_entries, batch, ready, out, latency) -> None:

@@ -727,22 +727,34 @@ class Broker:
         assert self.service is not None
         connections = self.connections
         send = self._send
+        # Consecutive receipts for one producer travel as one SEND_RECEIPTS message.
+        receipts: list[tuple[int, int, int, int]] = []
+        receipts_to: tuple[Connection, int] | None = None
         for action in self.service.take_actions():
             conn = action.conn
             if not isinstance(conn, Connection) or conn.identity not in connections:
                 continue
             kind = type(action)
-            # The two per-message pushes build their header maps directly (same frames as
-            # wire.encode, without its keyword-argument detour).
             if kind is SendReceipt:
                 client_id = conn.producer_ids.get(action.producer_id)
-                if client_id is not None:
-                    send(conn, [wire.pack_header({
-                        "v": wire.PROTOCOL_VERSION, "cmd": "SEND_RECEIPT", "rid": 0,
-                        "producer_id": client_id, "sequence_id": action.sequence_id,
-                        "message_id": [action.ledger_id, action.entry_id, action.partition, -1],
-                    })])
-            elif kind is Deliver:
+                if client_id is None:
+                    continue
+                if receipts_to is None or receipts_to[0] is not conn or receipts_to[1] != client_id:
+                    if receipts:
+                        self._send_receipts(receipts_to, receipts)
+                        receipts = []
+                    receipts_to = (conn, client_id)
+                receipts.append(
+                    (action.sequence_id, action.ledger_id, action.entry_id, action.partition)
+                )
+                continue
+            if receipts:  # keep every push in the order the core queued it
+                self._send_receipts(receipts_to, receipts)
+                receipts = []
+                receipts_to = None
+            # MESSAGE builds its header map directly (the same frame as wire.encode, without
+            # its keyword-argument detour).
+            if kind is Deliver:
                 client_id = conn.consumer_ids.get(action.consumer_id)
                 if client_id is None:
                     continue
@@ -786,6 +798,28 @@ class Broker:
                             "CLOSE_CONSUMER", 0, consumer_id=client_id, reason=action.reason
                         ),
                     )
+
+        if receipts:
+            self._send_receipts(receipts_to, receipts)
+
+    def _send_receipts(
+        self, to: tuple[Connection, int] | None, receipts: list[tuple[int, int, int, int]]
+    ) -> None:
+        assert to is not None
+        conn, client_id = to
+        if len(receipts) == 1:
+            sequence_id, ledger_id, entry_id, partition = receipts[0]
+            header = {
+                "v": wire.PROTOCOL_VERSION, "cmd": "SEND_RECEIPT", "rid": 0,
+                "producer_id": client_id, "sequence_id": sequence_id,
+                "message_id": [ledger_id, entry_id, partition, -1],
+            }
+        else:
+            header = {
+                "v": wire.PROTOCOL_VERSION, "cmd": "SEND_RECEIPTS", "rid": 0,
+                "producer_id": client_id, "receipts": receipts,
+            }
+        self._send(conn, [wire.pack_header(header)])
 
     def _heartbeat(self) -> None:
         now = self.clock.now_ms()

@@ -9,10 +9,16 @@ message, in either direction, is::
               MESSAGE; none for every other command
 
 ``rid`` pairs a request with its reply (``SUCCESS``, ``ERROR`` or a command-specific
-answer); pushes from the broker (``MESSAGE``, ``SEND_RECEIPT``, ``ACTIVE_CONSUMER_CHANGE``,
-``CLOSE_CONSUMER``, ``PING``) carry ``rid`` 0 or the request they answer. Positions are
-``[ledger_id, entry_id]`` lists; message ids are ``[ledger_id, entry_id, partition,
-batch_index]``.
+answer); pushes from the broker (``MESSAGE``, ``SEND_RECEIPT``, ``SEND_RECEIPTS``,
+``ACTIVE_CONSUMER_CHANGE``, ``CLOSE_CONSUMER``, ``PING``) carry ``rid`` 0 or the request
+they answer. Positions are ``[ledger_id, entry_id]`` lists; message ids are
+``[ledger_id, entry_id, partition, batch_index]``.
+
+Every SEND gets exactly one receipt (or ``SEND_ERROR``), in send order per producer. When
+one group commit confirms several sends of one producer, the broker packs their receipts
+into one ``SEND_RECEIPTS`` message (``receipts``: ``[[sequence_id, ledger_id, entry_id,
+partition], ...]``, in order); :func:`split_receipts` turns it back into ``SEND_RECEIPT``
+commands. A lone receipt still travels as ``SEND_RECEIPT``.
 
 The broker also binds a PUB socket for the event stream: two frames, the event type
 (utf-8) and a msgpack map (:meth:`BrokerEvent.to_dict`), so subscribers can filter by type.
@@ -137,6 +143,8 @@ BROKER_COMMANDS: dict[str, Spec] = {
         {"producer_id": _INT, "producer_name": _STR, "last_sequence_id": _INT}
     ),
     "SEND_RECEIPT": Spec({"producer_id": _INT, "sequence_id": _INT, "message_id": _LIST}),
+    # receipts: [[sequence_id, ledger, entry, partition], ...] for one producer, in order.
+    "SEND_RECEIPTS": Spec({"producer_id": _INT, "receipts": _LIST}),
     "SEND_ERROR": Spec(
         {"producer_id": _INT, "sequence_id": _INT, "code": _STR, "message": _STR}
     ),
@@ -257,6 +265,30 @@ def _check(name: str, key: str, value: Any, types: tuple[type, ...], request_id:
         raise ProtocolError(
             f"{name} field {key!r} must be {expected}, not {type(value).__name__}", request_id
         )
+
+
+def split_receipts(command: Command) -> list[Command]:
+    """The ``SEND_RECEIPT`` commands packed in a ``SEND_RECEIPTS`` one, in order.
+
+    Raises :class:`ProtocolError` if an item is not ``[sequence_id, ledger, entry,
+    partition]`` (four ints).
+    """
+    producer_id = command.fields["producer_id"]
+    out = []
+    for item in command.fields["receipts"]:
+        if (
+            type(item) is not list or len(item) != 4
+            or not all(type(v) is int for v in item)
+        ):
+            raise ProtocolError(
+                f"SEND_RECEIPTS items are [sequence_id, ledger, entry, partition], not {item!r}"
+            )
+        sequence_id, ledger_id, entry_id, partition = item
+        out.append(Command("SEND_RECEIPT", command.request_id, {
+            "producer_id": producer_id, "sequence_id": sequence_id,
+            "message_id": [ledger_id, entry_id, partition, -1],
+        }))
+    return out
 
 
 def position_list(value: Any, what: str = "position") -> tuple[int, int]:

@@ -375,6 +375,17 @@ class Connection:
             else:
                 future.set_result(cmd)
             return
+        if name == "SEND_RECEIPTS":  # several receipts of one producer in one message
+            producer = self._producers.get(cmd["producer_id"])
+            try:
+                receipts = wire.split_receipts(cmd)
+            except wire.ProtocolError as exc:
+                log.warning("dropped a malformed message from the broker: %s", exc)
+                return
+            if producer is not None:
+                for receipt in receipts:
+                    producer.on_send_receipt(receipt)
+            return
         if name in ("SEND_RECEIPT", "SEND_ERROR", "CLOSE_PRODUCER"):
             handler = self._producers.get(cmd["producer_id"])
         else:

@@ -204,3 +204,69 @@ def test_failed_start_reports_and_stops_cleanly(broker):
     with pytest.raises(zmq.ZMQError):
         second.start()
     second.stop(timeout=5)
+
+
+def test_receipts_of_a_burst_arrive_once_each_in_send_order(broker):
+    c = RawClient(broker.service_url)
+    c.request("PRODUCER", topic=f"burst-{next(_TOPICS)}", producer_id=1)
+    for seq in range(200):
+        c.send("SEND", 0, [b"b"], producer_id=1, sequence_id=seq, metadata={})
+    got = [c.wait_for("SEND_RECEIPT")["sequence_id"] for _ in range(200)]
+    assert got == list(range(200))
+    assert c.request("PING").name == "PONG"  # whatever else came before it is in pushed
+    assert not [p for p in c.pushed if p.name == "SEND_RECEIPT"]  # no receipt twice
+    c.close()
+
+
+class _Outbox:
+    def __init__(self, actions):
+        self.actions = actions
+
+    def take_actions(self):
+        actions, self.actions = self.actions, []
+        return actions
+
+
+def test_consecutive_receipts_of_one_producer_are_packed_into_send_receipts():
+    from pulsarlab.broker.actions import SendError, SendReceipt
+    from pulsarlab.broker.server import Connection
+
+    b = Broker(storage="memory")
+    a, other = Connection(b"a", connected=True), Connection(b"o", connected=True)
+    a.producer_ids = {10: 1, 11: 2}
+    other.producer_ids = {12: 1}
+    b.connections = {b"a": a, b"o": other}
+    b.service = _Outbox([
+        SendReceipt(10, a, 0, 5, 0, -1),
+        SendReceipt(10, a, 1, 5, 1, -1),
+        SendReceipt(11, a, 7, 6, 0, 2),  # another producer: a new message
+        SendError(10, a, 2, "PersistenceError", "disk"),
+        SendReceipt(10, a, 3, 5, 2, -1),  # after an error: its own message
+        SendReceipt(12, other, 0, 7, 0, -1),
+        SendReceipt(12, other, 1, 7, 1, -1),
+    ])
+    sent = []
+    b._send = lambda conn, frames: sent.append(
+        (conn.identity, wire.decode(frames, wire.BROKER_COMMANDS))
+    )
+    b._flush_actions()
+    shape = [(ident, cmd.name, cmd["producer_id"]) for ident, cmd in sent]
+    assert shape == [
+        (b"a", "SEND_RECEIPTS", 1), (b"a", "SEND_RECEIPT", 2), (b"a", "SEND_ERROR", 1),
+        (b"a", "SEND_RECEIPT", 1), (b"o", "SEND_RECEIPTS", 1),
+    ]
+    first = wire.split_receipts(sent[0][1])
+    assert [(r["sequence_id"], r["message_id"]) for r in first] == [
+        (0, [5, 0, -1, -1]), (1, [5, 1, -1, -1]),
+    ]
+    assert sent[1][1]["message_id"] == [6, 0, 2, -1]
+
+
+@pytest.mark.parametrize("item", [[1, 2, 3], [1, 2, 3, "4"], "x", [1, 2, 3, True]])
+def test_malformed_send_receipts_items_are_a_protocol_error(item):
+    cmd = wire.decode(
+        wire.encode("SEND_RECEIPTS", 0, producer_id=1, receipts=[[0, 1, 2, 3], item]),
+        wire.BROKER_COMMANDS,
+    )
+    with pytest.raises(wire.ProtocolError, match="SEND_RECEIPTS items"):
+        wire.split_receipts(cmd)

@@ -19,6 +19,7 @@ class RawClient:
         self.sock.connect(service_url.replace("zmq://", "tcp://"))
         self._ids = itertools.count(1)
         self.pushed: list[wire.Command] = []
+        self._unpacked: list[wire.Command] = []  # receipts of a SEND_RECEIPTS not yet read
         self.answer_pings = True
         if connect:
             reply = self.request("CONNECT", client_version="test")
@@ -31,6 +32,8 @@ class RawClient:
         self.sock.send_multipart(wire.encode(name, request_id, payloads, **fields))
 
     def recv(self, timeout_ms: int = 10_000) -> wire.Command:
+        if self._unpacked:
+            return self._unpacked.pop(0)
         while True:
             if not self.sock.poll(timeout_ms):
                 raise TimeoutError("no reply from the broker")
@@ -39,6 +42,10 @@ class RawClient:
                 if self.answer_pings:
                     self.send("PONG")
                 continue
+            if cmd.name == "SEND_RECEIPTS":  # one SEND_RECEIPT each, in order
+                first, *rest = wire.split_receipts(cmd)
+                self._unpacked.extend(rest)
+                return first
             return cmd
 
     def request(self, name: str, payloads=(), timeout_ms: int = 10_000, **fields: Any):
