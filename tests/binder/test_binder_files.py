@@ -38,3 +38,15 @@ def test_start_execs_the_command_and_post_build_installs_the_package():
     assert 'exec "$@"' in (BINDER / "start").read_text()
     post = (BINDER / "postBuild").read_text()
     assert "set -euo pipefail" in post and "pip install" in post and "pulsarlab" in post
+
+
+def test_readme_has_a_binder_badge_opening_the_tutorials():
+    readme = (BINDER.parent / "README.md").read_text()
+    badge = re.search(
+        r"\[!\[Binder\]\(https://mybinder\.org/badge_logo\.svg\)\]"
+        r"\((https://mybinder\.org/v2/gh/[^/\s]+/[^/\s]+/[^?\s]+)\?urlpath=([^)\s]+)\)",
+        readme,
+    )
+    assert badge, "README.md needs a Binder badge: [![Binder](...badge_logo.svg)](...)"
+    assert badge.group(1).endswith("/pulsarlab/HEAD")
+    assert badge.group(2) == "lab/tree/notebooks"
