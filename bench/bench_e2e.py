@@ -275,6 +275,15 @@ def main() -> None:
         "p50": _pct(lat, 0.50), "p99": _pct(lat, 0.99), "p999": _pct(lat, 0.999),
         "mean": round(statistics.fmean(lat) / 1000, 3),
     }
+    # The peer: Redis Streams from Python on the same load (bench_redis.py; it may skip).
+    from bench_redis import redis_e2e
+
+    redis = redis_e2e(n)
+    results["redis_streams_100B"] = redis
+    if "msgs_per_s" in redis:
+        results["ratios"]["durable_100B_batched100_vs_redis"] = round(
+            results["runs"]["broker_durable_100B_batched100"] / redis["msgs_per_s"], 2
+        )
     print(json.dumps(results, indent=2))
 
 
