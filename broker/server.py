@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import msgpack
 import zmq
+import zmq.utils.monitor
 
 from . import wire
 from .actions import ActiveConsumerChange, ConsumerClosed, Deliver, SendError, SendReceipt
@@ -63,6 +64,7 @@ class Connection:
     identity: bytes
     connected: bool = False
     role: str | None = None  # the token's subject when authentication is on
+    fd: int | None = None  # its TCP socket (authentication on: dropped when that closes)
     last_seen_ms: int = 0
     producers: dict[int, int] = field(default_factory=dict)  # client id -> core id
     consumers: dict[int, int] = field(default_factory=dict)  # client id -> core id
@@ -236,7 +238,17 @@ class Broker:
         if self._curve_secret is not None:
             apply_server(self.router, self._curve_secret)
         self.router.setsockopt(zmq.MAXMSGSIZE, self.settings.max_message_size + _FRAME_OVERHEAD)
-        self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        self._monitor: zmq.Socket | None = None
+        self._header_frame: Any = None
+        if self.authenticator.enabled:
+            # A peer may pick its own routing id, even one of an authenticated connection.
+            # Without handover ZeroMQ ignores a second peer claiming a live id; the monitor
+            # tells when a connection's socket closes, and that connection (its role) is
+            # dropped before any later peer with the same id is read (_check_sessions).
+            self._monitor = self.router.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+            self._sockets.append(self._monitor)
+        else:
+            self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
         self.router.sndhwm = 0
         self.router.rcvhwm = 0
         if self.port:
@@ -271,6 +283,9 @@ class Broker:
                 self.service.close()
         except Exception:
             log.exception("error while closing the broker core")
+        if self._monitor is not None:
+            self.router.disable_monitor()
+            self._monitor.close(linger=0)
         for sock in (self.router, self.pub, self.wake):
             sock.close(linger=0)
 
@@ -393,6 +408,9 @@ class Broker:
             log.warning("dropped a message with no header frame")
             return
         identity = frames[0]
+        if self._monitor is not None:
+            self._check_sessions()
+            self._header_frame = frames[1]  # for CONNECT: which TCP socket it came over
         conn = self.connections.get(identity)
         if conn is None:
             if identity in self._ignored:
@@ -468,6 +486,7 @@ class Broker:
                 check_connections(self.settings, len(self.connections))
             if self.authenticator.enabled:
                 conn.role = self.authenticator.authenticate(command.get("auth_token"))
+                conn.fd = _source_fd(self._header_frame)
         except PulsarLabError as exc:
             self._refuse(conn, command.request_id, exc)
             return
@@ -821,7 +840,27 @@ class Broker:
             }
         self._send(conn, [wire.pack_header(header)])
 
+    def _check_sessions(self) -> None:
+        """Drop authenticated connections whose TCP socket closed (monitor events)."""
+        assert self._monitor is not None
+        if not self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            return
+        assert self.service is not None
+        while True:
+            try:
+                event = zmq.utils.monitor.recv_monitor_message(self._monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if event["event"] != zmq.EVENT_DISCONNECTED:
+                continue
+            fd = event["value"]
+            for conn in [c for c in self.connections.values() if c.fd == fd]:
+                self.service.close_connection(conn)
+                del self.connections[conn.identity]
+
     def _heartbeat(self) -> None:
+        if self._monitor is not None:
+            self._check_sessions()
         now = self.clock.now_ms()
         if now < self._next_ping:
             return
@@ -837,6 +876,14 @@ class Broker:
                 del self.connections[identity]
             else:
                 self._send(conn, wire.encode("PING"))
+
+
+def _source_fd(frame: Any) -> int | None:
+    """The TCP socket a frame came over (``zmq.SRCFD``), if ZeroMQ tells."""
+    try:
+        return frame.get(zmq.SRCFD) if isinstance(frame, zmq.Frame) else None
+    except zmq.ZMQError:
+        return None
 
 
 def _ranges(value: list) -> list[tuple[int, int]]:
