@@ -337,7 +337,7 @@ class BrokerService:
         producer = self.producers.get(producer_id)
         if producer is None:
             raise ProducerNotFound(f"producer {producer_id} not found")
-        if not isinstance(payload, bytes | bytearray | memoryview):
+        if type(payload) is not bytes and not isinstance(payload, bytearray | memoryview):
             raise InvalidArgument(f"payload must be bytes, not {type(payload).__name__}")
         if not metadata.producer_name:
             metadata.producer_name = producer.producer_name
@@ -671,7 +671,7 @@ class BrokerService:
 
     def policies_for(self, topic: PersistentTopic) -> Policies:
         """Policies in force for ``topic`` (namespace policies over broker defaults)."""
-        namespace = topic.topic_name.namespace
+        namespace = topic.namespace
         policies = self._policies.get(namespace)
         if policies is None:
             stored = self.storage.metadata.get_policies(namespace)
@@ -707,6 +707,11 @@ class BrokerService:
 
 
 def _position(value: Position | MessageId) -> Position:
+    if (
+        type(value) is tuple and len(value) == 2
+        and type(value[0]) is int and type(value[1]) is int
+    ):
+        return value  # the common case, checked without a generator
     if isinstance(value, MessageId):
         return value.position
     if (

@@ -65,6 +65,7 @@ class PersistentTopic:
         self.service = service
         self.topic_name = name
         self.name = str(name)
+        self.namespace = name.namespace  # looked up for every publish (policies)
         self.partition_index = name.partition_index
         self.ledger = ledger
         self.metadata = service.storage_for(name).metadata
@@ -138,13 +139,17 @@ class PersistentTopic:
                 metadata.sequence_id if highest is None else highest,
                 position,
             )
-        self.pending_sends.append(
-            PendingSend(producer, metadata.sequence_id, position, _hop(metadata))
-        )
-        producer.last_sequence_id = max(producer.last_sequence_id, metadata.sequence_id)
-        producer.msg_in_counter += metadata.num_messages
+        sequence_id = metadata.sequence_id
+        hop = _hop(metadata) if metadata.properties else None
+        self.pending_sends.append(PendingSend(producer, sequence_id, position, hop))
+        if sequence_id > producer.last_sequence_id:
+            producer.last_sequence_id = sequence_id
+        num = metadata.num_messages_in_batch
+        if num is None:
+            num = 1
+        producer.msg_in_counter += num
         producer.bytes_in_counter += size
-        self.msg_in_counter += metadata.num_messages
+        self.msg_in_counter += num
         self.bytes_in_counter += size
         self.service.dirty_topics.add(self)
         return position

@@ -293,6 +293,8 @@ def split_receipts(command: Command) -> list[Command]:
 
 def position_list(value: Any, what: str = "position") -> tuple[int, int]:
     """Check a ``[ledger, entry]`` list from a frame and return it as a position tuple."""
+    if type(value) is list and len(value) >= 2 and type(value[0]) is int and type(value[1]) is int:
+        return (value[0], value[1])  # the common case, checked without a generator
     if (
         not isinstance(value, list | tuple)
         or len(value) < 2
