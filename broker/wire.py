@@ -37,6 +37,9 @@ authorization on, opening a producer needs the ``produce`` permission on the top
 namespace, subscribing ``consume``, lookups either, ``ADMIN`` a superuser role (errors:
 ``AuthorizationError``). With ``curve_secret_key_file`` set the ROUTER is a CurveZMQ server:
 every frame is encrypted, and a client without the broker's public key gets no answer.
+An authenticated session is tied to its TCP connection, not just to its routing id (which a
+peer may choose): ZeroMQ ignores a second peer claiming a live id, and the session ends when
+its connection closes, before a later peer with that id is read.
 
 Validation: :func:`decode` checks the header is a msgpack map of at most
 ``MAX_HEADER_SIZE`` bytes, the version, that the command is known, that each required
