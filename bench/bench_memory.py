@@ -154,6 +154,8 @@ def main() -> None:
     parser.add_argument("--wire-unbatched", type=int, default=1_000_000,
                         help="messages of the unbatched run sent through the broker")
     parser.add_argument("--data-dir", default=None, help="where to put the temp data dirs")
+    parser.add_argument("--only", action="append", default=None,
+                        help="run only this run (repeatable), e.g. --only unbatched_wire")
     args = parser.parse_args()
     results: dict = {"bench": "memory", "payload_bytes": len(PAYLOAD), "target_rss_mb": TARGET_MB,
                      "runs": {}}
@@ -163,12 +165,17 @@ def main() -> None:
         ("unbatched_wire", "wire", args.wire_unbatched, 1),
     ]
     for name, how, messages, batch in plans:
+        if args.only and name not in args.only:
+            continue
         with tempfile.TemporaryDirectory(dir=args.data_dir) as tmp:
             results["runs"][name] = run(
                 str(Path(tmp) / "data"), Path(tmp) / "broker.log", name.replace("_", "-"),
                 messages, how, batch,
             )
-    wire = results["runs"]["unbatched_wire"]
+    wire = results["runs"].get("unbatched_wire")
+    if wire is None:
+        print(json.dumps(results, indent=2))
+        return
     # The growth between half and all of the backlog, per entry: fixed costs (the entry
     # cache filling up to its budget, imports, buffers) are paid in the first half.
     per_entry_mb = (wire["rss_after_backlog_mb"] - wire["rss_after_half_backlog_mb"]) / max(

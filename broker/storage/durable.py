@@ -296,9 +296,9 @@ class DurableManagedLedger(LedgerSequence):
         entries = len(offsets) - 1
         self._offsets[ledger_id] = offsets
         self._corrupt.update((ledger_id, entry_id) for entry_id in corrupt)
-        if not corrupt and entries > 0:
+        if not corrupt and entries > 0 and (stop is None or not info.closed):
             # Sealed from now on (a new ledger takes the writes): the next open needs no scan.
-            # Ledgers with corrupt entries get none, so they are reported on every open.
+            # Ledgers with corrupt or unreadable parts get none: reported on every open.
             self._write_index(ledger_id)
         stamp = info.timestamp_ms if info.closed else now_ms
         return LedgerInfo(
