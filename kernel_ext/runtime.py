@@ -198,6 +198,7 @@ class BrokerRuntime:
                 self._start_beside(data_dir, port, events_port, memory, settings, timeout)
             else:
                 self._start_in_kernel(data_dir, port, events_port, memory, settings, timeout)
+            self._security = _own_security(dict(settings), self.broker)
             self._export_url()
             log.info("pulsarlab: using the broker at %s (%s)", self.service_url, self.mode)
             return self.status()
@@ -419,6 +420,31 @@ class BrokerRuntime:
         admin, self._admin = self._admin, None
         if admin is not None:
             bounded(admin.close, "closing the magics' admin")
+
+
+def _own_security(settings: dict[str, Any], broker: Any) -> dict[str, Any]:
+    """Token and CURVE key the magics need for a broker they started with auth or CURVE.
+
+    The token's role is the first of ``super_user_roles`` (else ``pulsarlab-magics``), signed
+    by the in-kernel broker or with the ``token_secret_key`` the broker process was given."""
+    out: dict[str, Any] = {}
+    if settings.get("authentication_enabled"):
+        from .broker import tokens
+        from .broker.client.auth import AuthenticationToken
+
+        roles = [r.strip() for r in str(settings.get("super_user_roles", "")).split(",")]
+        role = next((r for r in roles if r), "pulsarlab-magics")
+        if broker is not None:
+            token = broker.create_token(role)
+        else:
+            key = tokens.load_secret_key(str(settings["token_secret_key"]))
+            token = tokens.create_token(key, role)
+        out["authentication"] = AuthenticationToken(token)
+    if settings.get("curve_secret_key_file"):
+        from .broker.curve import load_secret_key
+
+        out["curve_server_key"] = load_secret_key(str(settings["curve_secret_key_file"]))[0]
+    return out
 
 
 def _read_report(path: Path) -> dict[str, Any] | None:

@@ -67,3 +67,23 @@ def test_a_wrong_token_is_a_clear_connect_error(locked):
     with pytest.raises(errors.AuthenticationError, match="authentication failed"):
         runtime.connect(broker.service_url, security=security)
     assert runtime.mode is None
+
+
+@pytest.mark.parametrize("beside", [False, True])
+def test_a_broker_started_by_the_magics_with_auth_and_curve_is_reachable(tmp_path, beside):
+    from pulsarlab.broker import tokens
+
+    _public, secret_path = curve.create_keypair_files(tmp_path / "k")
+    key_file = tokens.write_secret_file(tmp_path / "secret.key", tokens.create_secret_key())
+    settings = [("authentication_enabled", True), ("authorization_enabled", True),
+                ("super_user_roles", "boss"), ("curve_secret_key_file", str(secret_path))]
+    if beside:
+        settings.append(("token_secret_key", f"file://{key_file}"))
+    runtime = BrokerRuntime()
+    try:
+        runtime.start(memory=True, beside=beside, settings=settings)
+        runtime.client().create_producer("mine").send(b"x")
+        assert "persistent://public/default/mine" in runtime.admin().topics.get_list()
+        assert runtime.admin().namespaces.get_permissions("public/default") == {}
+    finally:
+        runtime.stop()
