@@ -47,7 +47,9 @@ class LedgerConfig:
     min_ledger_rollover_time_ms: int = 10 * 60_000
     # True: a send is confirmed only after fsync of its entry (group commit per sync() call).
     journal_sync_data: bool = True
-    # Bytes of recently written/read entries kept in memory for tail reads.
+    # Budget of the entry cache (recently written entries, for tail reads). The durable
+    # backend has one cache for all its ledgers, as big as the largest budget asked for,
+    # and counts each entry's Python object overhead too; 0: this ledger caches nothing.
     cache_size_bytes: int = 16 * 1024 * 1024
 
 

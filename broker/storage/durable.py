@@ -118,7 +118,8 @@ def _scan_intact(buf: mmap.mmap, offsets: array[int], size: int) -> int:
     """
     view = memoryview(buf)
     try:
-        unpack, crc32, append, header = _HEADER.unpack_from, zlib.crc32, offsets.append, 8
+        unpack, crc32, append = _HEADER.unpack_from, zlib.crc32, offsets.append
+        header = _HEADER.size
         pos = offsets[-1]
         while pos + header <= size:
             length, crc = unpack(buf, pos)
