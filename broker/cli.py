@@ -102,6 +102,10 @@ def _run_broker(args: argparse.Namespace) -> int:
         "storage": args.storage,
         "data_dir": data_dir,
         "topics": broker.call(summary),
+        "authentication": broker.settings.authentication_enabled,
+        "authorization": broker.settings.authorization_enabled,
+        # Clients need this public key (curve_server_key) when the broker encrypts.
+        "curve_public_key": broker.curve_public_key,
     }
     print(json.dumps(report, indent=2), flush=True)
     if args.once:

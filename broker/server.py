@@ -98,11 +98,13 @@ class Broker:
         check_bind(host, self.settings)
         self.authenticator = Authenticator(self.settings)
         self._curve_secret: bytes | None = None
+        self.curve_public_key: str | None = None  # what clients pass as curve_server_key
         if self.settings.curve_secret_key_file:
             try:
-                self._curve_secret = load_secret_key(self.settings.curve_secret_key_file)[1]
+                public, self._curve_secret = load_secret_key(self.settings.curve_secret_key_file)
             except ValueError as exc:
                 raise InvalidArgument(f"curve_secret_key_file: {exc}") from None
+            self.curve_public_key = public.decode("ascii")
         self.events_host = events_host(host, self.settings)
         self._ignored: dict[bytes, int] = {}  # refused identities -> when (frames dropped)
         self.dropped_from_refused = 0  # messages dropped from refused connections

@@ -119,3 +119,17 @@ def test_client_commands_take_a_token_and_a_curve_key(key_file, tmp_path):
             "pulsarlab: error: authentication failed: malformed token: expected "
             "header.claims.signature"
         )
+
+
+def test_the_broker_report_says_how_to_reach_it(key_file, tmp_path):
+    public_path, secret_path = curve.create_keypair_files(tmp_path, "server")
+    result = run("broker", "--storage", "memory", "--port", "0", "--once",
+                 "--set", "authentication_enabled=true",
+                 "--set", f"token_secret_key=file://{key_file}",
+                 "--set", f"curve_secret_key_file={secret_path}")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["authentication"] is True and report["authorization"] is False
+    assert report["curve_public_key"] == curve.load_public_key(str(public_path)).decode()
+    plain = json.loads(run("broker", "--storage", "memory", "--port", "0", "--once").stdout)
+    assert (plain["authentication"], plain["curve_public_key"]) == (False, None)
