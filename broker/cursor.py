@@ -173,7 +173,11 @@ class ManagedCursor:
                 break
             lower, upper = first
             md = self.mark_delete_position
-            if lower > md and self.ledger.count_entries((md[0], md[1] + 1), lower) > 0:
+            if lower > md and (
+                # within one ledger an entry sits in the gap; across ledgers, count them
+                lower[0] == md[0]
+                or self.ledger.count_entries((md[0], md[1] + 1), lower) > 0
+            ):
                 break
             if upper > md:
                 self.mark_delete_position = upper

@@ -98,19 +98,29 @@ class Dispatcher(ABC):
 
     def on_acknowledged(self, positions: Iterable[Position]) -> None:
         """Entries were fully acknowledged: no consumer owes them any more."""
+        # An entry is pending on one consumer at most, and one ack command's entries are
+        # mostly one consumer's: ask the consumer that owed the previous entry first.
+        last: Consumer | None = None
         for position in positions:
-            for consumer in self.consumers:
-                if consumer.remove_pending(position) is not None:
-                    self._maybe_unblock(consumer)
-                    break
+            if last is not None and last.remove_pending(position) is not None:
+                self._maybe_unblock(last)
+            else:
+                for consumer in self.consumers:
+                    if consumer is not last and consumer.remove_pending(position) is not None:
+                        self._maybe_unblock(consumer)
+                        last = consumer
+                        break
             self.redelivery_tracker.remove(position)
 
     def on_mark_delete_moved(self) -> None:
         """The mark-delete position advanced (cumulative ack or contiguous acks)."""
         md = self.cursor.mark_delete_position
         for consumer in self.consumers:
-            for position in [p for p in consumer.pending_acks if p <= md]:
-                consumer.remove_pending(position)
+            pending = consumer.pending_acks
+            # min() runs in C; after individual acks there is usually nothing at or below.
+            if pending and min(pending) <= md:
+                for position in [p for p in pending if p <= md]:
+                    consumer.remove_pending(position)
             self._maybe_unblock(consumer)
         self.redelivery_tracker.remove_up_to(md)
 
@@ -161,17 +171,21 @@ class Dispatcher(ABC):
         delivered: list[DeliveredEntry] = []
         total_messages = 0
         total_bytes = 0
+        redelivery_count = self.redelivery_tracker.get
+        add_pending = consumer.add_pending
         for position, data, header in entries:
             ack_set = None
-            messages = header.num_messages
-            if header.batched and batch_index_ack:
+            num_messages, sticky_key_hash, _, _, batched = header
+            messages = num_messages
+            if batched and batch_index_ack:
                 bits = self.cursor.batch_deleted.get(position)
                 if bits is not None:
                     ack_set = bits
                     messages = bits.bit_count()
-            count = self.redelivery_tracker.get(position)
-            delivered.append(DeliveredEntry(position, partition, count, data, ack_set))
-            consumer.add_pending(position, header.num_messages, header.sticky_key_hash)
+            delivered.append(
+                DeliveredEntry(position, partition, redelivery_count(position), data, ack_set)
+            )
+            add_pending(position, num_messages, sticky_key_hash)
             total_messages += messages
             total_bytes += len(data)
         consumer.permits -= total_messages

@@ -30,6 +30,9 @@ from ..selectors.base import StickyKeyConsumerSelector, format_range
 from ..storage.base import Position
 from .shared import SendList, SharedDispatcher
 
+_MAX_REMEMBERED_OWNERS = 1 << 16  # bounds the select() memo (it starts over when full)
+_UNKNOWN: Any = object()
+
 
 class KeySharedDispatcher(SharedDispatcher):
     """Dispatch by sticky key hash, keeping per-key order across consumer changes."""
@@ -42,6 +45,8 @@ class KeySharedDispatcher(SharedDispatcher):
         self.selector: StickyKeyConsumerSelector | None = None
         # Consumer -> join mark (read position when it joined), in join order.
         self.recently_joined: dict[Consumer, Position] = {}
+        # select() answers per sticky key hash, valid until the consumers change.
+        self._owners: dict[int, Consumer | None] = {}
         self._stuck_on_replays = False
 
     # -- consumers ------------------------------------------------------------------------
@@ -64,6 +69,7 @@ class KeySharedDispatcher(SharedDispatcher):
         else:
             selector = self.selector
         selector.add_consumer(consumer)  # raises ConsumerAssignError, nothing changed
+        self._owners.clear()
         self.selector = selector
         self.key_shared_mode = mode
         super().add_consumer(consumer)
@@ -79,6 +85,7 @@ class KeySharedDispatcher(SharedDispatcher):
             return
         assert self.selector is not None
         self.selector.remove_consumer(consumer)
+        self._owners.clear()
         self.recently_joined.pop(consumer, None)
         if len(self.consumers) <= 2:
             # Only one consumer will be left: nobody to keep order against.
@@ -111,8 +118,8 @@ class KeySharedDispatcher(SharedDispatcher):
             return
         self._dispatching = True
         try:
-            while self.total_available_permits() > 0:
-                n = self.entries_to_read(self.total_available_permits())
+            while (permits := self.total_available_permits()) > 0:
+                n = self.entries_to_read(permits)
                 if (len(self.replay) or self._delayed_available()) and not self._stuck_on_replays:
                     batch = self.read_replay(n)
                     if batch is None:
@@ -130,15 +137,36 @@ class KeySharedDispatcher(SharedDispatcher):
             self._dispatching = False
 
     def _delayed_available(self) -> bool:
-        return self.delayed is not None and self.delayed.has_message_available(
-            self.subscription.now_ms()
+        delayed = self.delayed
+        return (
+            delayed is not None
+            and len(delayed) > 0  # nothing tracked: skip the clock and the heap
+            and delayed.has_message_available(self.subscription.now_ms())
         )
+
+    def owner_of(self, sticky_key_hash: int) -> Consumer | None:
+        """``selector.select(sticky_key_hash)``, remembered until the consumers change."""
+        owners = self._owners
+        try:
+            return owners[sticky_key_hash]
+        except KeyError:
+            pass
+        assert self.selector is not None
+        owner = self.selector.select(sticky_key_hash)
+        if len(owners) >= _MAX_REMEMBERED_OWNERS:
+            owners.clear()
+        owners[sticky_key_hash] = owner
+        return owner
 
     def send_read_entries(self, entries: SendList, is_replay: bool) -> bool:
         assert self.selector is not None
         groups: dict[Consumer, SendList] = {}
+        owners = self._owners
         for item in entries:
-            owner = self.selector.select(item[2].sticky_key_hash)
+            key_hash = item[2].sticky_key_hash
+            owner = owners.get(key_hash, _UNKNOWN)
+            if owner is _UNKNOWN:
+                owner = self.owner_of(key_hash)
             if owner is None:
                 self.replay.add(item[0], item[2].sticky_key_hash)
             else:

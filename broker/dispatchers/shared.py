@@ -157,9 +157,11 @@ class SharedDispatcher(Dispatcher):
 
     def on_acknowledged(self, positions: Iterable[Position]) -> None:
         positions = list(positions)
-        for position in positions:
-            self.replay.remove(position)
-            if self.delayed is not None:
+        if len(self.replay):
+            for position in positions:
+                self.replay.remove(position)
+        if self.delayed is not None and len(self.delayed):
+            for position in positions:
                 self.delayed.remove(position)
         super().on_acknowledged(positions)
 
@@ -177,7 +179,11 @@ class SharedDispatcher(Dispatcher):
     # -- dispatch -------------------------------------------------------------------------
 
     def total_available_permits(self) -> int:
-        return sum(c.permits for c in self.consumers if self.can_receive(c))
+        # can_receive() spelled out: this runs on every dispatch round, for every consumer.
+        return sum(
+            c.permits for c in self.consumers
+            if c.permits > 0 and not c.blocked_on_unacked and not c.closed
+        )
 
     def dispatch(self) -> None:
         if self._dispatching:
