@@ -5,8 +5,9 @@ without ``authentication_enabled`` is refused before a socket is opened
 (:func:`check_bind`). With authentication on, a connection's first message must be a
 ``CONNECT`` carrying a token the :class:`Authenticator` accepts (a JWT signed with the
 broker's secret key, :mod:`.tokens`); the token's subject becomes the connection's role.
-The event stream (PUB socket) cannot check tokens, so with authentication on it binds on
-loopback only (:func:`events_host`).
+The event stream (PUB socket) cannot read a CONNECT, so with authentication on it binds on
+loopback only (:func:`events_host`) and checks a token in the ZeroMQ handshake instead
+(:func:`event_stream_check`, via :mod:`.zap`).
 
 Everything here is sans-I/O: the server asks, these answer or raise a
 :class:`~.errors.PulsarLabError` with a one-line reason.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import time
+from collections.abc import Callable
 
 from . import tokens
 from .errors import AuthenticationError, InvalidArgument
@@ -90,3 +92,22 @@ class Authenticator:
             raise InvalidArgument("authentication is not enabled on this broker")
         expires_at = None if expires_in_seconds is None else int(time.time()) + expires_in_seconds
         return tokens.create_token(self._key, role, expires_at)
+
+
+def event_stream_check(
+    authenticator: Authenticator, settings: BrokerSettings
+) -> Callable[[str], tuple[bool, str, str]]:
+    """The ZAP check for event subscribers: a valid token, of a superuser when authorization
+    is on (events name every topic). Pure, so the ZAP thread may call it."""
+    superusers = frozenset(r.strip() for r in settings.super_user_roles.split(",") if r.strip())
+
+    def check(token: str) -> tuple[bool, str, str]:
+        try:
+            role = authenticator.authenticate(token)
+        except AuthenticationError as exc:
+            return False, str(exc), ""
+        if settings.authorization_enabled and role not in superusers:
+            return False, f"role {role!r} is not a superuser: events name every topic", ""
+        return True, "", role
+
+    return check

@@ -39,10 +39,11 @@ from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, Puls
 from .events import BrokerEvent
 from .limits import check_connections, check_consumers, check_producers
 from .message_id import MessageId
-from .security import Authenticator, check_bind, events_host
+from .security import Authenticator, check_bind, event_stream_check, events_host
 from .service import BrokerService
 from .settings import BrokerSettings
 from .storage import open_storage
+from .zap import EVENTS_DOMAIN, ZapHandler
 
 log = logging.getLogger("pulsarlab.broker.server")
 
@@ -107,6 +108,7 @@ class Broker:
             self.curve_public_key = public.decode("ascii")
         self.events_host = events_host(host, self.settings)
         self._ignored: dict[bytes, int] = {}  # refused identities -> when (frames dropped)
+        self._zap: ZapHandler | None = None
         self.dropped_from_refused = 0  # messages dropped from refused connections
         self.host = host
         self.port = port
@@ -220,6 +222,9 @@ class Broker:
             self._startup_error = exc
             for sock in self._sockets:
                 sock.close(linger=0)
+            if self._zap is not None:
+                self._zap.close()
+                self._zap = None
             self._ready.set()
             return
         self._ready.set()
@@ -234,6 +239,8 @@ class Broker:
         self._ctx = zmq.Context()
         ctx = self._ctx
         self._sockets: list[zmq.Socket] = []
+        if self.authenticator.enabled:  # event subscribers log in with a token (broker/zap.py)
+            self._zap = ZapHandler(ctx, event_stream_check(self.authenticator, self.settings))
         self.router = ctx.socket(zmq.ROUTER)
         self._sockets.append(self.router)
         self.router.linger = 0
@@ -260,6 +267,9 @@ class Broker:
         self.pub = ctx.socket(zmq.XPUB)
         self._sockets.append(self.pub)
         self.pub.linger = 0
+        if self._zap is not None:
+            self.pub.plain_server = True
+            self.pub.zap_domain = EVENTS_DOMAIN
         if self.events_port:
             self.pub.bind(f"tcp://{self.events_host}:{self.events_port}")
         else:
@@ -290,6 +300,9 @@ class Broker:
             self._monitor.close(linger=0)
         for sock in (self.router, self.pub, self.wake):
             sock.close(linger=0)
+        if self._zap is not None:
+            self._zap.close()
+            self._zap = None
 
     def _loop(self) -> None:
         poller = zmq.Poller()

@@ -22,7 +22,9 @@ commands. A lone receipt still travels as ``SEND_RECEIPT``.
 
 The broker also binds a PUB socket for the event stream: two frames, the event type
 (utf-8) and a msgpack map (:meth:`BrokerEvent.to_dict`), so subscribers can filter by type.
-It cannot check tokens, so with authentication on it binds on loopback only.
+It cannot read a CONNECT, so with authentication on it binds on loopback only and is a
+ZeroMQ PLAIN server: a subscriber logs in with username ``token`` and its token as password
+(checked by the broker's ZAP handler, :mod:`.zap`; a superuser role when authorization is on).
 
 Connection setup and security: a client's first message is ``CONNECT`` (``client_version``,
 plus ``auth_token`` when the broker has authentication on: a signed token whose subject is

@@ -684,7 +684,7 @@ class PulsarMagics(Magics):
             )
         subscription = self._pick_subscription(topic, args.sub)
         rt.last_subscription = subscription
-        binding = LiveBinding(url, rt.events_url, topic, subscription)
+        binding = LiveBinding(url, rt.events_url, topic, subscription, security=rt.security)
         try:
             view = VIEWS[args.widget](binding)
             binding.start()

@@ -320,6 +320,11 @@ class BrokerRuntime:
 
     # -- what the magics use --------------------------------------------------------------
 
+    @property
+    def security(self) -> dict[str, Any]:
+        """``authentication`` / ``curve_server_key`` for clients of this broker (maybe empty)."""
+        return dict(self._security)
+
     def client(self) -> Any:
         """The shared :class:`~pulsarlab.Client` of the magics (created on first use)."""
         url = self.require_url()

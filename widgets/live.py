@@ -27,6 +27,7 @@ import zmq
 from pulsarlab.broker import TopicName
 from pulsarlab.broker.admin import Admin
 from pulsarlab.broker.errors import PulsarLabError
+from pulsarlab.broker.zap import subscriber_login
 
 from .source import EventLog, Palette, Snapshot
 from .throttle import FrameThrottle
@@ -54,7 +55,14 @@ class LiveBinding:
         stats_interval_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         admin: Any = None,
+        security: dict[str, Any] | None = None,
     ) -> None:
+        """``security``: ``authentication`` (a ``pulsarlab.AuthenticationToken``) and/or
+        ``curve_server_key`` for a broker with authentication or CURVE on; the token also
+        logs the event subscriber in (ZeroMQ PLAIN, checked by the broker)."""
+        security = dict(security or {})
+        auth = security.get("authentication")
+        self._events_token: str | None = auth.token() if auth is not None else None
         self.service_url = service_url
         self.events_url = events_url
         self.topic = str(TopicName.get(topic))
@@ -66,7 +74,9 @@ class LiveBinding:
         self.throttle = FrameThrottle(self._render, max_fps, clock)
         self.fetches = 0
         self._clock = clock
-        self._admin = admin if admin is not None else Admin(service_url, timeout_seconds=5.0)
+        self._admin = admin if admin is not None else Admin(
+            service_url, timeout_seconds=5.0, **security
+        )
         self._callbacks: list[Callable[[], None]] = []
         self._snapshot: Snapshot | None = None
         self._partition_topics: list[str] | None = None
@@ -119,6 +129,8 @@ class LiveBinding:
         sock = zmq.Context.instance().socket(zmq.SUB)
         sock.linger = 0
         sock.setsockopt(zmq.SUBSCRIBE, b"")
+        if self._events_token is not None:
+            subscriber_login(sock, self._events_token)
         try:
             sock.connect(self.events_url)
             while not self._stop.is_set():
