@@ -91,5 +91,7 @@ class WhatIfControls(ipywidgets.VBox):
                 self.consumer.options = names
                 if current in names:
                     self.consumer.value = current
+                elif names:  # never leave the buttons aimed at nobody
+                    self.consumer.value = names[0]
             elapsed = (self.whatif.now_ms() - self.whatif.start_ms) / 1000
             self.clock.value = f"simulated time <b>t = {elapsed:.3f} s</b>"

@@ -39,3 +39,17 @@ def test_a_broker_refusal_is_shown():
 
 def test_parse_keys():
     assert parse_keys("a, b ,-,, c") == ["a", "b", None, "c"]
+
+
+def test_the_consumer_dropdown_follows_consumers_added_elsewhere():
+    whatif = WhatIf("Failover")
+    controls = WhatIfControls(whatif)
+    whatif.add_consumer("A")
+    whatif.add_consumer("B")
+    assert controls.consumer.options == ("A", "B")
+    assert controls.consumer.value == "A"  # the buttons are never aimed at nobody
+    controls.consumer.value = "B"
+    whatif.add_consumer("C")
+    assert controls.consumer.value == "B"  # a choice survives membership changes
+    whatif.remove_consumer("B")
+    assert controls.consumer.value == "A"
