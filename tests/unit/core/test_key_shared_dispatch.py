@@ -138,3 +138,25 @@ def test_auto_split_ranges_in_stats(make_harness):
         "C4": ["[32769, 49152]"],
         "C1": ["[49153, 65536]"],
     }
+
+
+def test_keys_follow_the_selector_after_every_membership_change(harness):
+    # The dispatcher remembers select() per key hash; a join or a leave must reset that.
+    h = harness
+    a = h.subscribe(T, "s", "A", SubType.Key_Shared, permits=1000)
+    keys = [f"key-{i}" for i in range(40)]
+    first = [h.publish(T, 1, key=k)[0] for k in keys]
+    assert h.take(a) == first
+    h.ack(a, first)
+    b = h.subscribe(T, "s", "B", SubType.Key_Shared, permits=1000)
+    selector = _sub(h).dispatcher.selector
+    b_keys = {k for k in keys if selector.select(sticky_key_hash(k.encode())) is b}
+    assert b_keys and len(b_keys) < len(keys)
+    second = {k: h.publish(T, 1, key=k)[0] for k in keys}
+    assert set(h.take(b)) == {second[k] for k in b_keys}
+    assert set(h.take(a)) == {second[k] for k in keys if k not in b_keys}
+    h.ack(a, [second[k] for k in keys if k not in b_keys])
+    h.ack(b, [second[k] for k in b_keys])
+    h.close(b)
+    third = [h.publish(T, 1, key=k)[0] for k in keys]
+    assert h.take(a) == third
