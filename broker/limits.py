@@ -22,7 +22,6 @@ from .topic_name import TopicName
 __all__ = ["check_connections", "check_consumers", "check_producers", "check_topic_quota"]
 
 
-
 def check_connections(settings: BrokerSettings, open_connections: int) -> None:
     """Refuse a connection beyond ``max_connections`` (``open_connections`` includes it)."""
     limit = settings.max_connections

@@ -1,4 +1,4 @@
-"""Who may connect: the loopback rule, token authentication and per-connection limits.
+"""Who may connect: the loopback rule and token authentication (limits: :mod:`.limits`).
 
 The broker serves loopback only unless authentication is on: binding any other address
 without ``authentication_enabled`` is refused before a socket is opened
@@ -23,7 +23,7 @@ from . import tokens
 from .errors import AuthenticationError, InvalidArgument
 from .settings import BrokerSettings
 
-__all__ = ["Authenticator", "check_bind", "events_host", "is_loopback"]
+__all__ = ["Authenticator", "check_bind", "event_stream_check", "events_host", "is_loopback"]
 
 LOOPBACK = "127.0.0.1"
 
