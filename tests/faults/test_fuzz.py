@@ -126,7 +126,8 @@ _ADMIN_OPS = (
     "topics.expire_messages", "topics.unload", "topics.get_stats", "topics.get_internal_stats",
     "topics.get_partitioned_stats", "namespaces.get_policies", "namespaces.set_retention",
     "namespaces.set_message_ttl", "namespaces.set_deduplication_status",
-    "namespaces.set_backlog_quota", "nope", "",
+    "namespaces.set_backlog_quota", "namespaces.grant_permission",
+    "namespaces.revoke_permission", "namespaces.get_permissions", "nope", "",
 )
 _NAMESPACES = ("public/default", "fuzz/ns", "bad", "", "a/b/c")
 _META_KEYS = (
@@ -244,7 +245,7 @@ class Fuzzer:
         for key in r.sample(("topic", "subscription", "namespace", "value", "partitions",
                              "count", "message_id", "timestamp", "force",
                              "expire_time_seconds", "include_system", "per_partition",
-                             "bogus"), r.randint(0, 4)):
+                             "role", "actions", "bogus"), r.randint(0, 4)):
             if key == "topic":
                 args[key] = r.choice(_FUZZ_TOPICS)
             elif key == "subscription":
