@@ -319,6 +319,9 @@ class Subscription:
         }
         if dispatcher is not None and hasattr(dispatcher, "replay"):
             stats["msgInReplay"] = len(dispatcher.replay)  # type: ignore[attr-defined]
+        # Delayed messages the dispatcher holds back (Pulsar's msgDelayed; 0 where none).
+        delayed = getattr(dispatcher, "delayed", None)
+        stats["msgDelayed"] = len(delayed) if delayed is not None else 0
         if isinstance(dispatcher, KeySharedDispatcher):
             stats.update(dispatcher.subscription_stats())
         return stats
