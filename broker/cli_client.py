@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from .cli_security import add_client_options, client_options
+from .cli_security import add_client_options, add_namespace_commands, client_options, namespace_op
 
 DEFAULT_URL = "zmq://127.0.0.1:6650"
 SUB_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
@@ -90,6 +90,7 @@ def add_client_commands(commands: Any) -> None:
     where.add_argument("--earliest", action="store_true")
     where.add_argument("--latest", action="store_true")
     _add_url(op)
+    add_namespace_commands(groups, _add_url)
     admin.set_defaults(func=_admin)
 
 
@@ -157,7 +158,9 @@ def _admin(args: argparse.Namespace) -> int:
         topics = admin.topics
         op = args.op
         result: Any
-        if op == "stats":
+        if args.group == "namespaces":
+            result = namespace_op(admin.namespaces, args)
+        elif op == "stats":
             result = topics.get_stats(args.topic)
         elif op == "stats-internal":
             result = topics.get_internal_stats(args.topic)

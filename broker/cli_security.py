@@ -8,8 +8,10 @@
 * ``curve create-keypair --output-dir DIR [--name server]`` — ``DIR/server.key`` (secret,
   0600, for the broker's ``curve_secret_key_file``) and ``DIR/server.pub`` (for clients).
 
-The client commands take ``--token`` / ``$PULSARLAB_TOKEN`` (a token or ``file:///path`` of
-one) and ``--curve-server-key`` / ``$PULSARLAB_CURVE_SERVER_KEY`` (:func:`client_options`).
+``admin namespaces permissions|grant-permission|revoke-permission`` manage roles like
+``pulsar-admin namespaces``. The client commands take ``--token`` / ``$PULSARLAB_TOKEN`` (a
+token or ``file:///path`` of one) and ``--curve-server-key`` /
+``$PULSARLAB_CURVE_SERVER_KEY`` (:func:`client_options`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +137,31 @@ def _create_keypair(args: argparse.Namespace) -> int:
     print(json.dumps({"public_key": public.decode(), "public_key_file": str(public_path),
                       "secret_key_file": str(secret_path)}, indent=2))
     return 0
+
+
+def add_namespace_commands(groups: Any, add_url: Callable[[argparse.ArgumentParser], None]) -> None:
+    """``pulsarlab admin namespaces permissions|grant-permission|revoke-permission``."""
+    namespaces = groups.add_parser("namespaces", help="namespace permissions (pulsar-admin's)")
+    ops = namespaces.add_subparsers(dest="op", required=True)
+    op = ops.add_parser("permissions", help="roles and their actions on a namespace")
+    op.add_argument("namespace")
+    add_url(op)
+    op = ops.add_parser("grant-permission", help="let a role produce and/or consume")
+    op.add_argument("namespace")
+    op.add_argument("--role", required=True)
+    op.add_argument("--actions", required=True, help="comma-separated: produce,consume")
+    add_url(op)
+    op = ops.add_parser("revoke-permission", help="take a role's actions away")
+    op.add_argument("namespace")
+    op.add_argument("--role", required=True)
+    add_url(op)
+
+
+def namespace_op(namespaces: Any, args: argparse.Namespace) -> Any:
+    """Run one ``admin namespaces`` command."""
+    if args.op == "permissions":
+        return namespaces.get_permissions(args.namespace)
+    if args.op == "grant-permission":
+        actions = [a.strip() for a in args.actions.split(",") if a.strip()]
+        return namespaces.grant_permission(args.namespace, args.role, actions)
+    return namespaces.revoke_permission(args.namespace, args.role)

@@ -133,3 +133,31 @@ def test_the_broker_report_says_how_to_reach_it(key_file, tmp_path):
     assert report["curve_public_key"] == curve.load_public_key(str(public_path)).decode()
     plain = json.loads(run("broker", "--storage", "memory", "--port", "0", "--once").stdout)
     assert (plain["authentication"], plain["curve_public_key"]) == (False, None)
+
+
+def test_admin_namespaces_permissions_like_pulsar_admin():
+    with Broker(storage="memory", authentication_enabled=True, authorization_enabled=True,
+                super_user_roles="root") as b:
+        root = ["--url", b.service_url, "--token", b.create_token("root")]
+        granted = run("admin", "namespaces", "grant-permission", "acme/ns", "--role", "alice",
+                      "--actions", "produce,consume", *root)
+        assert granted.returncode == 0, granted.stderr
+        listed = run("admin", "namespaces", "permissions", "acme/ns", *root)
+        assert json.loads(listed.stdout) == {"alice": ["consume", "produce"]}
+        alice = ["--url", b.service_url, "--token", b.create_token("alice")]
+        assert run("produce", "acme/ns/t", "-m", "hi", *alice).returncode == 0
+        refused = run("produce", "public/default/t", "-m", "hi", *alice)
+        assert refused.returncode == 2
+        assert refused.stderr.strip() == (
+            "pulsarlab: error: role 'alice' is not authorized to look up topics in namespace "
+            "public/default"
+        )
+        not_root = run("admin", "namespaces", "permissions", "acme/ns", *alice)
+        assert not_root.returncode == 2 and "not a superuser" in not_root.stderr
+        revoked = run("admin", "namespaces", "revoke-permission", "acme/ns", "--role", "alice",
+                      *root)
+        assert revoked.returncode == 0, revoked.stderr
+        assert json.loads(run("admin", "namespaces", "permissions", "acme/ns", *root).stdout) == {}
+        bad = run("admin", "namespaces", "grant-permission", "acme/ns", "--role", "x",
+                  "--actions", "fly", *root)
+        assert bad.returncode == 2 and "unknown action" in bad.stderr
