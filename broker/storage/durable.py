@@ -13,8 +13,13 @@ corruption and is reported (ERROR) and kept as a ``None`` entry, never skipped s
 A ledger that is sealed (closed at rollover or at a clean close, or recovered at open)
 gets an index file of its entry offsets (``ledger_index.py``); opening trusts it instead of
 scanning when it matches the segment file and the ledger list, and the last record's CRC
-is checked. In memory a ledger keeps only its offsets (an ``array`` of u64, 8 bytes per
-entry); entry data is read from disk on demand, except the recent entries the storage-wide
+is checked. The ledger being written journals its entry offsets after each group commit's
+``fsync``, so after a crash only its last ``_TAIL_SCAN_BYTES`` (far more than a crash can
+tear) and whatever the journal does not cover are CRC-scanned; corruption in the part the
+journal vouches for is found when that entry is read (``LedgerCorruption``).
+
+In memory a ledger keeps only its offsets (an ``array`` of u64, 8 bytes per entry); entry
+data is read from disk on demand, except the recent entries the storage-wide
 :class:`EntryCache` holds within its byte budget.
 """
 
@@ -29,13 +34,21 @@ import re
 import struct
 import zlib
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import LedgerCorruption, StorageError
 from .base import LedgerConfig, LedgerInfo, MetadataStore
 from .entry_cache import EntryCache
-from .ledger_index import load_index, remove_index, write_index
+from .ledger_index import (
+    journal_bytes,
+    journal_path,
+    load_index,
+    load_journal,
+    remove_index,
+    write_index,
+)
 from .memory import LedgerSequence, LedgerStorage
 from .sqlite_store import SqliteMetadataStore
 
@@ -45,7 +58,10 @@ _HEADER = struct.Struct(">II")
 _FLUSH_BYTES = 1 << 20
 _MAX_OPEN_FILES = 4
 _SEGMENT = re.compile(r"(\d+)\.log")
-_INDEX = re.compile(r"(\d+)\.idx")
+_INDEX = re.compile(r"(\d+)\.(?:idx|pos)")
+# After a crash the open ledger's last bytes are always CRC-scanned, whatever its position
+# journal says: a crash can only tear what was not yet synced (at most a group commit).
+_TAIL_SCAN_BYTES = 8 * 1024 * 1024
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -133,15 +149,17 @@ def _scan_intact(buf: mmap.mmap, offsets: array[int], size: int) -> int:
         view.release()
 
 
-def _scan(path: Path, closed: bool) -> tuple[array[int], list[int], int | None, int]:
-    """Walk a segment file's records.
+def _scan(
+    path: Path, closed: bool, start: array[int] | None = None
+) -> tuple[array[int], list[int], int | None, int]:
+    """Walk a segment file's records (from the end of ``start``, boundaries already known).
 
     Returns the record boundaries (``offsets[i]`` = start of entry ``i``, plus the end), the
     ids of corrupt entries (a record whose declared length fits but whose CRC does not
     match, kept in place when the ledger is closed or a good record follows it), the offset
     where readable records stop (``None`` if the file ends cleanly) and the file size.
     """
-    offsets = array("Q", [0])
+    offsets = start if start is not None else array("Q", [0])
     corrupt: list[int] = []
     if not path.exists():
         return offsets, corrupt, None, 0
@@ -150,7 +168,7 @@ def _scan(path: Path, closed: bool) -> tuple[array[int], list[int], int | None, 
         if size == 0:
             return offsets, corrupt, None, 0
         with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            pos = 0
+            pos = offsets[-1]
             while pos < size:
                 pos = _scan_intact(buf, offsets, size)
                 if pos >= size:
@@ -194,6 +212,11 @@ class DurableManagedLedger(LedgerSequence):
         self._fds: dict[int, int] = {}
         self._buffer = bytearray()
         self._dirs_to_sync: tuple[Path, ...] = ()
+        # Position journal of the ledger being written: its id, descriptor (-1: given up
+        # after an error) and how many entry ends it holds.
+        self._journal_ledger: int | None = None
+        self._journal_fd: int | None = None
+        self._journaled = 0
         # Shared by every managed ledger of the storage (one budget for all topics).
         self._cache = cache if cache is not None else EntryCache(config.cache_size_bytes)
 
@@ -246,12 +269,14 @@ class DurableManagedLedger(LedgerSequence):
         ledger_id, path = info.ledger_id, self._path(info.ledger_id)
         offsets = self._indexed_offsets(info)
         if offsets is not None:
+            self._unlink_quietly(journal_path(path))
             self._offsets[ledger_id] = offsets
             records = len(offsets) - 1
             stamp = info.timestamp_ms if info.closed else now_ms
             size = offsets[-1] - _HEADER.size * records
             return LedgerInfo(ledger_id, records, size, stamp, closed=True)
-        offsets, corrupt, stop, size = _scan(path, info.closed)
+        offsets, corrupt, stop, size = _scan(path, info.closed, self._journaled_prefix(info))
+        self._unlink_quietly(journal_path(path))  # the ledger is sealed from now on
         records = len(offsets) - 1
         for entry_id in corrupt:
             log.error(
@@ -331,6 +356,23 @@ class DurableManagedLedger(LedgerSequence):
             return None
         return offsets
 
+    def _journaled_prefix(self, info: LedgerInfo) -> array[int] | None:
+        """Boundaries the open ledger's position journal vouches for, up to
+        ``_TAIL_SCAN_BYTES`` before the end of the file, if the last of them checks out."""
+        if info.closed:
+            return None
+        path = self._path(info.ledger_id)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return None
+        offsets = load_journal(path, size)
+        keep = bisect_right(offsets, size - _TAIL_SCAN_BYTES)
+        del offsets[max(keep, 1) :]
+        if len(offsets) < 2 or not self._last_record_intact(path, offsets):
+            return None
+        return offsets
+
     @staticmethod
     def _last_record_intact(path: Path, offsets: array[int]) -> bool:
         start, end = offsets[-2], offsets[-1]
@@ -358,6 +400,9 @@ class DurableManagedLedger(LedgerSequence):
             )
 
     def _store_seal(self, ledger_id: int) -> None:
+        if ledger_id == self._journal_ledger:
+            self._close_journal()
+        self._unlink_quietly(journal_path(self._path(ledger_id)))
         offsets = self._offsets.get(ledger_id)
         if offsets is None or len(offsets) < 2:
             return
@@ -446,6 +491,47 @@ class DurableManagedLedger(LedgerSequence):
         except OSError as exc:
             self._fail(ledger_id, exc)
         self._dirs_to_sync = ()
+        self._journal(ledger_id)
+
+    def _journal(self, ledger_id: int) -> None:
+        """Append the ends of the entries just made durable to the position journal.
+
+        Best effort: on an error the ledger is not journaled any more (a crash then costs a
+        full scan of it, nothing else)."""
+        if ledger_id != self._journal_ledger:
+            self._close_journal()
+            self._journal_ledger, self._journaled = ledger_id, 0
+        offsets = self._offsets[ledger_id]
+        if self._journal_fd == -1 or self._journaled >= len(offsets) - 1:
+            return
+        try:
+            if self._journal_fd is None:
+                self._journal_fd = os.open(
+                    journal_path(self._path(ledger_id)),
+                    os.O_WRONLY | os.O_CREAT | os.O_APPEND | _O_CLOEXEC,
+                    0o644,
+                )
+                self._limit_open_files(keep=ledger_id)
+            view = memoryview(journal_bytes(offsets[self._journaled + 1 :]))
+            while view:
+                view = view[os.write(self._journal_fd, view) :]
+        except OSError as exc:
+            log.warning(
+                "managed ledger %s: cannot journal the positions of ledger %d (%s); after a "
+                "crash its segment file is scanned in full",
+                self.name,
+                ledger_id,
+                _reason(exc),
+            )
+            self._close_journal()
+            self._journal_fd = -1
+            return
+        self._journaled = len(offsets) - 1
+
+    def _close_journal(self) -> None:
+        fd, self._journal_fd = self._journal_fd, None
+        if fd is not None and fd >= 0:
+            os.close(fd)
 
     def _fail(self, ledger_id: int, exc: OSError) -> None:
         """Drop every unconfirmed entry (memory and file) and raise ``StorageError``."""
@@ -526,8 +612,10 @@ class DurableManagedLedger(LedgerSequence):
         return fd
 
     def _limit_open_files(self, keep: int) -> None:
-        """Close the oldest descriptors beyond the limit (never ``keep``'s, the current one)."""
-        while len(self._fds) > _MAX_OPEN_FILES:
+        """Close the oldest descriptors beyond the limit (never ``keep``'s, the current one);
+        an open position journal counts too."""
+        journal = 1 if self._journal_fd is not None and self._journal_fd >= 0 else 0
+        while len(self._fds) + journal > _MAX_OPEN_FILES:
             oldest = next(lid for lid in self._fds if lid != keep)
             os.close(self._fds.pop(oldest))
 
@@ -537,6 +625,9 @@ class DurableManagedLedger(LedgerSequence):
         fd = self._fds.pop(ledger_id, None)
         if fd is not None:
             os.close(fd)
+        if ledger_id == self._journal_ledger:
+            self._close_journal()
+        self._unlink_quietly(journal_path(self._path(ledger_id)))
         self._cache.drop_ledger(ledger_id)
         self._offsets.pop(ledger_id, None)
         try:
@@ -555,6 +646,7 @@ class DurableManagedLedger(LedgerSequence):
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+        self._close_journal()
         self._buffer.clear()
         for ledger_id in self._offsets:
             self._cache.drop_ledger(ledger_id)

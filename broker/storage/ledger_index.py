@@ -13,6 +13,14 @@ and times, and the offsets' own first and last values. Anything else (missing, t
 stale, corrupt) gives ``None`` and a reason, and the caller scans the segment file as it
 would without an index. It is written without ``fsync``: a crash can only leave an index
 that fails these checks.
+
+The ledger being written keeps a position journal instead, ``<ledger_id>.pos``: after each
+group commit's ``fsync`` the end offsets of the entries it made durable are appended to it
+as one chunk (count u32, CRC32 of the offsets u32, then the offsets as little-endian u64).
+After a crash, :func:`load_journal` gives the longest run of intact chunks whose offsets
+are plausible (strictly increasing, within the file); the caller still checks the last
+boundary it trusts and scans everything after it. The journal only ever describes bytes
+that were on disk before it was written, so it can be short, never ahead.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ _VERSION = 1
 # magic, version, entries, segment size, segment mtime_ns, segment ctime_ns, crc32
 _HEAD = struct.Struct("<4sIQQqqI")
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_CHUNK = struct.Struct("<II")  # journal chunk: entry count, crc32 of the offsets
 
 
 def index_path(segment: Path) -> Path:
@@ -109,3 +118,43 @@ def load_index(segment: Path, entries: int | None) -> tuple[array[int] | None, s
 def remove_index(segment: Path) -> None:
     """Delete the index of ``segment`` if there is one."""
     index_path(segment).unlink(missing_ok=True)
+
+
+def journal_path(segment: Path) -> Path:
+    """Where the position journal of the open ledger ``segment`` lives."""
+    return segment.with_suffix(".pos")
+
+
+def journal_bytes(ends: array[int]) -> bytes:
+    """One journal chunk holding ``ends`` (entry end offsets)."""
+    body = _le_bytes(ends)
+    return _CHUNK.pack(len(ends), zlib.crc32(body)) + body
+
+
+def load_journal(segment: Path, size: int) -> array[int]:
+    """Offsets (``0``, then entry ends) from the position journal of ``segment``: the
+    longest strictly increasing prefix that stays within ``size`` bytes; ``[0]`` if none."""
+    offsets = array("Q", [0])
+    try:
+        raw = journal_path(segment).read_bytes()
+    except OSError:
+        return offsets
+    ends = array("Q")
+    pos = 0
+    while pos + _CHUNK.size <= len(raw):
+        count, crc = _CHUNK.unpack_from(raw, pos)
+        body = raw[pos + _CHUNK.size : pos + _CHUNK.size + 8 * count]
+        if count == 0 or len(body) != 8 * count or zlib.crc32(body) != crc:
+            break
+        ends.frombytes(body)
+        pos += _CHUNK.size + len(body)
+    if sys.byteorder != "little":
+        ends.byteswap()
+    last = 0
+    for i, end in enumerate(ends):
+        if not last < end <= size:
+            del ends[i:]
+            break
+        last = end
+    offsets.extend(ends)
+    return offsets

@@ -1,14 +1,16 @@
-"""Index files of sealed ledgers: used when they match, never trusted when they do not.
+"""Index files of sealed ledgers and the position journal of the open one.
 
-Every way an index can be wrong (missing, torn, corrupt, stale, describing a segment file
-that changed) must fall back to scanning the segment file, with exactly the entries that
-are really there: an index never loses or invents an entry.
+Both are shortcuts that are used when they match and never trusted when they do not: every
+way an index or journal can be wrong (missing, torn, corrupt, stale, describing a segment
+file that changed) falls back to scanning, with exactly the entries that are really there.
+Neither ever loses or invents an entry.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from array import array
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,13 @@ import pytest
 from pulsarlab.broker.storage import DurableStorage, LedgerConfig, ManagedLedger
 from pulsarlab.broker.storage import durable as durable_module
 from pulsarlab.broker.storage.durable import segment_dir_name
-from pulsarlab.broker.storage.ledger_index import index_path, load_index, write_index
+from pulsarlab.broker.storage.ledger_index import (
+    index_path,
+    journal_bytes,
+    journal_path,
+    load_index,
+    write_index,
+)
 
 TOPIC = "persistent://public/default/indexed"
 LOGGER = "pulsarlab.broker.storage"
@@ -50,15 +58,24 @@ def build(data_dir: Path, count: int = 10, per_ledger: int = 4) -> list[int]:
     return ids
 
 
+class ScanLog(list):  # type: ignore[type-arg]
+    """Ledger ids whose segment files were scanned, in order; ``starts[id]`` is the entry
+    the scan began at (0: the whole file; more: the position journal covered the rest)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: dict[int, int] = {}
+
+
 @pytest.fixture
-def scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Ledger ids whose segment files get scanned (their ``n.log`` stem)."""
-    seen: list[int] = []
+def scans(monkeypatch: pytest.MonkeyPatch) -> ScanLog:
+    seen = ScanLog()
     real = durable_module._scan
 
-    def counting(path: Path, closed: bool):  # type: ignore[no-untyped-def]
+    def counting(path: Path, closed: bool, start=None):  # type: ignore[no-untyped-def]
         seen.append(int(path.stem))
-        return real(path, closed)
+        seen.starts[int(path.stem)] = 0 if start is None else len(start) - 1
+        return real(path, closed, start)
 
     monkeypatch.setattr(durable_module, "_scan", counting)
     return seen
@@ -257,3 +274,99 @@ def test_unsynced_ledgers_are_synced_before_they_are_indexed(
     assert len(calls) == 1
     assert index_path(seg(tmp_path / "data", ml.ledgers[0].ledger_id)).exists()
     storage.close()
+
+
+# -- the position journal of the open ledger ---------------------------------------------------
+
+
+def crashed_with(data_dir: Path, crash, count: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """``count`` entries synced in groups of 10 into one ledger, then a crash; its id.
+
+    The always-scanned tail is cut to 100 bytes (5 entries), so the journal matters."""
+    monkeypatch.setattr(durable_module, "_TAIL_SCAN_BYTES", 100)
+    storage, ml = open_ml(data_dir)
+    for i, data in enumerate(written(count)):
+        ml.add_entry(data, 0)
+        if i % 10 == 9:
+            ml.sync()
+    ml.sync()
+    ledger_id = ml.last_confirmed[0]
+    crash(storage)
+    chunks = -(-count // 10)
+    assert journal_path(seg(data_dir, ledger_id)).stat().st_size == 8 * count + 8 * chunks
+    return ledger_id
+
+
+def test_after_a_crash_the_journal_spares_all_but_the_tail_of_the_scan(
+    tmp_path: Path, crash, scans: ScanLog, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    data_dir = tmp_path / "data"
+    ledger_id = crashed_with(data_dir, crash, 200, monkeypatch)
+    path = seg(data_dir, ledger_id)
+    size = path.stat().st_size
+    with path.open("ab") as file:  # a torn write after the last sync
+        file.write(b"\x00\x00\x01\x00garbage")
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        storage, ml = open_ml(data_dir)
+    assert scans == [ledger_id]
+    assert 190 <= scans.starts[ledger_id] < 200  # only the last ~100 bytes were scanned
+    assert any("torn tail" in r.getMessage() for r in caplog.records)
+    assert path.stat().st_size == size
+    assert everything(ml) == written(200)
+    assert not journal_path(path).exists() and index_path(path).exists()
+    storage.close()
+
+
+@pytest.mark.parametrize(
+    "damage", ["garbage", "beyond_the_file", "torn_chunk", "flipped_middle", "bad_boundary"]
+)
+def test_a_wrong_journal_never_loses_or_invents_entries(
+    tmp_path: Path, crash, scans: ScanLog, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    data_dir = tmp_path / "data"
+    ledger_id = crashed_with(data_dir, crash, 50, monkeypatch)
+    path, journal = seg(data_dir, ledger_id), journal_path(seg(data_dir, ledger_id))
+    raw = bytearray(journal.read_bytes())
+    expected = written(50)
+    if damage == "garbage":
+        journal.write_bytes(bytes(range(256)) * 2)
+    elif damage == "beyond_the_file":  # the segment lost its last 20 entries (18 B each)
+        os.truncate(path, 30 * 18)
+        expected = written(30)
+    elif damage == "torn_chunk":
+        journal.write_bytes(bytes(raw[:-3]))
+    elif damage == "flipped_middle":  # chunk 2 (entries 10..19) fails its CRC
+        raw[88 + 8 + 5 * 8] ^= 0x04
+        journal.write_bytes(bytes(raw))
+    else:  # a well-formed chunk whose last boundary is off: the tail check catches it
+        ends = array("Q", [18 * (i + 1) for i in range(50)])
+        ends[43] -= 3  # the end of the last entry the journal may vouch for (size - 100)
+        journal.write_bytes(journal_bytes(ends))
+
+    storage, ml = open_ml(data_dir)
+    assert scans == [ledger_id]
+    starts = {"garbage": 0, "beyond_the_file": 24, "torn_chunk": 40, "flipped_middle": 10,
+              "bad_boundary": 0}
+    assert scans.starts[ledger_id] == starts[damage]
+    assert everything(ml) == expected
+    assert ml.corrupt_entries == frozenset()
+    storage.close()
+
+
+def test_a_journal_is_dropped_when_its_ledger_is_sealed_or_trimmed(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
+    for data in written(7):
+        ml.add_entry(data, 0)
+        ml.sync()
+    first, second, current = (info.ledger_id for info in ml.ledgers)
+    assert not journal_path(seg(data_dir, first)).exists()
+    assert journal_path(seg(data_dir, current)).exists()
+    ml.trim((second, 2))
+    storage.close()
+    assert list(seg(data_dir, current).parent.glob("*.pos")) == []
+    assert sorted(p.name for p in seg(data_dir, current).parent.glob("*.idx")) == [
+        f"{current}.idx"
+    ]
