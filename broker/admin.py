@@ -27,6 +27,15 @@ def _error_for(code: str, message: str) -> PulsarLabError:
         for obj in vars(errors).values():
             if isinstance(obj, type) and issubclass(obj, PulsarLabError):
                 _ERRORS.setdefault(obj.code, obj)
+        # Auth refusals are also the client's exceptions, so ``except
+        # pulsarlab.AuthenticationError`` catches them from Client and Admin alike.
+        from .client import exceptions as client_errors
+
+        for name in ("AuthenticationError", "AuthorizationError"):
+            broker_cls = getattr(errors, name)
+            _ERRORS[broker_cls.code] = type(
+                name, (broker_cls, getattr(client_errors, name)), {"__module__": __name__}
+            )
     cls = _ERRORS.get(code, PulsarLabError)
     return cls(message)
 

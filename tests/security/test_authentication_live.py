@@ -175,8 +175,9 @@ def test_admin_needs_a_token_too(broker, key_file):
     ):
         anonymous.topics.get_list("secret-tenant/hidden-ns")
     with Admin(broker.service_url, authentication=AuthenticationToken("x.y.z")) as wrong:
-        with pytest.raises(errors.AuthenticationError, match="authentication failed"):
+        with pytest.raises(errors.AuthenticationError, match="authentication failed") as info:
             wrong.topics.get_list("secret-tenant/hidden-ns")
+        assert isinstance(info.value, pulsarlab.AuthenticationError)  # the client's class too
         # A refused Admin starts afresh on its next call (and is refused again).
         with pytest.raises(errors.AuthenticationError):
             wrong.topics.get_list("secret-tenant/hidden-ns")

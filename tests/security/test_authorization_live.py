@@ -113,8 +113,9 @@ def test_superusers_may_do_everything(broker):
 
 def test_admin_operations_need_a_superuser(broker):
     with admin(broker, "both") as a:
-        with pytest.raises(errors.AuthorizationError, match="not a superuser"):
+        with pytest.raises(errors.AuthorizationError, match="not a superuser") as info:
             a.topics.delete(f"{NS}/t", force=True)
+        assert isinstance(info.value, pulsarlab.AuthorizationError)
         with pytest.raises(errors.AuthorizationError, match="not a superuser"):
             a.namespaces.grant_permission(NS, "both", ["produce", "consume"])
         with pytest.raises(errors.AuthorizationError, match="not a superuser"):
