@@ -14,8 +14,8 @@ A ledger that is sealed (closed at rollover or at a clean close, or recovered at
 gets an index file of its entry offsets (``ledger_index.py``); opening trusts it instead of
 scanning when it matches the segment file and the ledger list, and the last record's CRC
 is checked. The ledger being written journals its entry offsets after each group commit's
-``fsync``, so after a crash only its last ``_TAIL_SCAN_BYTES`` (far more than a crash can
-tear) and whatever the journal does not cover are CRC-scanned; corruption in the part the
+``fsync``, so after a crash only its last ``_TAIL_SCAN_BYTES`` (1 MiB) and whatever the
+journal does not cover are CRC-scanned; corruption in the part the
 journal vouches for is found when that entry is read (``LedgerCorruption``).
 
 In memory a ledger keeps only its offsets (an ``array`` of u64, 8 bytes per entry); entry
@@ -60,8 +60,9 @@ _MAX_OPEN_FILES = 4
 _SEGMENT = re.compile(r"(\d+)\.log")
 _INDEX = re.compile(r"(\d+)\.(?:idx|pos)")
 # After a crash the open ledger's last bytes are always CRC-scanned, whatever its position
-# journal says: a crash can only tear what was not yet synced (at most a group commit).
-_TAIL_SCAN_BYTES = 8 * 1024 * 1024
+# journal says (which only vouches for synced entries, which a crash cannot tear): as much
+# as one write buffer.
+_TAIL_SCAN_BYTES = _FLUSH_BYTES
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
