@@ -134,3 +134,22 @@ def test_durations_like_pulsar_tokens_expiry_time():
     assert tokens.parse_duration("1y") == 365 * 86400
     with pytest.raises(ValueError, match="duration"):
         tokens.parse_duration("soon")
+
+
+def test_the_rfc_7515_hs256_example_verifies():
+    """Interoperability: the JWS example of RFC 7515 (A.1) passes the signature check (it has
+    no subject, so it is then refused for that reason, not for its signature)."""
+    key = base64.urlsafe_b64decode(
+        "AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow=="
+    )
+    token = (
+        "eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9"
+        ".eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ"
+        ".dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+    )
+    with pytest.raises(tokens.InvalidToken, match="no subject"):
+        tokens.verify_token(key, token, now=0)
+    with pytest.raises(tokens.InvalidToken, match="expired"):
+        tokens.verify_token(key, token)
+    with pytest.raises(tokens.InvalidToken, match="signature"):
+        tokens.verify_token(KEY, token, now=0)
