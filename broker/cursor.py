@@ -129,12 +129,31 @@ class ManagedCursor:
     def delete(self, positions: Iterable[Position]) -> bool:
         """Individually acknowledge entries; return whether the mark-delete moved."""
         changed = False
+        md = self.mark_delete_position
+        deleted = self.individually_deleted
+        batch_deleted = self.batch_deleted
+        # Runs of consecutive entries of one ledger (the usual ack) become one range:
+        # (previous(first), last] is the union of their (previous(p), p] ranges.
+        run_lower: Position | None = None
+        run_upper: Position = md
         for position in positions:
-            if self.is_deleted(position):
+            if position <= md or position in deleted:
                 continue
-            self.individually_deleted.add(self.ledger.previous_position(position), position)
-            self.batch_deleted.pop(position, None)
+            if (
+                run_lower is not None
+                and position[0] == run_upper[0]
+                and position[1] == run_upper[1] + 1
+            ):
+                run_upper = position
+            else:
+                if run_lower is not None:
+                    deleted.add(run_lower, run_upper)
+                run_lower, run_upper = self.ledger.previous_position(position), position
+            if batch_deleted:
+                batch_deleted.pop(position, None)
             changed = True
+        if run_lower is not None:
+            deleted.add(run_lower, run_upper)
         if not changed:
             return False
         self.dirty = True

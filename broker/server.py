@@ -56,6 +56,7 @@ _MAX_IGNORED = 100_000  # refused identities remembered (oldest forgotten first)
 _NOBLOCK = int(zmq.NOBLOCK)
 _HANDLERS = {name: f"_cmd_{name.lower()}" for name in wire.CLIENT_COMMANDS}
 _SNDMORE = int(zmq.SNDMORE)
+_ZERO_COPY_MIN = 1 << 16  # payload frames at least this big are sent without a copy
 
 
 @dataclass(eq=False)
@@ -133,6 +134,7 @@ class Broker:
         self._wake_lock = threading.Lock()
         self._wake_sender: zmq.Socket | None = None
         self._sockets: list[zmq.Socket] = []
+        self._burst_ms = 0
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -337,6 +339,7 @@ class Broker:
         """
         recv = self.router.recv
         handle = self._handle
+        self._burst_ms = self.clock.now_ms()  # "last seen" for every command of the burst
         for _ in range(_BURST):
             try:
                 identity = recv(_NOBLOCK)
@@ -406,10 +409,13 @@ class Broker:
             send(conn.identity, _SNDMORE)
             last = len(frames) - 1
             if last:
+                # Payloads: zero-copy only when big (pyzmq's small-frame copy=False path is
+                # slower than a plain copy); positional, as keywords cost more here.
                 send(frames[0], _SNDMORE)
                 for frame in frames[1:last]:
-                    send(frame, _SNDMORE, copy=False)
-                send(frames[last], 0, copy=False)
+                    send(frame, _SNDMORE, len(frame) < _ZERO_COPY_MIN)
+                frame = frames[last]
+                send(frame, 0, len(frame) < _ZERO_COPY_MIN)
             else:
                 send(frames[0])
         except zmq.ZMQError as exc:
@@ -433,7 +439,7 @@ class Broker:
                 return  # refused once already: everything else it sends is dropped
             conn = Connection(identity)
             self.connections[identity] = conn
-        conn.last_seen_ms = self.clock.now_ms()
+        conn.last_seen_ms = self._burst_ms
         try:
             command = wire.decode(frames[1:], wire.CLIENT_COMMANDS)
         except wire.ProtocolError as exc:

@@ -140,3 +140,35 @@ def test_backlog_counts_entries_not_acked(harness):
     harness.take(c)
     harness.ack(c, [msgs[1], msgs[3]])
     assert harness.service.topic_stats(T)["subscriptions"]["s"]["msgBacklog"] == 3
+
+
+def test_delete_in_runs_leaves_the_ranges_one_by_one_acks_leave():
+    # The cursor merges a run of consecutive entries into one range; whatever the order,
+    # gaps, repeats and ledger boundaries, the acked set must be the one-by-one result.
+    import random
+
+    from pulsarlab.broker.cursor import ManagedCursor
+    from pulsarlab.broker.storage import MemoryStorage
+    from pulsarlab.broker.storage.base import LedgerConfig
+
+    rng = random.Random(7)
+    for _ in range(200):
+        ledger = MemoryStorage().open_ledger("l", LedgerConfig(max_entries_per_ledger=7), 0)
+        positions = []
+        for _ in range(40):
+            positions.append(ledger.add_entry(b"e", 0))
+            ledger.sync()
+        start = ledger.previous_position(positions[0])
+        batched = ManagedCursor("a", ledger, start)
+        single = ManagedCursor("b", ledger, start)
+        for _ in range(6):
+            k = rng.randrange(len(positions))
+            acks = positions[k:k + rng.randrange(1, 12)] + rng.sample(positions, 3)
+            if rng.random() < 0.5:
+                acks.sort()
+            batched.delete(acks)
+            for p in acks:
+                single.delete([p])
+            assert batched.mark_delete_position == single.mark_delete_position
+            assert str(batched.individually_deleted) == str(single.individually_deleted)
+            assert all(batched.is_deleted(p) == single.is_deleted(p) for p in positions)
