@@ -29,6 +29,8 @@ class BrokerSettings:
     managed_ledger_max_size_per_ledger_mb: int = 2048
     managed_ledger_max_ledger_rollover_time_minutes: int = 240
     managed_ledger_min_ledger_rollover_time_minutes: int = 10
+    # One entry cache shared by every managed ledger of the broker (Pulsar's
+    # managedLedgerCacheSizeMB), charged with each entry's bytes plus its object overhead.
     managed_ledger_cache_size_mb: int = 16
     # Cursor positions are saved at most this often (Pulsar's mark-delete rate limit: 1/s).
     managed_ledger_cursor_persist_interval_ms: int = 1000
