@@ -547,9 +547,10 @@ class Broker:
         )
 
     def _cmd_send(self, conn: Connection, command: wire.Command) -> None:
-        client_id = command["producer_id"]
+        fields = command.fields  # the hot path reads the checked map directly
+        client_id = fields["producer_id"]
         core_id = conn.producers.get(client_id)
-        sequence_id = command["sequence_id"]
+        sequence_id = fields["sequence_id"]
         if core_id is None:
             self._send(
                 conn,
@@ -560,17 +561,17 @@ class Broker:
                 ),
             )
             return
-        fields = command.fields["metadata"]
-        if fields:
+        meta = fields["metadata"]
+        if meta:
             try:
-                metadata = MessageMetadata.from_dict(fields)
+                metadata = MessageMetadata.from_dict(meta)
             except (TypeError, ValueError) as exc:
                 raise InvalidArgument(f"SEND: {exc}") from None
         else:
             metadata = MessageMetadata()  # nothing to check
         metadata.sequence_id = sequence_id
         payload = command.payloads[0]
-        payload = payload.bytes if hasattr(payload, "bytes") else bytes(payload)
+        payload = payload.bytes if type(payload) is zmq.Frame else bytes(payload)
         assert self.service is not None
         try:
             self.service.send(core_id, metadata, payload)
