@@ -26,13 +26,26 @@ class PositionRangeSet:
         """Add ``(lower, upper]``, merging with overlapping or touching ranges."""
         if not lower < upper:
             raise ValueError(f"empty range ({lower}, {upper}]")
-        i = bisect_left(self._uppers, lower)
-        j = bisect_right(self._lowers, upper)
-        if i < j:
-            lower = min(lower, self._lowers[i])
-            upper = max(upper, self._uppers[j - 1])
-        self._lowers[i:j] = [lower]
-        self._uppers[i:j] = [upper]
+        lowers, uppers = self._lowers, self._uppers
+        i = bisect_left(uppers, lower)
+        j = bisect_right(lowers, upper)
+        # The two common cases without building slices: a new range, or one merged with a
+        # single neighbour (acks mostly extend or fill in next to an existing range).
+        if i == j:
+            lowers.insert(i, lower)
+            uppers.insert(i, upper)
+        elif j == i + 1:
+            if lowers[i] < lower:
+                lower = lowers[i]
+            if uppers[i] > upper:
+                upper = uppers[i]
+            lowers[i] = lower
+            uppers[i] = upper
+        else:
+            lower = min(lower, lowers[i])
+            upper = max(upper, uppers[j - 1])
+            lowers[i:j] = [lower]
+            uppers[i:j] = [upper]
 
     def __contains__(self, position: Position) -> bool:
         i = bisect_left(self._uppers, position)
