@@ -136,6 +136,9 @@ class ManagedCursor:
         # (previous(first), last] is the union of their (previous(p), p] ranges.
         run_lower: Position | None = None
         run_upper: Position = md
+        # Inside the ledger holding the last entry, the entry before (l, e > 0) is (l, e - 1):
+        # spare the ledger lookup for scattered acks (Key_Shared's are mostly like that).
+        last = self.ledger.last_confirmed
         for position in positions:
             if position <= md or position in deleted:
                 continue
@@ -148,7 +151,12 @@ class ManagedCursor:
             else:
                 if run_lower is not None:
                     deleted.add(run_lower, run_upper)
-                run_lower, run_upper = self.ledger.previous_position(position), position
+                ledger_id, entry_id = position
+                if ledger_id == last[0] and 0 < entry_id <= last[1]:
+                    run_lower = (ledger_id, entry_id - 1)
+                else:
+                    run_lower = self.ledger.previous_position(position)
+                run_upper = position
             if batch_deleted:
                 batch_deleted.pop(position, None)
             changed = True

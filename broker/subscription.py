@@ -219,8 +219,10 @@ class Subscription:
             self._after_ack([], moved)
             return
         moved = False
-        batch_acks = consumer is not None and self.batch_index_ack_enabled(consumer)
-        if ack_sets and batch_acks:
+        batch_acks = (
+            bool(ack_sets) and consumer is not None and self.batch_index_ack_enabled(consumer)
+        )
+        if batch_acks:
             full: list[Position] = []
             for position in positions:
                 ack_set = ack_sets.get(position)
@@ -239,7 +241,7 @@ class Subscription:
                 consumer,
                 positions=[list(p) for p in positions],
                 cumulative=False,
-                batch_index=bool(ack_sets) and batch_acks,
+                batch_index=batch_acks,
             )
         self._after_ack(full, moved)
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pulsarlab.broker.dispatch")
 
 ReadEntry = tuple[Position, bytes | None]
+_SHARED_TYPES = (SubType.Shared, SubType.Key_Shared)  # types blocked on unacked messages
 
 
 class RedeliveryTracker:
@@ -106,7 +107,8 @@ class Dispatcher(ABC):
                 self._maybe_unblock(last)
             else:
                 for consumer in self.consumers:
-                    if consumer is not last and consumer.remove_pending(position) is not None:
+                    if consumer is not last and position in consumer.pending_acks:
+                        consumer.remove_pending(position)
                         self._maybe_unblock(consumer)
                         last = consumer
                         break
@@ -166,24 +168,33 @@ class Dispatcher(ABC):
         """Deliver entries to a consumer, charging its permits and recording pending acks."""
         if not entries:
             return
-        partition = self.subscription.partition_index
-        batch_index_ack = self.subscription.batch_index_ack_enabled(consumer)
+        subscription = self.subscription
+        settings = subscription.settings
+        partition = subscription.partition_index
+        batch_index_ack = (
+            settings.acknowledgment_at_batch_index_level_enabled
+            and consumer.batch_index_ack_enabled
+        )
+        batch_deleted = self.cursor.batch_deleted if batch_index_ack else None
         delivered: list[DeliveredEntry] = []
         total_messages = 0
         total_bytes = 0
-        redelivery_count = self.redelivery_tracker.get
+        # Most entries were never redelivered: skip the lookup while nothing was.
+        counts = self.redelivery_tracker._counts
         add_pending = consumer.add_pending
         for position, data, header in entries:
             ack_set = None
             num_messages, sticky_key_hash, _, _, batched = header
             messages = num_messages
-            if batched and batch_index_ack:
-                bits = self.cursor.batch_deleted.get(position)
+            if batched and batch_deleted:
+                bits = batch_deleted.get(position)
                 if bits is not None:
                     ack_set = bits
                     messages = bits.bit_count()
             delivered.append(
-                DeliveredEntry(position, partition, redelivery_count(position), data, ack_set)
+                DeliveredEntry(
+                    position, partition, counts.get(position, 0) if counts else 0, data, ack_set
+                )
             )
             add_pending(position, num_messages, sticky_key_hash)
             total_messages += messages
@@ -195,14 +206,10 @@ class Dispatcher(ABC):
         self._avg_messages_per_entry = max(
             1.0, 0.9 * self._avg_messages_per_entry + 0.1 * (total_messages / n)
         )
-        self._maybe_block(consumer)
-        self.subscription.deliver(consumer, delivered)
-
-    def _maybe_block(self, consumer: Consumer) -> None:
-        limit = self.subscription.settings.max_unacked_messages_per_consumer
-        shared = self.sub_type in (SubType.Shared, SubType.Key_Shared)
-        if shared and 0 < limit <= consumer.unacked_messages:
+        limit = settings.max_unacked_messages_per_consumer
+        if 0 < limit <= consumer.unacked_messages and self.sub_type in _SHARED_TYPES:
             consumer.blocked_on_unacked = True
+        subscription.deliver(consumer, delivered)
 
     def _maybe_unblock(self, consumer: Consumer) -> None:
         if consumer.blocked_on_unacked:

@@ -116,6 +116,16 @@ class KeySharedDispatcher(SharedDispatcher):
     def dispatch(self) -> None:
         if self._dispatching:
             return
+        if (
+            not len(self.replay)
+            and not self.cursor.has_more_entries()
+            and not self._delayed_available()
+        ):
+            # Nothing to send (after most acks): the loop below would only learn that, and
+            # clear the replay-stuck mark if any consumer had permits.
+            if self._stuck_on_replays and self.total_available_permits() > 0:
+                self._stuck_on_replays = False
+            return
         self._dispatching = True
         try:
             while (permits := self.total_available_permits()) > 0:
@@ -162,44 +172,58 @@ class KeySharedDispatcher(SharedDispatcher):
         assert self.selector is not None
         groups: dict[Consumer, SendList] = {}
         owners = self._owners
+        replay = self.replay
         for item in entries:
             key_hash = item[2].sticky_key_hash
             owner = owners.get(key_hash, _UNKNOWN)
             if owner is _UNKNOWN:
                 owner = self.owner_of(key_hash)
             if owner is None:
-                self.replay.add(item[0], item[2].sticky_key_hash)
+                replay.add(item[0], key_hash)
+                continue
+            group = groups.get(owner)
+            if group is None:
+                groups[owner] = [item]
             else:
-                groups.setdefault(owner, []).append(item)
-        self._release_recently_joined()
+                group.append(item)
+        if self.recently_joined:
+            self._release_recently_joined()
         sent_any = False
         for consumer, group in groups.items():
             n = self._restricted_max_entries(consumer, group, is_replay)
             if n:
-                self.send_entries(consumer, group[:n])
+                self.send_entries(consumer, group if n == len(group) else group[:n])
                 sent_any = True
             for position, _data, header in group[n:]:
-                self.replay.add(position, header.sticky_key_hash)
+                replay.add(position, header.sticky_key_hash)
         return sent_any
 
     def _restricted_max_entries(self, consumer: Consumer, group: SendList, is_replay: bool) -> int:
         """How many of ``group`` (in order) ``consumer`` may receive now."""
-        if not self.can_receive(consumer):
-            return 0
+        # can_receive(), spelled out: this runs once per consumer of every read.
         budget = consumer.permits
+        if budget <= 0 or consumer.blocked_on_unacked or consumer.closed:
+            return 0
         max_entries = 0
         for _position, _data, header in group:
             if budget <= 0:
                 break
             budget -= header.num_messages
             max_entries += 1
-        if not is_replay and self.replay.contains_any_hash(h.sticky_key_hash for *_, h in group):
+        if (
+            not is_replay
+            and len(self.replay)
+            and self.replay.contains_any_hash(h.sticky_key_hash for *_, h in group)
+        ):
             return 0
-        mark = self.recently_joined.get(consumer)
+        recently_joined = self.recently_joined
+        if not recently_joined:
+            return max_entries
+        mark = recently_joined.get(consumer)
         if mark is None:
             return max_entries
         if is_replay:
-            first_mark = next(iter(self.recently_joined.values()))
+            first_mark = next(iter(recently_joined.values()))
             mark = min(mark, first_mark)
         for i in range(max_entries):
             if group[i][0] >= mark:
