@@ -212,6 +212,8 @@ class DurableManagedLedger(LedgerSequence):
         # Open descriptors, oldest first: the current ledger's (read/write) and a few others.
         self._fds: dict[int, int] = {}
         self._buffer = bytearray()
+        # The entries appended since the last sync, cached once they are durable.
+        self._unsynced: list[bytes] = []
         self._dirs_to_sync: tuple[Path, ...] = ()
         # Position journal of the ledger being written: its id, descriptor (-1: given up
         # after an error) and how many entry ends it holds.
@@ -460,13 +462,13 @@ class DurableManagedLedger(LedgerSequence):
         self._dirs_to_sync = (self._dir.parent, self._dir) if new_dir else (self._dir,)
 
     def _store_append(self, ledger_id: int, data: bytes) -> None:
-        offsets = self._offsets[ledger_id]
-        self._buffer += _HEADER.pack(len(data), zlib.crc32(data))
-        self._buffer += data
-        offsets.append(offsets[-1] + _HEADER.size + len(data))
-        if self.config.cache_size_bytes > 0:
-            self._cache.put((ledger_id, len(offsets) - 2), data)
-        if len(self._buffer) >= _FLUSH_BYTES:
+        offsets, buffer = self._offsets[ledger_id], self._buffer
+        length = len(data)
+        buffer += _HEADER.pack(length, zlib.crc32(data))
+        buffer += data
+        offsets.append(offsets[-1] + _HEADER.size + length)
+        self._unsynced.append(data)
+        if len(buffer) >= _FLUSH_BYTES:
             self._write_buffer(ledger_id)
 
     def _write_buffer(self, ledger_id: int) -> None:
@@ -483,16 +485,23 @@ class DurableManagedLedger(LedgerSequence):
     def _store_flush(self, ledger_id: int) -> None:
         if self._buffer:
             self._write_buffer(ledger_id)
-        if not self.config.journal_sync_data:
-            return
-        try:
-            os.fsync(self._fds[ledger_id])
-            for directory in self._dirs_to_sync:
-                _fsync_dir(directory)
-        except OSError as exc:
-            self._fail(ledger_id, exc)
-        self._dirs_to_sync = ()
-        self._journal(ledger_id)
+        if self.config.journal_sync_data:
+            try:
+                os.fsync(self._fds[ledger_id])
+                for directory in self._dirs_to_sync:
+                    _fsync_dir(directory)
+            except OSError as exc:
+                self._fail(ledger_id, exc)
+            self._dirs_to_sync = ()
+            self._journal(ledger_id)
+        self._cache_synced(ledger_id)
+
+    def _cache_synced(self, ledger_id: int) -> None:
+        """Put the entries just made durable into the entry cache, in one call: a tailing
+        reader (the dispatcher, right after this group commit) finds them in memory."""
+        run, self._unsynced = self._unsynced, []
+        if run and self.config.cache_size_bytes > 0:
+            self._cache.put_run(ledger_id, len(self._offsets[ledger_id]) - 1 - len(run), run)
 
     def _journal(self, ledger_id: int) -> None:
         """Append the ends of the entries just made durable to the position journal.
@@ -542,6 +551,7 @@ class DurableManagedLedger(LedgerSequence):
             self._cache.drop((ledger_id, entry_id))
         del offsets[confirmed + 1 :]
         self._buffer.clear()
+        self._unsynced.clear()
         try:
             os.ftruncate(self._fds[ledger_id], offsets[-1])
         except OSError as truncate_exc:
@@ -649,6 +659,7 @@ class DurableManagedLedger(LedgerSequence):
         self._fds.clear()
         self._close_journal()
         self._buffer.clear()
+        self._unsynced.clear()
         for ledger_id in self._offsets:
             self._cache.drop_ledger(ledger_id)
 

@@ -52,6 +52,38 @@ class EntryCache:
             self.size -= len(data) + ENTRY_OVERHEAD
             self._forget(evicted[0])
 
+    def put_run(self, ledger_id: int, first: int, run: list[bytes]) -> None:
+        """Cache ``run[k]`` as entry ``first + k`` of ``ledger_id``, then evict down to the
+        budget once: the cheap path for a group of entries just made durable."""
+        entries, capacity, overhead = self._entries, self.capacity, ENTRY_OVERHEAD
+        size = self.size
+        added = 0
+        for entry_id, data in enumerate(run, first):
+            cost = len(data) + overhead
+            if cost > capacity:
+                continue
+            position = (ledger_id, entry_id)
+            if position in entries:
+                old = entries.pop(position)
+                size -= len(old) + overhead
+                added -= 1
+            entries[position] = data
+            size += cost
+            added += 1
+        if added:
+            self._per_ledger[ledger_id] += added
+        if size > capacity:
+            per_ledger, popitem = self._per_ledger, entries.popitem
+            while size > capacity:
+                (evicted, _), data = popitem(last=False)
+                size -= len(data) + overhead
+                left = per_ledger[evicted] - 1
+                if left:
+                    per_ledger[evicted] = left
+                else:
+                    del per_ledger[evicted]
+        self.size = size
+
     def drop(self, position: Position) -> None:
         data = self._entries.pop(position, None)
         if data is not None:

@@ -63,3 +63,37 @@ def test_a_hundred_topics_share_one_budget(tmp_path: Path) -> None:
                for p in storage.entry_cache._entries)
     storage.close()
     assert len(storage.entry_cache) == 0
+
+
+def test_a_run_is_cached_and_evicted_like_single_puts() -> None:
+    one, run = EntryCache(10 * (100 + ENTRY_OVERHEAD)), EntryCache(10 * (100 + ENTRY_OVERHEAD))
+    for i in range(25):
+        one.put((1, i), bytes(100))
+    run.put_run(1, 0, [bytes(100)] * 12)
+    run.put_run(1, 12, [bytes(100)] * 13)
+    assert list(run._entries) == list(one._entries) and run.size == one.size
+    run.put_run(1, 24, [bytes(50)])  # replacing an entry re-counts it
+    assert run.size == 9 * (100 + ENTRY_OVERHEAD) + 50 + ENTRY_OVERHEAD
+    run.put_run(2, 0, [bytes(10 * (100 + ENTRY_OVERHEAD)), b"small"])  # too big: skipped
+    assert run.get((2, 0)) is None and run.get((2, 1)) == b"small"
+    run.drop_ledger(1)
+    assert len(run) == 1 and run.size == 5 + ENTRY_OVERHEAD
+    run.drop_ledger(2)
+    assert len(run) == 0 and run.size == 0
+
+
+def test_entries_are_cached_once_durable_and_tail_reads_skip_the_disk(tmp_path: Path) -> None:
+    storage = DurableStorage(tmp_path / "data")
+    ml = storage.open_ledger("persistent://public/default/tail", LedgerConfig(), 0)
+    first = ml.add_entry(b"a" * 100, 0)
+    ml.add_entry(b"b" * 100, 0)
+    assert len(storage.entry_cache) == 0  # not durable yet: not cached
+    ml.sync()
+    assert storage.entry_cache.get(first) == b"a" * 100
+
+    def no_disk(*args: object) -> list[bytes]:
+        raise AssertionError("a tail read went to disk")
+
+    ml._read_disk = no_disk  # type: ignore[attr-defined]
+    assert [d for _, d in ml.read_entries(first, 10)] == [b"a" * 100, b"b" * 100]
+    storage.close()
