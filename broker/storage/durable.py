@@ -570,7 +570,9 @@ class DurableManagedLedger(LedgerSequence):
     # -- reading ----------------------------------------------------------------------------
 
     def _store_read(self, ledger_id: int, first: int, last: int) -> list[bytes | None]:
-        result = [self._cache.get((ledger_id, e)) for e in range(first, last + 1)]
+        result = self._cache.get_run(ledger_id, first, last)
+        if None not in result:
+            return result  # a tailing reader: everything was just cached
         entry_id = first
         while entry_id <= last:
             if result[entry_id - first] is not None or (ledger_id, entry_id) in self._corrupt:

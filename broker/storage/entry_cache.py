@@ -35,6 +35,11 @@ class EntryCache:
     def get(self, position: Position) -> bytes | None:
         return self._entries.get(position)
 
+    def get_run(self, ledger_id: int, first: int, last: int) -> list[bytes | None]:
+        """Entries ``first..last`` of ``ledger_id``, ``None`` where not cached."""
+        get = self._entries.get
+        return [get((ledger_id, entry_id)) for entry_id in range(first, last + 1)]
+
     def put(self, position: Position, data: bytes) -> None:
         cost = len(data) + ENTRY_OVERHEAD
         if cost > self.capacity:

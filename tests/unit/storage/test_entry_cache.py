@@ -97,3 +97,10 @@ def test_entries_are_cached_once_durable_and_tail_reads_skip_the_disk(tmp_path: 
     ml._read_disk = no_disk  # type: ignore[attr-defined]
     assert [d for _, d in ml.read_entries(first, 10)] == [b"a" * 100, b"b" * 100]
     storage.close()
+
+
+def test_get_run_returns_cached_entries_and_none_for_the_rest() -> None:
+    cache = EntryCache(capacity=1 << 20)
+    cache.put_run(3, 5, [b"five", b"six"])
+    assert cache.get_run(3, 4, 7) == [None, b"five", b"six", None]
+    assert cache.get_run(4, 5, 6) == [None, None]
