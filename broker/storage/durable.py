@@ -36,6 +36,7 @@ import zlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
+from itertools import accumulate
 from pathlib import Path
 
 from ..errors import LedgerCorruption, StorageError
@@ -211,9 +212,11 @@ class DurableManagedLedger(LedgerSequence):
         self._offsets: dict[int, array[int]] = {}
         # Open descriptors, oldest first: the current ledger's (read/write) and a few others.
         self._fds: dict[int, int] = {}
-        self._buffer = bytearray()
-        # The entries appended since the last sync, cached once they are durable.
+        # The entries appended since the last sync (cached once they are durable); those
+        # from ``_unwritten`` on are not in the file yet and take ``_unwritten_bytes`` there.
         self._unsynced: list[bytes] = []
+        self._unwritten = 0
+        self._unwritten_bytes = 0
         self._dirs_to_sync: tuple[Path, ...] = ()
         # Position journal of the ledger being written: its id, descriptor (-1: given up
         # after an error) and how many entry ends it holds.
@@ -462,28 +465,38 @@ class DurableManagedLedger(LedgerSequence):
         self._dirs_to_sync = (self._dir.parent, self._dir) if new_dir else (self._dir,)
 
     def _store_append(self, ledger_id: int, data: bytes) -> None:
-        offsets, buffer = self._offsets[ledger_id], self._buffer
-        length = len(data)
-        buffer += _HEADER.pack(length, zlib.crc32(data))
-        buffer += data
-        offsets.append(offsets[-1] + _HEADER.size + length)
+        # Only queued here; records are laid out for a whole write at once (_write_buffer).
         self._unsynced.append(data)
-        if len(buffer) >= _FLUSH_BYTES:
+        self._unwritten_bytes += _HEADER.size + len(data)
+        if self._unwritten_bytes >= _FLUSH_BYTES:
             self._write_buffer(ledger_id)
 
     def _write_buffer(self, ledger_id: int) -> None:
-        buffer, fd = self._buffer, self._fds[ledger_id]
-        offset = self._offsets[ledger_id][-1] - len(buffer)
+        """Write the queued entries as records (one CRC per entry, one buffer, one pwrite)
+        and extend the ledger's offsets over them."""
+        run = self._unsynced[self._unwritten :]
+        self._unwritten, self._unwritten_bytes = len(self._unsynced), 0
+        pack, crc32 = _HEADER.pack, zlib.crc32
+        records = b"".join([part for data in run for part in (pack(len(data), crc32(data)), data)])
+        offsets = self._offsets[ledger_id]
+        offset = offsets[-1]
+        ends = accumulate([_HEADER.size + len(data) for data in run], initial=offset)
+        next(ends)
+        offsets.extend(ends)
+        view = memoryview(records)
         try:
-            while buffer:
-                written = os.pwrite(fd, buffer, offset)
-                del buffer[:written]
+            fd = self._fds[ledger_id]
+            while view:
+                written = os.pwrite(fd, view, offset)
+                view = view[written:]
                 offset += written
         except OSError as exc:
             self._fail(ledger_id, exc)
+        finally:
+            view.release()
 
     def _store_flush(self, ledger_id: int) -> None:
-        if self._buffer:
+        if self._unwritten < len(self._unsynced):
             self._write_buffer(ledger_id)
         if self.config.journal_sync_data:
             try:
@@ -499,7 +512,7 @@ class DurableManagedLedger(LedgerSequence):
     def _cache_synced(self, ledger_id: int) -> None:
         """Put the entries just made durable into the entry cache, in one call: a tailing
         reader (the dispatcher, right after this group commit) finds them in memory."""
-        run, self._unsynced = self._unsynced, []
+        run, self._unsynced, self._unwritten = self._unsynced, [], 0
         if run and self.config.cache_size_bytes > 0:
             self._cache.put_run(ledger_id, len(self._offsets[ledger_id]) - 1 - len(run), run)
 
@@ -543,6 +556,10 @@ class DurableManagedLedger(LedgerSequence):
         if fd is not None and fd >= 0:
             os.close(fd)
 
+    def _forget_unsynced(self) -> None:
+        self._unsynced.clear()
+        self._unwritten = self._unwritten_bytes = 0
+
     def _fail(self, ledger_id: int, exc: OSError) -> None:
         """Drop every unconfirmed entry (memory and file) and raise ``StorageError``."""
         offsets = self._offsets[ledger_id]
@@ -550,8 +567,7 @@ class DurableManagedLedger(LedgerSequence):
         for entry_id in range(confirmed, len(offsets) - 1):
             self._cache.drop((ledger_id, entry_id))
         del offsets[confirmed + 1 :]
-        self._buffer.clear()
-        self._unsynced.clear()
+        self._forget_unsynced()
         try:
             os.ftruncate(self._fds[ledger_id], offsets[-1])
         except OSError as truncate_exc:
@@ -660,8 +676,7 @@ class DurableManagedLedger(LedgerSequence):
             os.close(fd)
         self._fds.clear()
         self._close_journal()
-        self._buffer.clear()
-        self._unsynced.clear()
+        self._forget_unsynced()
         for ledger_id in self._offsets:
             self._cache.drop_ledger(ledger_id)
 
