@@ -106,13 +106,19 @@ class LedgerSequence(ManagedLedger):
     # -- writing ----------------------------------------------------------------------------
 
     def add_entry(self, data: bytes, now_ms: int) -> Position:
-        self._check_open()
-        data = bytes(data)
+        if self._closed:
+            self._check_open()
+        if type(data) is not bytes:
+            data = bytes(data)
         if not data:
             raise ValueError("an entry cannot be empty")
-        if self._current_full():
+        current, config = self._infos[-1], self.config
+        if (
+            current.entries + self._pending >= config.max_entries_per_ledger
+            or current.size + self._pending_size >= config.max_size_per_ledger_bytes
+        ):  # _current_full(), inlined on the publish path
             self._rollover(now_ms)
-        current = self._infos[-1]
+            current = self._infos[-1]
         position = (current.ledger_id, current.entries + self._pending)
         try:
             self._store_append(current.ledger_id, data)
