@@ -128,42 +128,25 @@ class ManagedCursor:
 
     def delete(self, positions: Iterable[Position]) -> bool:
         """Individually acknowledge entries; return whether the mark-delete moved."""
-        changed = False
-        md = self.mark_delete_position
-        deleted = self.individually_deleted
-        batch_deleted = self.batch_deleted
-        # Runs of consecutive entries of one ledger (the usual ack) become one range:
-        # (previous(first), last] is the union of their (previous(p), p] ranges.
-        run_lower: Position | None = None
-        run_upper: Position = md
-        # Inside the ledger holding the last entry, the entry before (l, e > 0) is (l, e - 1):
-        # spare the ledger lookup for scattered acks (Key_Shared's are mostly like that).
-        last = self.ledger.last_confirmed
-        for position in positions:
-            if position <= md or position in deleted:
-                continue
-            if (
-                run_lower is not None
-                and position[0] == run_upper[0]
-                and position[1] == run_upper[1] + 1
-            ):
-                run_upper = position
-            else:
-                if run_lower is not None:
-                    deleted.add(run_lower, run_upper)
-                ledger_id, entry_id = position
-                if ledger_id == last[0] and 0 < entry_id <= last[1]:
-                    run_lower = (ledger_id, entry_id - 1)
-                else:
-                    run_lower = self.ledger.previous_position(position)
-                run_upper = position
-            if batch_deleted:
-                batch_deleted.pop(position, None)
-            changed = True
-        if run_lower is not None:
-            deleted.add(run_lower, run_upper)
-        if not changed:
+        positions = positions if isinstance(positions, list) else list(positions)
+        if not positions:
             return False
+        # The entry before (l, e > 0) is (l, e - 1) whenever the ledger says so for the
+        # highest position acked: ask it once per call, not once per scattered entry
+        # (Key_Shared acks are mostly scattered).
+        known: Position = (-1, -1)
+        top = max(positions)
+        if top[1] > 0 and self.ledger.previous_position(top) == (top[0], top[1] - 1):
+            known = top
+        added = self.individually_deleted.add_entries(
+            positions, self.mark_delete_position, self.ledger.previous_position, known
+        )
+        if not added:
+            return False
+        batch_deleted = self.batch_deleted
+        if batch_deleted:
+            for position in added:
+                batch_deleted.pop(position, None)
         self.dirty = True
         return self._advance_mark_delete()
 

@@ -8,7 +8,7 @@ disjoint and non-touching in two parallel lists searched with ``bisect``.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .storage.base import Position
 
@@ -46,6 +46,54 @@ class PositionRangeSet:
             upper = max(upper, uppers[j - 1])
             lowers[i:j] = [lower]
             uppers[i:j] = [upper]
+
+    def add_entries(
+        self,
+        positions: list[Position],
+        floor: Position,
+        previous: Callable[[Position], Position],
+        known: Position = (-1, -1),
+    ) -> list[Position]:
+        """Add ``(previous(p), p]`` for each ``p`` above ``floor`` and not in the set yet.
+
+        Returns those positions (an entry listed twice counts once). ``known`` = ``(l, k)``
+        tells that ``previous((l, e))`` is ``(l, e - 1)`` for ``0 < e <= k``, sparing the
+        call. Each entry costs one search: it joins the range ending just before it, the
+        range starting at it, both, or neither (anything else takes :meth:`add`).
+        """
+        lowers, uppers = self._lowers, self._uppers
+        known_ledger, known_entry = known
+        added: list[Position] = []
+        for position in positions:
+            if position <= floor:
+                continue
+            i = bisect_left(uppers, position)
+            if i < len(uppers) and lowers[i] < position:
+                continue  # already acknowledged
+            ledger_id, entry_id = position
+            if ledger_id == known_ledger and 0 < entry_id <= known_entry:
+                lower: Position = (ledger_id, entry_id - 1)
+            else:
+                lower = previous(position)
+                if not lower < position:
+                    raise ValueError(f"empty range ({lower}, {position}]")
+            added.append(position)
+            # Ranges before i end below ``position``; the one at i (if any) starts at or
+            # after it.
+            if i and uppers[i - 1] >= lower:
+                if uppers[i - 1] > lower:
+                    self.add(lower, position)  # overlaps more than a neighbour: rare
+                elif i < len(lowers) and lowers[i] == position:
+                    uppers[i - 1] = uppers[i]
+                    del lowers[i], uppers[i]
+                else:
+                    uppers[i - 1] = position
+            elif i < len(lowers) and lowers[i] == position:
+                lowers[i] = lower
+            else:
+                lowers.insert(i, lower)
+                uppers.insert(i, position)
+        return added
 
     def __contains__(self, position: Position) -> bool:
         i = bisect_left(self._uppers, position)

@@ -102,17 +102,21 @@ class Dispatcher(ABC):
         # An entry is pending on one consumer at most, and one ack command's entries are
         # mostly one consumer's: ask the consumer that owed the previous entry first.
         last: Consumer | None = None
+        counts = self.redelivery_tracker._counts
         for position in positions:
             if last is not None and last.remove_pending(position) is not None:
-                self._maybe_unblock(last)
+                if last.blocked_on_unacked:
+                    self._maybe_unblock(last)
             else:
                 for consumer in self.consumers:
                     if consumer is not last and position in consumer.pending_acks:
                         consumer.remove_pending(position)
-                        self._maybe_unblock(consumer)
+                        if consumer.blocked_on_unacked:
+                            self._maybe_unblock(consumer)
                         last = consumer
                         break
-            self.redelivery_tracker.remove(position)
+            if counts:  # most entries were never redelivered
+                counts.pop(position, None)
 
     def on_mark_delete_moved(self) -> None:
         """The mark-delete position advanced (cumulative ack or contiguous acks)."""
@@ -123,7 +127,8 @@ class Dispatcher(ABC):
             if pending and min(pending) <= md:
                 for position in [p for p in pending if p <= md]:
                     consumer.remove_pending(position)
-            self._maybe_unblock(consumer)
+            if consumer.blocked_on_unacked:
+                self._maybe_unblock(consumer)
         self.redelivery_tracker.remove_up_to(md)
 
     @abstractmethod

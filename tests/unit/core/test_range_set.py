@@ -2,6 +2,7 @@
 
 from itertools import pairwise
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,3 +52,49 @@ def test_matches_a_set_model(acked):
     items = list(ranges)
     for (_, upper), (lower, _) in pairwise(items):
         assert upper < lower
+
+
+def _previous(position):
+    """Entries 0..9 in ledgers 1, 3 and 4 (ledger 2 is gone)."""
+    ledger, entry = position
+    if entry > 0:
+        return (ledger, entry - 1)
+    return {1: (0, -1), 3: (1, 9), 4: (3, 9)}[ledger]
+
+
+_positions = st.tuples(st.sampled_from([1, 3, 4]), st.integers(min_value=0, max_value=9))
+
+
+@given(
+    st.lists(_positions, max_size=30),
+    st.lists(st.lists(_positions, max_size=12), max_size=4),
+    st.sampled_from([(-1, -1), (1, 9), (3, 4), (4, 9)]),
+)
+def test_add_entries_matches_one_by_one_adds(before, acks, known):
+    floor = (1, 2)
+    fast, slow = PositionRangeSet(), PositionRangeSet()
+    for position in before:
+        fast.add(_previous(position), position)
+        slow.add(_previous(position), position)
+    for ack in acks:
+        ack = sorted(ack)
+        expected = [p for p in dict.fromkeys(ack) if p > floor and p not in slow]
+        for position in expected:
+            slow.add(_previous(position), position)
+        assert fast.add_entries(ack, floor, _previous, known) == expected
+        assert list(fast) == list(slow)
+
+
+def test_add_entries_joins_both_neighbours_and_skips_known_ones():
+    ranges = PositionRangeSet()
+    ranges.add((1, 3), (1, 5))
+    ranges.add((1, 6), (1, 8))
+    assert ranges.add_entries([(1, 4), (1, 6), (1, 3), (1, 1)], (1, 1), _previous) == [
+        (1, 6), (1, 3)
+    ]
+    assert list(ranges) == [((1, 2), (1, 8))]
+
+
+def test_add_entries_refuses_an_empty_range():
+    with pytest.raises(ValueError, match="empty range"):
+        PositionRangeSet().add_entries([(1, 5)], (0, 0), lambda p: p)
