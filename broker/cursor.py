@@ -193,7 +193,7 @@ class ManagedCursor:
                 self.mark_delete_position = upper
                 moved = True
             self.individually_deleted.remove_up_to(self.mark_delete_position)
-        self.individually_deleted.remove_up_to(self.mark_delete_position)
+        # Every range left starts above the mark-delete position (the loop stops only then).
         if self.batch_deleted:
             md = self.mark_delete_position
             for position in [p for p in self.batch_deleted if p <= md]:

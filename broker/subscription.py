@@ -193,12 +193,12 @@ class Subscription:
         """
         positions = list(positions)
         last = self.topic.ledger.last_confirmed
-        for position in positions:
-            if position > last:
-                raise InvalidArgument(
-                    f"ack for {position[0]}:{position[1]} is beyond the last entry "
-                    f"{last[0]}:{last[1]} of {self.topic.name}"
-                )
+        if positions and max(positions) > last:  # find the first offender only when one is
+            position = next(p for p in positions if p > last)
+            raise InvalidArgument(
+                f"ack for {position[0]}:{position[1]} is beyond the last entry "
+                f"{last[0]}:{last[1]} of {self.topic.name}"
+            )
         if cumulative:
             if self.sub_type in (SubType.Shared, SubType.Key_Shared):
                 raise CumulativeAcknowledgementNotAllowed(

@@ -171,17 +171,18 @@ class KeySharedDispatcher(SharedDispatcher):
     def send_read_entries(self, entries: SendList, is_replay: bool) -> bool:
         assert self.selector is not None
         groups: dict[Consumer, SendList] = {}
-        owners = self._owners
+        known_owner = self._owners.get
+        group_of = groups.get
         replay = self.replay
         for item in entries:
             key_hash = item[2].sticky_key_hash
-            owner = owners.get(key_hash, _UNKNOWN)
+            owner = known_owner(key_hash, _UNKNOWN)
             if owner is _UNKNOWN:
                 owner = self.owner_of(key_hash)
             if owner is None:
                 replay.add(item[0], key_hash)
                 continue
-            group = groups.get(owner)
+            group = group_of(owner)
             if group is None:
                 groups[owner] = [item]
             else:
