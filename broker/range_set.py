@@ -58,13 +58,33 @@ class PositionRangeSet:
 
         Returns those positions (an entry listed twice counts once). ``known`` = ``(l, k)``
         tells that ``previous((l, e))`` is ``(l, e - 1)`` for ``0 < e <= k``, sparing the
-        call. Each entry costs one search: it joins the range ending just before it, the
-        range starting at it, both, or neither (anything else takes :meth:`add`).
+        call. An entry right after the one added before extends its range (the entry before
+        ``(l, e + 1)`` is ``(l, e)`` when ``(l, e)`` is one); any other costs one search:
+        it joins the range ending just before it, the range starting at it, both, or
+        neither (anything else takes :meth:`add`).
         """
         lowers, uppers = self._lowers, self._uppers
         known_ledger, known_entry = known
         added: list[Position] = []
+        # The range that ends at the entry added last (run_index >= 0): the next entry of the
+        # same ledger extends it without a search, as consecutive acks mostly do.
+        run_index = -1
+        run_end: Position = floor
         for position in positions:
+            if (
+                run_index >= 0
+                and position[1] == run_end[1] + 1
+                and position[0] == run_end[0]
+            ):
+                added.append(position)
+                after = run_index + 1
+                if after < len(lowers) and lowers[after] == position:
+                    uppers[run_index] = uppers[after]
+                    del lowers[after], uppers[after]
+                    run_index = -1
+                else:
+                    uppers[run_index] = run_end = position
+                continue
             if position <= floor:
                 continue
             i = bisect_left(uppers, position)
@@ -78,6 +98,7 @@ class PositionRangeSet:
                 if not lower < position:
                     raise ValueError(f"empty range ({lower}, {position}]")
             added.append(position)
+            run_index = -1
             # Ranges before i end below ``position``; the one at i (if any) starts at or
             # after it.
             if i and uppers[i - 1] >= lower:
@@ -87,12 +108,15 @@ class PositionRangeSet:
                     uppers[i - 1] = uppers[i]
                     del lowers[i], uppers[i]
                 else:
-                    uppers[i - 1] = position
+                    uppers[i - 1] = run_end = position
+                    run_index = i - 1
             elif i < len(lowers) and lowers[i] == position:
                 lowers[i] = lower
             else:
                 lowers.insert(i, lower)
                 uppers.insert(i, position)
+                run_end = position
+                run_index = i
         return added
 
     def __contains__(self, position: Position) -> bool:
