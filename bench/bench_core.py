@@ -6,7 +6,11 @@ redelivery-heavy run (10% of first deliveries nacked once) against a clean one. 
 JSON document with msgs/s, entries/s and the peak RSS. No sockets: this is the ceiling the
 ZeroMQ shell can reach.
 
-    python bench/bench_core.py [--messages N] [--data-dir DIR]
+    python bench/bench_core.py [--messages N] [--data-dir DIR] [--only CASE]
+
+``--only key_shared`` runs just Key_Shared against Shared (``stores``: the four store
+runs; ``nacks``: the redelivery pair). In both 10-consumer runs every consumer
+individually acks what each delivery brought it, in one ack command per delivery.
 """
 
 from __future__ import annotations
@@ -97,32 +101,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--data-dir", default=None, help="durable store location (temp dir)")
+    parser.add_argument(
+        "--only", choices=("stores", "key_shared", "nacks"), default=None,
+        help="run one group of cases (all by default)",
+    )
     args = parser.parse_args()
     results: dict = {"bench": "core", "payload_bytes": len(PAYLOAD), "runs": {}}
-    for store in ("memory", "durable"):
-        for batch in (1, 100):
-            with tempfile.TemporaryDirectory(dir=args.data_dir) as tmp:
-                storage = MemoryStorage() if store == "memory" else DurableStorage(tmp)
-                name = f"{store}_{'batched100' if batch > 1 else 'unbatched'}"
-                results["runs"][name] = run(storage, args.messages, batch)
-    for sub_type in (SubType.Shared, SubType.Key_Shared):
-        n = max(1, args.messages // 5)
-        name = f"memory_unbatched_{sub_type.value.lower()}_10_consumers"
-        results["runs"][name] = run(MemoryStorage(), n, 1, sub_type, consumers=10)
-    n = max(1, args.messages // 5)
-    results["runs"]["memory_unbatched_shared_10pct_nacks"] = run(
-        MemoryStorage(), n, 1, SubType.Shared, consumers=1, nack_every=10
-    )
-    results["runs"]["memory_unbatched_shared_clean"] = run(MemoryStorage(), n, 1, SubType.Shared)
     runs = results["runs"]
-    results["nack10_vs_clean"] = round(
-        runs["memory_unbatched_shared_10pct_nacks"]["msgs_per_s"]
-        / runs["memory_unbatched_shared_clean"]["msgs_per_s"], 3
-    )
-    results["key_shared_vs_shared"] = round(
-        runs["memory_unbatched_key_shared_10_consumers"]["msgs_per_s"]
-        / runs["memory_unbatched_shared_10_consumers"]["msgs_per_s"], 3
-    )
+    if args.only in (None, "stores"):
+        for store in ("memory", "durable"):
+            for batch in (1, 100):
+                with tempfile.TemporaryDirectory(dir=args.data_dir) as tmp:
+                    storage = MemoryStorage() if store == "memory" else DurableStorage(tmp)
+                    name = f"{store}_{'batched100' if batch > 1 else 'unbatched'}"
+                    runs[name] = run(storage, args.messages, batch)
+    n = max(1, args.messages // 5)
+    if args.only in (None, "key_shared"):
+        for sub_type in (SubType.Shared, SubType.Key_Shared):
+            name = f"memory_unbatched_{sub_type.value.lower()}_10_consumers"
+            runs[name] = run(MemoryStorage(), n, 1, sub_type, consumers=10)
+        results["key_shared_vs_shared"] = round(
+            runs["memory_unbatched_key_shared_10_consumers"]["msgs_per_s"]
+            / runs["memory_unbatched_shared_10_consumers"]["msgs_per_s"], 3
+        )
+    if args.only in (None, "nacks"):
+        runs["memory_unbatched_shared_10pct_nacks"] = run(
+            MemoryStorage(), n, 1, SubType.Shared, consumers=1, nack_every=10
+        )
+        runs["memory_unbatched_shared_clean"] = run(MemoryStorage(), n, 1, SubType.Shared)
+        results["nack10_vs_clean"] = round(
+            runs["memory_unbatched_shared_10pct_nacks"]["msgs_per_s"]
+            / runs["memory_unbatched_shared_clean"]["msgs_per_s"], 3
+        )
     results["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(json.dumps(results, indent=2))
 
