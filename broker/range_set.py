@@ -88,7 +88,9 @@ class PositionRangeSet:
             if position <= floor:
                 continue
             i = bisect_left(uppers, position)
-            if i < len(uppers) and lowers[i] < position:
+            # The range at i (if any) ends at or after ``position``; the ones before, below.
+            at_range = i < len(uppers)
+            if at_range and lowers[i] < position:
                 continue  # already acknowledged
             ledger_id, entry_id = position
             if ledger_id == known_ledger and 0 < entry_id <= known_entry:
@@ -99,18 +101,17 @@ class PositionRangeSet:
                     raise ValueError(f"empty range ({lower}, {position}]")
             added.append(position)
             run_index = -1
-            # Ranges before i end below ``position``; the one at i (if any) starts at or
-            # after it.
+            joins_next = at_range and lowers[i] == position
             if i and uppers[i - 1] >= lower:
                 if uppers[i - 1] > lower:
                     self.add(lower, position)  # overlaps more than a neighbour: rare
-                elif i < len(lowers) and lowers[i] == position:
+                elif joins_next:
                     uppers[i - 1] = uppers[i]
                     del lowers[i], uppers[i]
                 else:
                     uppers[i - 1] = run_end = position
                     run_index = i - 1
-            elif i < len(lowers) and lowers[i] == position:
+            elif joins_next:
                 lowers[i] = lower
             else:
                 lowers.insert(i, lower)
