@@ -104,3 +104,17 @@ def test_get_run_returns_cached_entries_and_none_for_the_rest() -> None:
     cache.put_run(3, 5, [b"five", b"six"])
     assert cache.get_run(3, 4, 7) == [None, b"five", b"six", None]
     assert cache.get_run(4, 5, 6) == [None, None]
+
+
+def test_replaced_and_dropped_entries_keep_the_accounting_exact() -> None:
+    cache = EntryCache(capacity=4 * (100 + ENTRY_OVERHEAD))
+    cache.put_run(1, 0, [bytes(100)] * 3)
+    cache.put_run(1, 1, [bytes(1)])  # a replacement inside an older run
+    cache.drop((1, 2))
+    assert cache.size == (100 + ENTRY_OVERHEAD) + (1 + ENTRY_OVERHEAD)
+    cache.put_run(2, 0, [bytes(100)] * 4)  # evicts ledger 1 entirely, stale slots skipped
+    assert sorted(cache._entries) == [(2, 0), (2, 1), (2, 2), (2, 3)]
+    assert cache.size == 4 * (100 + ENTRY_OVERHEAD)
+    cache.drop_ledger(1)  # nothing left of it: a no-op
+    cache.drop_ledger(2)
+    assert len(cache) == 0 and cache.size == 0
