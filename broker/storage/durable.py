@@ -589,6 +589,8 @@ class DurableManagedLedger(LedgerSequence):
         result = self._cache.get_run(ledger_id, first, last)
         if None not in result:
             return result  # a tailing reader: everything was just cached
+        if not self._corrupt and not any(result):  # entries are never empty
+            return self._read_disk(ledger_id, first, last)  # a reader the cache lost
         entry_id = first
         while entry_id <= last:
             if result[entry_id - first] is not None or (ledger_id, entry_id) in self._corrupt:
@@ -620,17 +622,20 @@ class DurableManagedLedger(LedgerSequence):
             raise StorageError(
                 f"cannot read ledger {ledger_id} of {self.name}: {_reason(exc)}"
             ) from exc
-        entries = []
-        for entry_id in range(first, last + 1):
-            pos = offsets[entry_id] - start
-            length, crc = _HEADER.unpack_from(buf, pos)
-            data = buf[pos + _HEADER.size : offsets[entry_id + 1] - start]
-            if length != len(data) or zlib.crc32(data) != crc:
+        entries: list[bytes] = []
+        append, unpack, crc32 = entries.append, _HEADER.unpack_from, zlib.crc32
+        header = _HEADER.size
+        bounds = offsets[first : last + 2]  # one more than the entries: strict=False
+        for entry_id, begin, end in zip(range(first, last + 1), bounds, bounds[1:], strict=False):
+            begin -= start
+            length, crc = unpack(buf, begin)
+            data = buf[begin + header : end - start]
+            if length != len(data) or crc32(data) != crc:
                 raise LedgerCorruption(
                     f"entry {ledger_id}:{entry_id} of {self.name} failed its CRC check "
-                    f"(byte offset {offsets[entry_id]})"
+                    f"(byte offset {begin + start})"
                 )
-            entries.append(data)
+            append(data)
         return entries
 
     def _fd_for_read(self, ledger_id: int) -> int:
