@@ -76,9 +76,13 @@ def test_cumulative_ack_refused_on_shared_types(harness, sub_type):
 
 def test_ack_beyond_end_is_a_clear_error(harness):
     c = harness.subscribe(T, "s", "c", SubType.Shared, permits=10)
-    harness.publish(T, 1)
+    msgs = harness.publish(T, 1)
     with pytest.raises(InvalidArgument, match="beyond the last entry"):
         harness.ack(c, [(999, 0)])
+    # Several beyond the end: the error names the first of them, and nothing is acked.
+    with pytest.raises(InvalidArgument, match="ack for 998:3 is beyond"):
+        harness.ack(c, [msgs[0], (998, 3), (999, 1)])
+    assert harness.service.topic_stats(T)["subscriptions"]["s"]["msgBacklog"] == 1
 
 
 def test_batch_index_ack_needs_both_flags_else_batch_comes_back_whole(make_harness):
@@ -161,6 +165,7 @@ def test_delete_in_runs_leaves_the_ranges_one_by_one_acks_leave():
         start = ledger.previous_position(positions[0])
         batched = ManagedCursor("a", ledger, start)
         single = ManagedCursor("b", ledger, start)
+        acked: set = set()
         for _ in range(6):
             k = rng.randrange(len(positions))
             acks = positions[k:k + rng.randrange(1, 12)] + rng.sample(positions, 3)
@@ -169,6 +174,8 @@ def test_delete_in_runs_leaves_the_ranges_one_by_one_acks_leave():
             batched.delete(acks)
             for p in acks:
                 single.delete([p])
+            acked.update(acks)
+            assert all(batched.is_deleted(p) == (p in acked) for p in positions)
             assert batched.mark_delete_position == single.mark_delete_position
             assert str(batched.individually_deleted) == str(single.individually_deleted)
             assert all(batched.is_deleted(p) == single.is_deleted(p) for p in positions)

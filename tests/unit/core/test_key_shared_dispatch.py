@@ -160,3 +160,23 @@ def test_keys_follow_the_selector_after_every_membership_change(harness):
     h.close(b)
     third = [h.publish(T, 1, key=k)[0] for k in keys]
     assert h.take(a) == third
+
+
+def test_redelivery_goes_out_at_once_after_a_blocked_replay_is_acked(harness):
+    # A's key waits in replay while A has no permits; B reads past it. Acks with nothing
+    # new to read take the dispatcher's shortcut; a replay that appears later must still
+    # go out on the next dispatch, not wait for new entries.
+    h = harness
+    a = h.subscribe(T, "s", "A", SubType.Key_Shared, permits=0)
+    b = h.subscribe(T, "s", "B", SubType.Key_Shared, permits=10)
+    held = h.publish(T, 1, key=_owner_keys(h, a, 1)[0])
+    mine = h.publish(T, 1, key=_owner_keys(h, b, 1)[0])
+    assert h.take(b) == mine
+    assert _sub(h).dispatcher.replay.positions() == held
+    h.ack(b, held)
+    assert _sub(h).dispatcher.replay.positions() == []
+    h.service.redeliver_unacknowledged(b.consumer_id, mine)
+    h.drain()
+    assert h.take_full(b) == [(mine[0], 1, None)]
+    h.flow(a, 5)
+    assert h.take(a) == []  # acked while waiting: never delivered
