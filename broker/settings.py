@@ -23,6 +23,9 @@ class BrokerSettings:
     acknowledgment_at_batch_index_level_enabled: bool = False
     active_consumer_failover_delay_ms: int = 1000
     dispatcher_max_read_batch_size: int = 100
+    # Shared: at most this many entries go to one consumer per round-robin turn (Pulsar's
+    # dispatcherMaxRoundRobinBatchSize), so one read is spread over the consumers.
+    dispatcher_max_round_robin_batch_size: int = 20
     max_unacked_messages_per_consumer: int = 50_000
     max_unacked_messages_per_subscription: int = 200_000
     managed_ledger_max_entries_per_ledger: int = 50_000
@@ -96,6 +99,10 @@ class BrokerSettings:
             raise InvalidArgument("broker setting max_message_size must be > 0")
         if settings.dispatcher_max_read_batch_size <= 0:
             raise InvalidArgument("broker setting dispatcher_max_read_batch_size must be > 0")
+        if settings.dispatcher_max_round_robin_batch_size <= 0:
+            raise InvalidArgument(
+                "broker setting dispatcher_max_round_robin_batch_size must be > 0"
+            )
         for name in ("max_connections", "max_producers_per_connection",
                      "max_consumers_per_connection", "max_topics", "max_topics_per_namespace"):
             if getattr(settings, name) < 0:

@@ -2,7 +2,8 @@
 
 Pulsar's ``PersistentDispatcherMultipleConsumers``: a read is sized by the permits of all
 consumers; its entries go to the next consumer (highest priority level first, round-robin
-within it) up to that consumer's permits, then to the next one. Entries nobody can take,
+within it) up to that consumer's permits and at most ``dispatcher_max_round_robin_batch_size``
+entries per turn, then to the next one. Entries nobody can take,
 and the unacknowledged entries of a consumer that leaves, wait in the replay set and are
 sent before new entries.
 """
@@ -303,13 +304,15 @@ class SharedDispatcher(Dispatcher):
         """
         sent_any = False
         i = 0
+        turn = self.subscription.settings.dispatcher_max_round_robin_batch_size
         while i < len(entries):
             consumer = self.next_consumer()
             if consumer is None:
                 break
             chunk: SendList = []
             budget = consumer.permits
-            while i < len(entries) and budget > 0:
+            end = min(i + turn, len(entries))
+            while i < end and budget > 0:
                 chunk.append(entries[i])
                 budget -= entries[i][2].num_messages
                 i += 1

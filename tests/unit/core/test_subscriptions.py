@@ -99,3 +99,26 @@ def test_non_durable_subscription_goes_away_with_its_consumer(harness):
     harness.close(c)
     assert "reader" not in topic.subscriptions
     assert "reader" not in harness.storage.metadata.get_cursors(topic.name)
+
+
+def test_shared_gives_one_consumer_at_most_20_entries_per_turn(harness):
+    # Pulsar's dispatcherMaxRoundRobinBatchSize (20): one read of 100 entries is spread over
+    # the consumers in turns of 20, not handed whole to the first one with permits.
+    a = harness.subscribe(T, "s", "A", SubType.Shared, permits=1000)
+    b = harness.subscribe(T, "s", "B", SubType.Shared, permits=1000)
+    msgs = harness.publish(T, 100)
+    got_a, got_b = harness.take(a), harness.take(b)
+    turns = [msgs[i:i + 20] for i in range(0, 100, 20)]
+    first, second = (got_a, got_b) if got_a[0] == msgs[0] else (got_b, got_a)
+    assert first == turns[0] + turns[2] + turns[4]
+    assert second == turns[1] + turns[3]
+
+
+def test_shared_round_robin_turn_size_is_a_setting(make_harness):
+    harness = make_harness(dispatcher_max_round_robin_batch_size=5)
+    a = harness.subscribe(T, "s", "A", SubType.Shared, permits=1000)
+    b = harness.subscribe(T, "s", "B", SubType.Shared, permits=1000)
+    harness.publish(T, 20)
+    assert len(harness.take(a)) == len(harness.take(b)) == 10
+    with pytest.raises(Exception, match="dispatcher_max_round_robin_batch_size must be > 0"):
+        make_harness(dispatcher_max_round_robin_batch_size=0)
