@@ -5,21 +5,33 @@ from __future__ import annotations
 from pathlib import Path
 
 from pulsarlab.broker.storage import DurableStorage, LedgerConfig
-from pulsarlab.broker.storage.entry_cache import ENTRY_OVERHEAD, EntryCache
+from pulsarlab.broker.storage.entry_cache import ENTRY_OVERHEAD, RUN_OVERHEAD, EntryCache
 
 
-def test_the_budget_counts_entry_overhead_and_evicts_the_oldest() -> None:
-    cache = EntryCache(capacity=10 * (100 + ENTRY_OVERHEAD))
+def _cost(*sizes: int) -> int:
+    """What one run of entries of these sizes counts against the budget."""
+    return sum(sizes) + ENTRY_OVERHEAD * len(sizes) + RUN_OVERHEAD
+
+
+def test_the_budget_counts_overhead_and_evicts_the_oldest_runs() -> None:
+    cache = EntryCache(capacity=10 * _cost(100))
     for i in range(25):
         cache.put((1, i), bytes(100))
     assert len(cache) == 10
-    assert cache.size == 10 * (100 + ENTRY_OVERHEAD)
-    assert cache.get((1, 14)) is None and cache.get((1, 15)) is not None
+    assert cache.size == 10 * _cost(100)
+    assert cache.get((1, 14)) is None and cache.get((1, 15)) == bytes(100)
     cache.put((1, 24), bytes(50))  # replacing an entry re-counts it
-    assert cache.size == 9 * (100 + ENTRY_OVERHEAD) + 50 + ENTRY_OVERHEAD
+    assert cache.size == 9 * _cost(100) + _cost(50) and cache.get((1, 24)) == bytes(50)
 
 
-def test_too_big_entries_and_a_zero_budget_cache_nothing() -> None:
+def test_a_run_costs_its_bytes_plus_little_per_entry() -> None:
+    cache = EntryCache(capacity=1 << 20)
+    cache.put_run(1, 0, [bytes(100)] * 1000)
+    assert cache.size == _cost(*[100] * 1000) < 1000 * 110
+    assert len(cache) == 1000 and cache.get_run(1, 998, 1001) == [bytes(100)] * 2 + [None] * 2
+
+
+def test_too_big_runs_and_a_zero_budget_cache_nothing() -> None:
     cache = EntryCache(capacity=1000)
     cache.put((1, 0), bytes(1000))
     assert len(cache) == 0 and cache.size == 0
@@ -36,7 +48,7 @@ def test_dropping_a_ledger_keeps_the_others() -> None:
     cache.drop_ledger(1)
     cache.drop_ledger(7)  # nothing cached: a no-op
     assert len(cache) == 5 and all(cache.get((2, i)) == b"data" for i in range(5))
-    assert cache.size == 5 * (4 + ENTRY_OVERHEAD)
+    assert cache.size == 5 * _cost(4)
 
 
 def test_a_hundred_topics_share_one_budget(tmp_path: Path) -> None:
@@ -60,26 +72,30 @@ def test_a_hundred_topics_share_one_budget(tmp_path: Path) -> None:
         ml.close()
     assert storage.entry_cache.size <= budget
     assert all(p[0] not in {m.ledgers[-1].ledger_id for m in ledgers[:50]}
-               for p in storage.entry_cache._entries)
+               for p in storage.entry_cache.positions())
     storage.close()
     assert len(storage.entry_cache) == 0
 
 
-def test_a_run_is_cached_and_evicted_like_single_puts() -> None:
-    one, run = EntryCache(10 * (100 + ENTRY_OVERHEAD)), EntryCache(10 * (100 + ENTRY_OVERHEAD))
-    for i in range(25):
-        one.put((1, i), bytes(100))
-    run.put_run(1, 0, [bytes(100)] * 12)
-    run.put_run(1, 12, [bytes(100)] * 13)
-    assert list(run._entries) == list(one._entries) and run.size == one.size
-    run.put_run(1, 24, [bytes(50)])  # replacing an entry re-counts it
-    assert run.size == 9 * (100 + ENTRY_OVERHEAD) + 50 + ENTRY_OVERHEAD
-    run.put_run(2, 0, [bytes(10 * (100 + ENTRY_OVERHEAD)), b"small"])  # too big: skipped
-    assert run.get((2, 0)) is None and run.get((2, 1)) == b"small"
-    run.drop_ledger(1)
-    assert len(run) == 1 and run.size == 5 + ENTRY_OVERHEAD
-    run.drop_ledger(2)
-    assert len(run) == 0 and run.size == 0
+def test_runs_are_evicted_whole_oldest_first_and_reads_span_runs() -> None:
+    cache = EntryCache(capacity=3 * _cost(*[100] * 4))
+    for first in range(0, 20, 4):
+        cache.put_run(1, first, [bytes([first + k]) * 100 for k in range(4)])
+    assert len(cache) == 12 and cache.get((1, 7)) is None and cache.get((1, 8)) is not None
+    got = cache.get_run(1, 6, 13)
+    assert got == [None, None] + [bytes([e]) * 100 for e in range(8, 14)]
+    cache.put_run(2, 0, [bytes(1000 * 1000)])  # bigger than the budget: not cached
+    assert cache.get((2, 0)) is None and len(cache) == 12
+
+
+def test_many_small_runs_evict_in_order_across_ledgers() -> None:
+    cache = EntryCache(capacity=100 * _cost(10))
+    for i in range(1000):
+        cache.put_run(i % 3, i // 3, [bytes([i % 256]) * 10])
+    assert len(cache) == 100 and cache.size == 100 * _cost(10)
+    kept = list(cache.positions())
+    assert kept == [(i % 3, i // 3) for i in range(900, 1000)]
+    assert all(cache.get((i % 3, i // 3)) == bytes([i % 256]) * 10 for i in range(900, 1000))
 
 
 def test_entries_are_cached_once_durable_and_tail_reads_skip_the_disk(tmp_path: Path) -> None:
@@ -107,14 +123,12 @@ def test_get_run_returns_cached_entries_and_none_for_the_rest() -> None:
 
 
 def test_replaced_and_dropped_entries_keep_the_accounting_exact() -> None:
-    cache = EntryCache(capacity=4 * (100 + ENTRY_OVERHEAD))
+    cache = EntryCache(capacity=1 << 20)
     cache.put_run(1, 0, [bytes(100)] * 3)
-    cache.put_run(1, 1, [bytes(1)])  # a replacement inside an older run
-    cache.drop((1, 2))
-    assert cache.size == (100 + ENTRY_OVERHEAD) + (1 + ENTRY_OVERHEAD)
-    cache.put_run(2, 0, [bytes(100)] * 4)  # evicts ledger 1 entirely, stale slots skipped
-    assert sorted(cache._entries) == [(2, 0), (2, 1), (2, 2), (2, 3)]
-    assert cache.size == 4 * (100 + ENTRY_OVERHEAD)
-    cache.drop_ledger(1)  # nothing left of it: a no-op
-    cache.drop_ledger(2)
-    assert len(cache) == 0 and cache.size == 0
+    cache.put_run(1, 3, [bytes(100)] * 3)
+    cache.put_run(1, 1, [bytes(1)])  # replaces the run that held entry 1
+    assert cache.get_run(1, 0, 3) == [None, bytes(1), None, bytes(100)]
+    cache.drop((1, 4))  # drops its run
+    assert len(cache) == 1 and cache.size == _cost(1)
+    cache.drop_ledger(1)
+    assert len(cache) == 0 and cache.size == 0 and list(cache.positions()) == []
