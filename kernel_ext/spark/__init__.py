@@ -39,9 +39,14 @@ Source options (keys are case-insensitive; values are strings)
 ``pollTimeoutMs``       how long a task waits for a message it knows exists (120000)
 ``connectionTimeoutMs`` bounded wait for an unreachable broker (10000)
 ``receiverQueueSize``, ``rowsPerBatch``  reader queue (10000) and Arrow batch rows (10000)
+``pulsar.client.authPluginClassName`` + ``pulsar.client.authParams``  token authentication,
+                        as StreamNative's connector spells it: the plugin
+                        ``org.apache.pulsar.client.impl.auth.AuthenticationToken`` and
+                        ``token:<token>`` or ``file:///path`` (read on the driver); also for
+                        writes. ``pulsar.client.curveServerKey``: the broker's CURVE key.
 
 Options of StreamNative's connector that mean nothing here (``admin.url``,
-``subscriptionPrefix``, ``predefinedSubscription``, ``pulsar.client.*`` …) are ignored; any
+``subscriptionPrefix``, ``predefinedSubscription``, other ``pulsar.client.*`` …) are ignored; any
 other unknown option is an error. Every bad option raises :class:`PulsarSparkError` with a
 one-line message (Spark wraps it; :func:`error_summary` gets the line back).
 

@@ -141,6 +141,7 @@ def _settings(opts: SourceOptions) -> ReadSettings:
         receiver_queue_size=opts.receiver_queue_size,
         rows_per_batch=opts.rows_per_batch,
         fail_on_data_loss=opts.fail_on_data_loss,
+        security=opts.security,
     )
 
 
@@ -191,7 +192,7 @@ class PulsarBatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         opts = self.opts
-        meta = BrokerMetadata(opts.service_url, opts.connection_timeout_ms)
+        meta = BrokerMetadata(opts.service_url, opts.connection_timeout_ms, opts.security)
         try:
             known = meta.snapshot(opts)
         finally:
@@ -262,7 +263,9 @@ class PulsarStreamReader(*_STREAM_BASES):  # type: ignore[misc]
         now = time.monotonic()
         if fresh or self._snapshot is None or now - self._snapshot_at >= _METADATA_REFRESH_S:
             if self._meta is None:
-                self._meta = BrokerMetadata(self.opts.service_url, self.opts.connection_timeout_ms)
+                self._meta = BrokerMetadata(
+                    self.opts.service_url, self.opts.connection_timeout_ms, self.opts.security
+                )
             self._snapshot = self._meta.snapshot(self.opts)
             self._snapshot_at = time.monotonic()
         return self._snapshot

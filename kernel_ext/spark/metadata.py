@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .options import PulsarSparkError, SourceOptions, namespace_pattern
+from .options import ClientSecurity, PulsarSparkError, SourceOptions, namespace_pattern
 from .positions import Position
 
 __all__ = ["BrokerMetadata", "PartitionInfo"]
@@ -37,9 +37,12 @@ class PartitionInfo:
 class BrokerMetadata:
     """Lists topics and partitions and reads their last entries (lazy admin connection)."""
 
-    def __init__(self, service_url: str, timeout_ms: int) -> None:
+    def __init__(
+        self, service_url: str, timeout_ms: int, security: ClientSecurity | None = None
+    ) -> None:
         self.service_url = service_url
         self.timeout_ms = timeout_ms
+        self.security = security or ClientSecurity()
         self._admin: Any = None
 
     def _call(self, what: str, fn: Callable[[Any], T]) -> T:
@@ -47,7 +50,10 @@ class BrokerMetadata:
         from ..broker.errors import PulsarLabError
 
         if self._admin is None:
-            self._admin = Admin(self.service_url, timeout_seconds=self.timeout_ms / 1000)
+            self._admin = Admin(
+                self.service_url, timeout_seconds=self.timeout_ms / 1000,
+                **self.security.client_kwargs(),
+            )
         try:
             return fn(self._admin)
         except TimeoutError:

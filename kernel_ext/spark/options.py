@@ -53,6 +53,11 @@ _UNSUPPORTED = {
     "maxbytespertrigger": "maxBytesPerTrigger",
 }
 _IGNORED_PREFIXES = ("pulsar.client.", "pulsar.admin.", "pulsar.reader.", "pulsar.producer.")
+# StreamNative's connector passes client authentication as pulsar.client.* options; these
+# are read (the other pulsar.client.* keys are accepted and ignored).
+_TOKEN_PLUGINS = frozenset(
+    {"org.apache.pulsar.client.impl.auth.AuthenticationToken", "AuthenticationToken", "token"}
+)
 
 _SOURCE_KEYS = frozenset(
     {
@@ -101,6 +106,70 @@ class OffsetsSpec:
 
 
 @dataclass(frozen=True)
+class ClientSecurity:
+    """How readers, writers and the driver's admin connection authenticate; plain data.
+
+    ``token`` is the auth token itself (read from ``file://`` on the driver, so executors need
+    no access to the file); ``curve_server_key`` is the broker's CURVE public key.
+    """
+
+    token: str | None = None
+    curve_server_key: str | None = None
+
+    def client_kwargs(self) -> dict[str, object]:
+        """Keyword arguments for ``pulsarlab.Client`` and ``pulsarlab.Admin``."""
+        kwargs: dict[str, object] = {}
+        if self.token is not None:
+            from ..broker.client.auth import AuthenticationToken
+
+            kwargs["authentication"] = AuthenticationToken(self.token)
+        if self.curve_server_key is not None:
+            kwargs["curve_server_key"] = self.curve_server_key
+        return kwargs
+
+    def __repr__(self) -> str:  # never print a token in a plan or a log line
+        token = "<set>" if self.token is not None else None
+        return f"ClientSecurity(token={token}, curve_server_key={self.curve_server_key!r})"
+
+
+def parse_client_security(opts: dict[str, str]) -> ClientSecurity:
+    """``pulsar.client.authPluginClassName`` + ``pulsar.client.authParams`` (StreamNative's
+    names; a token plugin with ``token:<token>``, ``file:///path`` or the bare token), and
+    ``pulsar.client.curveServerKey`` (pulsarlab's CURVE extension)."""
+    plugin = opts.get("pulsar.client.authpluginclassname", "").strip()
+    params = opts.get("pulsar.client.authparams", "").strip()
+    token = None
+    if plugin or params:
+        if plugin not in _TOKEN_PLUGINS:
+            raise PulsarSparkError(
+                "option 'pulsar.client.authPluginClassName' must be "
+                "org.apache.pulsar.client.impl.auth.AuthenticationToken (token authentication "
+                f"is the only kind pulsarlab has), not {plugin or 'missing'!r}"
+            )
+        if params.startswith("token:"):
+            token = params[len("token:"):].strip()
+        elif params.startswith("file://"):
+            path = params[len("file://"):]
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    token = handle.read().strip()
+            except OSError as exc:
+                raise PulsarSparkError(
+                    f"option 'pulsar.client.authParams' names {params}, which cannot be read: "
+                    f"{exc.strerror or exc}"
+                ) from None
+        else:
+            token = params
+        if not token:
+            raise PulsarSparkError(
+                "option 'pulsar.client.authParams' needs a token: 'token:<token>' or "
+                "'file:///path/to/token'"
+            )
+    curve = opts.get("pulsar.client.curveserverkey", "").strip() or None
+    return ClientSecurity(token=token, curve_server_key=curve)
+
+
+@dataclass(frozen=True)
 class SourceOptions:
     """What a reader needs, validated; picklable (plain data)."""
 
@@ -115,6 +184,7 @@ class SourceOptions:
     connection_timeout_ms: int = DEFAULT_CONNECTION_TIMEOUT_MS
     receiver_queue_size: int = DEFAULT_RECEIVER_QUEUE_SIZE
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH
+    security: ClientSecurity = field(default_factory=lambda: ClientSecurity())
 
     @property
     def subscription_label(self) -> str:
@@ -132,6 +202,7 @@ class SinkOptions:
     topic: str | None = None
     connection_timeout_ms: int = DEFAULT_CONNECTION_TIMEOUT_MS
     batching_enabled: bool = True
+    security: ClientSecurity = field(default_factory=lambda: ClientSecurity())
 
 
 # -- parsing ----------------------------------------------------------------------------------
@@ -396,6 +467,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         ) or DEFAULT_RECEIVER_QUEUE_SIZE,
         rows_per_batch=_positive_int(opts, "rowsperbatch", "rowsPerBatch",
                                      DEFAULT_ROWS_PER_BATCH) or DEFAULT_ROWS_PER_BATCH,
+        security=parse_client_security(opts),
     )
 
 
@@ -414,4 +486,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
             opts, "connectiontimeoutms", "connectionTimeoutMs", DEFAULT_CONNECTION_TIMEOUT_MS
         ) or DEFAULT_CONNECTION_TIMEOUT_MS,
         batching_enabled=_bool(opts, "batchingenabled", "batchingEnabled", True),
+        security=parse_client_security(opts),
     )

@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .options import PulsarSparkError
+from .options import ClientSecurity, PulsarSparkError
 from .positions import Position, past_end, reaches_end
 
 __all__ = ["COLUMN_TYPES", "ReadSettings", "read_range"]
@@ -48,6 +48,7 @@ class ReadSettings:
     receiver_queue_size: int
     rows_per_batch: int
     fail_on_data_loss: bool
+    security: ClientSecurity = field(default_factory=lambda: ClientSecurity())
 
 
 def _text(data: bytes | None) -> str | None:
@@ -115,6 +116,7 @@ def read_range(
         settings.service_url,
         connection_timeout_ms=settings.connection_timeout_ms,
         operation_timeout_seconds=max(1, settings.connection_timeout_ms // 1000),
+        **settings.security.client_kwargs(),
     )
     try:
         start_id = (

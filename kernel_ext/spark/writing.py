@@ -102,6 +102,7 @@ def write_rows(opts: SinkOptions, batches: Iterable[Any]) -> int:
         opts.service_url,
         connection_timeout_ms=opts.connection_timeout_ms,
         operation_timeout_seconds=max(1, opts.connection_timeout_ms // 1000),
+        **opts.security.client_kwargs(),
     )
     producers: dict[str, Any] = {}
     sent = 0
