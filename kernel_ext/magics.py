@@ -8,6 +8,7 @@ Load with ``%load_ext pulsarlab``. Every subcommand takes ``-h``/``--help``
     %pulsar start [--beside] [--memory] [--data-dir D] [--port P] [--set NAME=VALUE]
     %pulsar stop | status | connect URL [--events URL] [--token T] [--curve-server-key K]
     %pulsar topics [NAMESPACE]            %pulsar create TOPIC [--partitions N]
+    %pulsar policies [NAMESPACE] [--ttl SECONDS] [--retention MINUTES,MB] [--dedup on|off]
     %pulsar produce TOPIC [--key K] [--count N] [--property K=V] VALUE
     %%pulsar produce TOPIC                (one message per line of the cell)
     %pulsar consume TOPIC --sub S [--type shared|key_shared|failover|exclusive] [-n N]
@@ -130,6 +131,20 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _retention(text: str) -> tuple[int, int]:
+    """``MINUTES,MB`` (each an int >= -1; -1 means unlimited, as in Pulsar)."""
+    parts = [part.strip() for part in text.split(",")]
+    try:
+        minutes, size_mb = (int(part) for part in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected MINUTES,MB (e.g. 60,100; -1 for unlimited), not {text!r}"
+        ) from None
+    if minutes < -1 or size_mb < -1:
+        raise argparse.ArgumentTypeError(f"must be -1 (unlimited) or more, not {text!r}")
+    return minutes, size_mb
+
+
 def _property(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name:
@@ -183,6 +198,19 @@ def build_parser() -> argparse.ArgumentParser:
                        description="List (and return) the topics of a namespace.")
     p.add_argument("namespace", nargs="?", default="public/default", metavar="NAMESPACE",
                    help="tenant/namespace (default public/default)")
+
+    p = sub.add_parser(
+        "policies", help="show or set a namespace's TTL, retention and de-duplication",
+        description="Set the given namespace policies (like pulsar-admin namespaces "
+        "set-message-ttl / set-retention / set-deduplication), then show them all.")
+    p.add_argument("namespace", nargs="?", default="public/default", metavar="NAMESPACE",
+                   help="tenant/namespace (default public/default)")
+    p.add_argument("--ttl", type=_non_negative, metavar="SECONDS",
+                   help="message TTL in seconds (0: messages never expire)")
+    p.add_argument("--retention", type=_retention, metavar="MINUTES,MB",
+                   help="retention time in minutes and size in MB (-1: unlimited), e.g. 60,100")
+    p.add_argument("--dedup", choices=("on", "off"),
+                   help="producer de-duplication for the namespace")
 
     p = sub.add_parser("create", help="create a topic",
                        description="Create a non-partitioned topic, or a partitioned one.")
@@ -496,6 +524,17 @@ class PulsarMagics(Magics):
     def _cmd_topics(self, args: argparse.Namespace, cell: str | None) -> Lines:
         names = self.runtime.admin().topics.get_list(args.namespace)
         return Lines(names, title=f"topics in {args.namespace}:", empty="(no topics)")
+
+    def _cmd_policies(self, args: argparse.Namespace, cell: str | None) -> JSONDict:
+        namespaces = self.runtime.admin().namespaces
+        if args.ttl is not None:
+            namespaces.set_message_ttl(args.namespace, args.ttl)
+        if args.retention is not None:
+            namespaces.set_retention(args.namespace, *args.retention)
+        if args.dedup is not None:
+            namespaces.set_deduplication_status(args.namespace, args.dedup == "on")
+        return JSONDict(namespaces.get_policies(args.namespace),
+                        title=f"policies of {args.namespace}")
 
     def _cmd_create(self, args: argparse.Namespace, cell: str | None) -> None:
         topic = self._full(args.topic)

@@ -12,7 +12,8 @@ from pulsarlab.magics import build_parser
 from pulsarlab.runtime import PulsarMagicError
 
 SUBCOMMANDS = [
-    "start", "stop", "status", "connect", "topics", "create", "produce", "consume", "peek",
+    "start", "stop", "status", "connect", "topics", "policies", "create", "produce", "consume",
+    "peek",
     "stats", "subs", "reset-cursor", "show", "spark", "spark stream", "spark stream start",
     "spark stream status", "spark stream stop",
 ]
@@ -149,6 +150,28 @@ def test_create_and_topics(run, broker) -> None:
                                     "persistent://public/default/plain"]
     assert "topics in public/default:" in topics.out
     assert run("%pulsar topics other/ns").value == []
+
+
+def test_namespace_policies(run, broker) -> None:
+    ran = run("%pulsar policies tenant-p/ns")
+    assert ran.success and ran.value == {}
+    ran = run("%pulsar policies tenant-p/ns --ttl 60 --retention 10,-1 --dedup on")
+    assert ran.success, ran.out
+    assert ran.value == {
+        "message_ttl_in_seconds": 60,
+        "retention_policies": {"retentionTimeInMinutes": 10, "retentionSizeInMB": -1},
+        "deduplication_enabled": True,
+    }
+    assert "policies of tenant-p/ns" in ran.out
+    assert run("%pulsar policies tenant-p/ns --dedup off").value["deduplication_enabled"] is False
+    assert run("%pulsar policies").value == {}  # public/default untouched
+    bad = run("%pulsar policies tenant-p/ns --retention 10")
+    assert_one_line_error(bad, "%pulsar policies: argument --retention: expected MINUTES,MB "
+                               "(e.g. 60,100; -1 for unlimited), not '10' "
+                               "(see %pulsar policies --help)")
+    assert_one_line_error(run("%pulsar policies tenant-p/ns --ttl -5"),
+                          "%pulsar policies: argument --ttl: must be 0 or more, not -5 "
+                          "(see %pulsar policies --help)")
 
 
 def test_produce_line_and_cell(run, broker) -> None:
