@@ -23,7 +23,6 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from . import curve, tokens
@@ -78,13 +77,7 @@ def client_options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {}
     token = getattr(args, "token", None) or os.environ.get("PULSARLAB_TOKEN")
     if token:
-        if token.startswith("file://"):
-            path = token[len("file://"):]
-            try:
-                token = Path(path).read_text().strip()
-            except OSError as exc:
-                raise ValueError(f"cannot read the token file {path!r}: {exc.strerror}") from None
-        options["authentication"] = AuthenticationToken(token)
+        options["authentication"] = AuthenticationToken(tokens.read_token(token))
     key = getattr(args, "curve_server_key", None) or os.environ.get("PULSARLAB_CURVE_SERVER_KEY")
     if key:
         options["curve_server_key"] = key

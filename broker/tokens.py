@@ -93,6 +93,17 @@ def load_secret_key(spec: str | bytes) -> bytes:
     return key
 
 
+def read_token(spec: str) -> str:
+    """A client's token given as itself or as ``file:///path`` of a file holding it."""
+    if not spec.startswith("file://"):
+        return spec.strip()
+    path = spec[len("file://"):]
+    try:
+        return Path(path).read_text().strip()
+    except OSError as exc:
+        raise ValueError(f"cannot read the token file {path!r}: {exc.strerror}") from None
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 

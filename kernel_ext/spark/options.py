@@ -146,20 +146,12 @@ def parse_client_security(opts: dict[str, str]) -> ClientSecurity:
                 "org.apache.pulsar.client.impl.auth.AuthenticationToken (token authentication "
                 f"is the only kind pulsarlab has), not {plugin or 'missing'!r}"
             )
-        if params.startswith("token:"):
-            token = params[len("token:"):].strip()
-        elif params.startswith("file://"):
-            path = params[len("file://"):]
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    token = handle.read().strip()
-            except OSError as exc:
-                raise PulsarSparkError(
-                    f"option 'pulsar.client.authParams' names {params}, which cannot be read: "
-                    f"{exc.strerror or exc}"
-                ) from None
-        else:
-            token = params
+        from ..broker.tokens import read_token
+
+        try:
+            token = read_token(params.removeprefix("token:"))
+        except ValueError as exc:
+            raise PulsarSparkError(f"option 'pulsar.client.authParams': {exc}") from None
         if not token:
             raise PulsarSparkError(
                 "option 'pulsar.client.authParams' needs a token: 'token:<token>' or "

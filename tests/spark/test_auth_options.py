@@ -51,7 +51,7 @@ def test_token_forms_and_plain_data(tmp_path):
           "pulsar.client.authParams": "token:"}, "needs a token"),
         ({"pulsar.client.authParams": "token:abc"}, "must be org.apache.pulsar"),
         ({"pulsar.client.authPluginClassName": TOKEN_PLUGIN,
-          "pulsar.client.authParams": "file:///nonexistent/token"}, "cannot be read"),
+          "pulsar.client.authParams": "file:///nonexistent/token"}, "cannot read the token file"),
     ],
 )
 def test_bad_auth_options_are_one_line_errors(options, message):
