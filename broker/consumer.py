@@ -79,6 +79,9 @@ class Consumer:
         self.pending_acks: dict[Position, PendingAck] = {}
         self.unacked_messages = 0
         self.blocked_on_unacked = False
+        # Flow permits granted while blocked on unacked messages, handed to the dispatcher when
+        # the consumer is unblocked (Pulsar's permitsReceivedWhileConsumerBlocked).
+        self.permits_received_while_blocked = 0
         self.is_active = False
         self.msg_out_counter = 0
         self.bytes_out_counter = 0

@@ -310,7 +310,7 @@ class SharedDispatcher(Dispatcher):
             if consumer is None:
                 break
             chunk: SendList = []
-            budget = consumer.permits
+            budget = self.available_permits(consumer)
             end = min(i + turn, len(entries))
             while i < end and budget > 0:
                 chunk.append(entries[i])

@@ -1,0 +1,80 @@
+"""Unacked-message limits on Shared and Key_Shared subscriptions, as Pulsar 3.3 applies them."""
+
+import pytest
+
+from pulsarlab.broker import SubType
+
+T = "limits"
+SHARED_TYPES = [SubType.Shared, SubType.Key_Shared]
+
+
+def consumer_stats(harness, name):
+    sub = harness.service.topic_stats(T)["subscriptions"]["s"]
+    return next(c for c in sub["consumers"] if c["consumerName"] == name)
+
+
+@pytest.mark.parametrize("sub_type", SHARED_TYPES)
+def test_consumer_limit_caps_every_send_not_only_the_first(make_harness, sub_type):
+    """``PersistentDispatcherMultipleConsumers.trySendMessagesToConsumers`` (and Key_Shared's
+    ``getAvailablePermits``) cut a consumer's permits to ``max - unacked`` on every send;
+    ``Consumer.incrementUnackedMessages`` blocks at ``unacked >= max`` and
+    ``Consumer.updateBlockedConsumerOnUnackedMsgs`` unblocks at ``unacked <= max / 2``."""
+    harness = make_harness(max_unacked_messages_per_consumer=10)
+    c = harness.subscribe(T, "s", "c", sub_type, permits=1000)
+    msgs = harness.publish(T, 40)
+    assert harness.take(c) == msgs[:10]
+    assert consumer_stats(harness, "c")["blockedConsumerOnUnackedMsgs"] is True
+    harness.ack(c, msgs[:4])  # 6 unacked: still above half the limit
+    assert harness.take(c) == []
+    assert consumer_stats(harness, "c")["blockedConsumerOnUnackedMsgs"] is True
+    harness.ack(c, msgs[4:5])  # 5 unacked = max / 2: unblocked, 5 more fit
+    assert harness.take(c) == msgs[10:15]
+    stats = consumer_stats(harness, "c")
+    assert stats["unackedMessages"] == 10 and stats["blockedConsumerOnUnackedMsgs"] is True
+
+
+def test_shared_limit_passes_the_rest_to_another_consumer(make_harness):
+    """A blocked consumer is skipped by ``getNextConsumer`` (``isConsumerAvailable``)."""
+    harness = make_harness(max_unacked_messages_per_consumer=3)
+    a = harness.subscribe(T, "s", "A", SubType.Shared, permits=1000)
+    b = harness.subscribe(T, "s", "B", SubType.Shared, permits=1000)
+    harness.publish(T, 8)
+    got_a, got_b = harness.take(a), harness.take(b)
+    assert len(got_a) == len(got_b) == 3  # both capped; two entries wait for an ack
+    sub = harness.service.topic_stats(T)["subscriptions"]["s"]
+    assert sub["msgBacklog"] == 8 and sub["unackedMessages"] == 6
+
+
+@pytest.mark.parametrize("sub_type", SHARED_TYPES)
+def test_permits_granted_while_blocked_are_held_until_unblocked(make_harness, sub_type):
+    """``Consumer.flowPermits`` keeps permits received while blocked aside
+    (``permitsReceivedWhileConsumerBlocked``); ``flowConsumerBlockedPermits`` hands them
+    over on unblocking."""
+    harness = make_harness(max_unacked_messages_per_consumer=4)
+    c = harness.subscribe(T, "s", "c", sub_type, permits=4)
+    msgs = harness.publish(T, 10)
+    assert harness.take(c) == msgs[:4]
+    harness.flow(c, 6)
+    assert consumer_stats(harness, "c")["availablePermits"] == 0  # held, not granted
+    assert c.permits_received_while_blocked == 6
+    harness.ack(c, msgs[:2])
+    assert harness.take(c) == msgs[4:6]  # 2 unacked + 2 more = the limit again
+    assert c.permits == 4 and c.permits_received_while_blocked == 0
+
+
+def test_exclusive_and_non_durable_consumers_are_not_limited(make_harness):
+    """``Consumer.getMaxUnackedMessages`` is 0 on a non-durable subscription, and only
+    individual-ack (Shared/Key_Shared) consumers are ever blocked."""
+    harness = make_harness(max_unacked_messages_per_consumer=2)
+    ex = harness.subscribe(T, "ex", "e", SubType.Exclusive, permits=100)
+    nd = harness.subscribe(T, "nd", "n", SubType.Shared, permits=100, durable=False)
+    harness.publish(T, 6)
+    assert len(harness.take(ex)) == 6
+    assert len(harness.take(nd)) == 6
+
+
+def test_limit_zero_means_no_limit(make_harness):
+    harness = make_harness(max_unacked_messages_per_consumer=0)
+    c = harness.subscribe(T, "s", "c", SubType.Shared, permits=1000)
+    harness.publish(T, 50)
+    assert len(harness.take(c)) == 50
