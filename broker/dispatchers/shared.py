@@ -143,7 +143,9 @@ class SharedDispatcher(Dispatcher):
             ack = consumer.remove_pending(position)
             if ack is not None and self.replay.add(position, ack.sticky_key_hash):
                 self.redelivery_tracker.increment(position)
-        self._maybe_unblock(consumer)
+        # Consumer.redeliverUnacknowledgedMessages (both overloads): a redelivery request
+        # unblocks the consumer and flows the permits it granted while blocked.
+        self._unblock(consumer)
         if chosen:
             consumer.msg_redeliver_counter += len(chosen)
             self.subscription.emit(

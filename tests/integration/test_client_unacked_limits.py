@@ -55,3 +55,24 @@ def test_consumer_limit_blocks_and_acks_unblock(consumer_type):
         assert stats["msgOutCounter"] == 15  # Pulsar sends exactly max - unacked = 5
         assert stats["unackedMessages"] == 10
         assert stats["blockedConsumerOnUnackedMsgs"] is True
+
+
+@pytest.mark.parametrize("consumer_type", [ConsumerType.Shared, ConsumerType.KeyShared])
+def test_nacks_from_a_blocked_consumer_come_back(consumer_type):
+    with broker_and_client(max_unacked_messages_per_consumer=10) as (broker, client):
+        topic = unique("limit-nack")
+        consumer = client.subscribe(topic, "s", consumer_type=consumer_type,
+                                    initial_position=EARLIEST,
+                                    negative_ack_redelivery_delay_ms=100)
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(12):
+            producer.send(f"m{i}".encode())
+        first = receive_n(consumer, 10, ack=False)
+        assert sub_stats(broker, topic, "s")["consumers"][0]["blockedConsumerOnUnackedMsgs"]
+        for msg in first[3:5]:
+            consumer.negative_acknowledge(msg)
+        again = receive_n(consumer, 2, ack=False)
+        assert [m.data() for m in again] == [b"m3", b"m4"]
+        assert [m.redelivery_count() for m in again] == [1, 1]
+        stats = sub_stats(broker, topic, "s")["consumers"][0]
+        assert stats["unackedMessages"] == 10 and stats["blockedConsumerOnUnackedMsgs"] is True

@@ -78,3 +78,35 @@ def test_limit_zero_means_no_limit(make_harness):
     c = harness.subscribe(T, "s", "c", SubType.Shared, permits=1000)
     harness.publish(T, 50)
     assert len(harness.take(c)) == 50
+
+
+@pytest.mark.parametrize("sub_type", SHARED_TYPES)
+def test_redelivery_request_unblocks_the_consumer(make_harness, sub_type):
+    """``Consumer.redeliverUnacknowledgedMessages(List<MessageIdData>)`` lowers the unacked
+    count, sets ``blockedConsumerOnUnackedMsgs = false`` and flows the permits received
+    while blocked: the nacked messages come back at once."""
+    harness = make_harness(max_unacked_messages_per_consumer=10)
+    c = harness.subscribe(T, "s", "c", sub_type, permits=1000)
+    msgs = harness.publish(T, 12)
+    assert harness.take(c) == msgs[:10]
+    harness.flow(c, 5)  # held while blocked
+    harness.service.redeliver_unacknowledged(c.consumer_id, msgs[3:5])
+    harness.drain()
+    assert harness.take(c) == msgs[3:5]  # back to 10 unacked: blocked again
+    stats = consumer_stats(harness, "c")
+    assert stats["unackedMessages"] == 10 and stats["blockedConsumerOnUnackedMsgs"] is True
+    assert c.permits == 1000 - 12 + 5
+
+
+@pytest.mark.parametrize("sub_type", SHARED_TYPES)
+def test_redeliver_all_unblocks_the_consumer(make_harness, sub_type):
+    """``Consumer.redeliverUnacknowledgedMessages(long consumerEpoch)``: every pending
+    message goes back, the unacked count is cleared and the consumer unblocked."""
+    harness = make_harness(max_unacked_messages_per_consumer=4)
+    c = harness.subscribe(T, "s", "c", sub_type, permits=100)
+    msgs = harness.publish(T, 6)
+    assert harness.take(c) == msgs[:4]
+    harness.service.redeliver_unacknowledged(c.consumer_id)
+    harness.drain()
+    assert harness.take(c) == msgs[:4]
+    assert consumer_stats(harness, "c")["blockedConsumerOnUnackedMsgs"] is True
