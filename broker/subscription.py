@@ -280,6 +280,7 @@ class Subscription:
         if self.dispatcher is not None:
             for consumer in self.dispatcher.consumers:
                 consumer.take_all_pending()
+            self.dispatcher.on_unacked_changed()
             replay = getattr(self.dispatcher, "replay", None)
             if replay is not None:
                 for p in replay.positions():
@@ -316,6 +317,9 @@ class Subscription:
             "unackedMessages": sum(c.unacked_messages for c in consumers),
             "msgOutCounter": sum(c.msg_out_counter for c in consumers),
             "isDurable": self.durable,
+            "blockedSubscriptionOnUnackedMsgs": bool(
+                dispatcher is not None and dispatcher.blocked_dispatcher_on_unacked
+            ),
             "activeConsumerName": active.consumer_name if active else None,
             "consumers": [self._consumer_stats(c) for c in consumers],
         }

@@ -62,6 +62,9 @@ class Dispatcher(ABC):
     """Base of the subscription dispatchers."""
 
     sub_type: SubType
+    # Reads of new entries stop while the subscription is at its unacked limit (Pulsar's
+    # blockedDispatcherOnUnackedMsgs); only the Shared dispatchers ever set it.
+    blocked_dispatcher_on_unacked = False
 
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
@@ -176,6 +179,9 @@ class Dispatcher(ABC):
             return min(permits, max(limit - consumer.unacked_messages, 0))
         return permits
 
+    def on_unacked_changed(self) -> None:  # noqa: B027 - optional hook
+        """Consumers' unacked counts changed; dispatchers with a subscription limit check it."""
+
     def _unblock(self, consumer: Consumer) -> None:
         """Unblock the consumer and hand over the permits it granted while blocked."""
         consumer.blocked_on_unacked = False
@@ -267,6 +273,7 @@ class Dispatcher(ABC):
         limit = self.max_unacked_messages(consumer)
         if 0 < limit <= consumer.unacked_messages:
             consumer.blocked_on_unacked = True
+        self.on_unacked_changed()
         subscription.deliver(consumer, delivered)
 
     @staticmethod

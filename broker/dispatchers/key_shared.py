@@ -140,6 +140,8 @@ class KeySharedDispatcher(SharedDispatcher):
                         self._stuck_on_replays = True
                     continue
                 self._stuck_on_replays = False
+                if self.blocked_dispatcher_on_unacked:
+                    return
                 batch = self.read_new(n)
                 if batch is None or not self.send_read_entries(batch, is_replay=False):
                     return

@@ -5,7 +5,9 @@ consumers; its entries go to the next consumer (highest priority level first, ro
 within it) up to that consumer's permits and at most ``dispatcher_max_round_robin_batch_size``
 entries per turn, then to the next one. Entries nobody can take,
 and the unacknowledged entries of a consumer that leaves, wait in the replay set and are
-sent before new entries.
+sent before new entries. When the subscription's consumers together hold
+``max_unacked_messages_per_subscription`` unacknowledged messages, reads of new entries stop
+(replays go on) until acks bring the count below half the limit.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ class SharedDispatcher(Dispatcher):
             else None
         )
         self._delayed_timer: TimerHandle | None = None
+        self.total_unacked_messages = 0
 
     # -- consumers ------------------------------------------------------------------------
 
@@ -110,6 +113,7 @@ class SharedDispatcher(Dispatcher):
             return
         self.consumers.remove(consumer)
         pending = consumer.take_all_pending()
+        self.on_unacked_changed()
         for position, ack in sorted(pending.items()):
             self.replay.add(position, ack.sticky_key_hash)
         if pending:
@@ -146,6 +150,7 @@ class SharedDispatcher(Dispatcher):
         # Consumer.redeliverUnacknowledgedMessages (both overloads): a redelivery request
         # unblocks the consumer and flows the permits it granted while blocked.
         self._unblock(consumer)
+        self.on_unacked_changed()
         if chosen:
             consumer.msg_redeliver_counter += len(chosen)
             self.subscription.emit(
@@ -167,11 +172,30 @@ class SharedDispatcher(Dispatcher):
             for position in positions:
                 self.delayed.remove(position)
         super().on_acknowledged(positions)
+        self.on_unacked_changed()
 
     def on_mark_delete_moved(self) -> None:
         super().on_mark_delete_moved()
+        self.on_unacked_changed()
         if self.delayed is not None:
             self.delayed.remove_up_to(self.cursor.mark_delete_position)
+
+    def on_unacked_changed(self) -> None:
+        """Block or unblock reads on the subscription's unacked total.
+
+        ``PersistentDispatcherMultipleConsumers.addUnAckedMessages``: blocked once the total
+        reaches ``max_unacked_messages_per_subscription`` (> 0), unblocked when it falls
+        below half of it, or at once if the limit is 0.
+        """
+        total = sum(c.unacked_messages for c in self.consumers)
+        self.total_unacked_messages = total
+        limit = self.subscription.settings.max_unacked_messages_per_subscription
+        if limit <= 0:
+            self.blocked_dispatcher_on_unacked = False
+        elif total >= limit:
+            self.blocked_dispatcher_on_unacked = True
+        elif total < limit // 2:
+            self.blocked_dispatcher_on_unacked = False
 
     def close(self) -> None:
         if self._delayed_timer is not None:
@@ -210,6 +234,8 @@ class SharedDispatcher(Dispatcher):
         batch = self.read_replay(n)
         if batch is not None:
             return batch, True
+        if self.blocked_dispatcher_on_unacked:
+            return None, False
         return self.read_new(n), False
 
     def read_replay(self, n: int) -> SendList | None:

@@ -76,3 +76,26 @@ def test_nacks_from_a_blocked_consumer_come_back(consumer_type):
         assert [m.redelivery_count() for m in again] == [1, 1]
         stats = sub_stats(broker, topic, "s")["consumers"][0]
         assert stats["unackedMessages"] == 10 and stats["blockedConsumerOnUnackedMsgs"] is True
+
+
+@pytest.mark.parametrize("consumer_type", [ConsumerType.Shared, ConsumerType.KeyShared])
+def test_subscription_limit_blocks_reads_and_acks_unblock(consumer_type):
+    with broker_and_client(max_unacked_messages_per_subscription=6) as (broker, client):
+        topic = unique("limit-sub")
+        consumer = client.subscribe(topic, "s", consumer_type=consumer_type,
+                                    initial_position=EARLIEST,
+                                    acknowledgements_group_time_ms=0)
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(6):
+            producer.send(f"m{i}".encode())
+        first = receive_n(consumer, 6, ack=False)
+        for i in range(6, 10):
+            producer.send(f"m{i}".encode())  # stored once the receipt is back
+        stats = sub_stats(broker, topic, "s")
+        assert stats["blockedSubscriptionOnUnackedMsgs"] is True
+        assert stats["msgBacklog"] == 10 and stats["consumers"][0]["msgOutCounter"] == 6
+        for msg in first[:4]:
+            consumer.acknowledge(msg)  # 2 unacked < 6 / 2: reads resume
+        more = receive_n(consumer, 4, ack=False)
+        assert [m.data() for m in more] == [f"m{i}".encode() for i in range(6, 10)]
+        assert sub_stats(broker, topic, "s")["blockedSubscriptionOnUnackedMsgs"] is True

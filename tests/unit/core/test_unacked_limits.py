@@ -110,3 +110,52 @@ def test_redeliver_all_unblocks_the_consumer(make_harness, sub_type):
     harness.drain()
     assert harness.take(c) == msgs[:4]
     assert consumer_stats(harness, "c")["blockedConsumerOnUnackedMsgs"] is True
+
+
+def sub_stats(harness):
+    return harness.service.topic_stats(T)["subscriptions"]["s"]
+
+
+@pytest.mark.parametrize("sub_type", SHARED_TYPES)
+def test_subscription_limit_stops_reads_until_half_is_acked(make_harness, sub_type):
+    """``PersistentDispatcherMultipleConsumers.addUnAckedMessages`` blocks the dispatcher
+    when the subscription's unacked total reaches ``maxUnackedMessagesPerSubscription``
+    (``blockedSubscriptionOnUnackedMsgs``); ``readMoreEntries`` then reads nothing new, and
+    the dispatcher is unblocked once the total falls below half the limit."""
+    harness = make_harness(max_unacked_messages_per_subscription=8)
+    a = harness.subscribe(T, "s", "A", sub_type, permits=1000)
+    msgs = harness.publish(T, 8)
+    assert harness.take(a) == msgs  # 8 unacked: blocked
+    assert sub_stats(harness)["blockedSubscriptionOnUnackedMsgs"] is True
+    msgs += harness.publish(T, 12)
+    b = harness.subscribe(T, "s", "B", sub_type, permits=1000)
+    assert harness.take(a) + harness.take(b) == []  # no new reads, for B either
+    harness.ack(a, msgs[:4])  # 4 unacked: not below 8 / 2
+    assert harness.take(a) + harness.take(b) == []
+    assert sub_stats(harness)["blockedSubscriptionOnUnackedMsgs"] is True
+    harness.ack(a, msgs[4:5])  # 3 < 4: unblocked; the next read takes all 12 entries
+    got = harness.take(a) + harness.take(b)
+    assert sorted(got) == msgs[8:]
+    stats = sub_stats(harness)
+    assert stats["unackedMessages"] == 15 and stats["blockedSubscriptionOnUnackedMsgs"] is True
+
+
+def test_subscription_limit_lets_replays_through(make_harness):
+    """While blocked, ``readMoreEntries`` still replays: redelivered messages go out."""
+    harness = make_harness(max_unacked_messages_per_subscription=4)
+    a = harness.subscribe(T, "s", "A", SubType.Shared, permits=1000)
+    msgs = harness.publish(T, 4)
+    assert harness.take(a) == msgs
+    harness.publish(T, 2)
+    harness.service.redeliver_unacknowledged(a.consumer_id, msgs[:1])
+    harness.drain()
+    assert harness.take(a) == msgs[:1]
+    assert sub_stats(harness)["blockedSubscriptionOnUnackedMsgs"] is True
+
+
+def test_subscription_limit_zero_never_blocks(make_harness):
+    harness = make_harness(max_unacked_messages_per_subscription=0)
+    a = harness.subscribe(T, "s", "A", SubType.Shared, permits=1000)
+    harness.publish(T, 30)
+    assert len(harness.take(a)) == 30
+    assert sub_stats(harness)["blockedSubscriptionOnUnackedMsgs"] is False
