@@ -23,7 +23,7 @@ class BrokerSettings:
     acknowledgment_at_batch_index_level_enabled: bool = False
     active_consumer_failover_delay_ms: int = 1000
     dispatcher_max_read_batch_size: int = 100
-    # Shared: at most this many entries go to one consumer per round-robin turn (Pulsar's
+    # Shared: at most this many messages go to one consumer per round-robin turn (Pulsar's
     # dispatcherMaxRoundRobinBatchSize), so one read is spread over the consumers.
     dispatcher_max_round_robin_batch_size: int = 20
     max_unacked_messages_per_consumer: int = 50_000

@@ -228,10 +228,13 @@ class Dispatcher(ABC):
 
     def send_entries(
         self, consumer: Consumer, entries: list[tuple[Position, bytes, EntryHeader]]
-    ) -> None:
-        """Deliver entries to a consumer, charging its permits and recording pending acks."""
+    ) -> int:
+        """Deliver entries to a consumer, charging its permits and recording pending acks.
+
+        Returns the number of messages sent.
+        """
         if not entries:
-            return
+            return 0
         subscription = self.subscription
         settings = subscription.settings
         partition = subscription.partition_index
@@ -275,6 +278,7 @@ class Dispatcher(ABC):
             consumer.blocked_on_unacked = True
         self.on_unacked_changed()
         subscription.deliver(consumer, delivered)
+        return total_messages
 
     @staticmethod
     def can_receive(consumer: Consumer) -> bool:

@@ -2,8 +2,9 @@
 
 Pulsar's ``PersistentDispatcherMultipleConsumers``: a read is sized by the permits of all
 consumers; its entries go to the next consumer (highest priority level first, round-robin
-within it) up to that consumer's permits and at most ``dispatcher_max_round_robin_batch_size``
-entries per turn, then to the next one. Entries nobody can take,
+within it) in turns of at most ``dispatcher_max_round_robin_batch_size`` messages (within the
+consumer's permits and unacked limit, converted to entries by the read's average batch size),
+then to the next one. Entries nobody can take,
 and the unacknowledged entries of a consumer that leaves, wait in the replay set and are
 sent before new entries. When the subscription's consumers together hold
 ``max_unacked_messages_per_subscription`` unacknowledged messages, reads of new entries stop
@@ -326,25 +327,26 @@ class SharedDispatcher(Dispatcher):
         return None
 
     def send_read_entries(self, entries: SendList, is_replay: bool) -> bool:
-        """Hand ``entries`` out; those nobody can take go to the replay set.
+        """Hand ``entries`` out in round-robin turns; those nobody can take go to the replay set.
 
-        Returns whether anything was sent.
+        ``PersistentDispatcherMultipleConsumers.trySendMessagesToConsumers``: a turn is
+        counted in messages, ``min(messages left in this read, the consumer's available
+        permits, dispatcher_max_round_robin_batch_size)``, then turned into entries by the
+        read's average batch size (at least one entry). Returns whether anything was sent.
         """
+        remaining = sum(header.num_messages for _p, _d, header in entries)
+        avg_batch_size = max(remaining // len(entries), 1) if remaining > 0 else 1
+        turn = self.subscription.settings.dispatcher_max_round_robin_batch_size
         sent_any = False
         i = 0
-        turn = self.subscription.settings.dispatcher_max_round_robin_batch_size
         while i < len(entries):
             consumer = self.next_consumer()
             if consumer is None:
                 break
-            chunk: SendList = []
-            budget = self.available_permits(consumer)
-            end = min(i + turn, len(entries))
-            while i < end and budget > 0:
-                chunk.append(entries[i])
-                budget -= entries[i][2].num_messages
-                i += 1
-            self.send_entries(consumer, chunk)
+            messages = min(remaining, self.available_permits(consumer), turn)
+            n = max(messages // avg_batch_size, 1)
+            remaining -= self.send_entries(consumer, entries[i:i + n])
+            i += n
             sent_any = True
         for position, _data, header in entries[i:]:
             self.replay.add(position, header.sticky_key_hash)
