@@ -125,6 +125,8 @@ class Subscription:
                 )
             self.dispatcher.close()
             self.dispatcher = None
+        consumer.topic_name = self.topic.name
+        consumer.subscription_name = self.name
         if consumer.key_hash_ranges and sub_type in (SubType.Exclusive, SubType.Failover):
             selector = HashRangeExclusiveStickyKeyConsumerSelector()
             selector.add_consumer(consumer)
