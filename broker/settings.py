@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from .errors import InvalidArgument
+from .pulsar_version import DEFAULT_PULSAR_VERSION, PulsarVersion
 from .storage.base import LedgerConfig
 
 
@@ -13,6 +14,10 @@ from .storage.base import LedgerConfig
 class BrokerSettings:
     """Every tunable of the broker core. Unknown names are rejected, not ignored."""
 
+    pulsar_version: str = DEFAULT_PULSAR_VERSION
+    """The Pulsar release whose behaviour the broker reproduces where releases differ:
+    ``"3.3"`` (the latest 3.3.x patch) or a patch such as ``"3.3.1"`` (the consistent-hashing
+    ring before PR #23327). See :mod:`pulsarlab.broker.pulsar_version`."""
     max_message_size: int = 5 * 1024 * 1024
     # Pulsar's maxNumPartitionsPerPartitionedTopic is 0 (no limit) by default; a notebook
     # broker creates partitions inline, so it refuses absurd counts instead of wedging.
@@ -95,6 +100,7 @@ class BrokerSettings:
             if expected is str and not isinstance(value, str):
                 raise InvalidArgument(f"broker setting {name} must be a string, not {value!r}")
         settings = replace(cls(), **kwargs)
+        PulsarVersion.parse(settings.pulsar_version)
         if settings.max_message_size <= 0:
             raise InvalidArgument("broker setting max_message_size must be > 0")
         if settings.dispatcher_max_read_batch_size <= 0:
@@ -112,6 +118,10 @@ class BrokerSettings:
                 "authorization_enabled needs authentication_enabled: roles come from tokens"
             )
         return settings
+
+    def version(self) -> PulsarVersion:
+        """:attr:`pulsar_version` parsed: ask it which rules apply."""
+        return PulsarVersion.parse(self.pulsar_version)
 
     def ledger_config(self) -> LedgerConfig:
         return LedgerConfig(

@@ -65,6 +65,7 @@ class KeySharedDispatcher(SharedDispatcher):
                 "sticky" if mode is KeySharedMode.STICKY else "auto_split",
                 settings.key_shared_use_consistent_hashing,
                 settings.subscription_key_shared_consistent_hashing_replica_points,
+                settings.version(),
             )
         else:
             selector = self.selector

@@ -61,3 +61,45 @@ def test_one_unacked_message_makes_a_joining_consumer_recently_joined(broker, cl
     assert internal["cursors"]["sub"]["numberOfEntriesSinceFirstNotAckedMessage"] == 2
     stats = broker.call(lambda service: service.topic_stats(topic))["subscriptions"]["sub"]
     assert list(stats["consumersAfterMarkDeletePosition"]) == ["B"]
+
+
+@pytest.mark.parametrize("version", ["3.3", "3.3.1"])
+def test_ring_and_key_hash_ranges_follow_pulsar_version(version):
+    from pulsarlab.broker.pulsar_version import PulsarVersion
+    from pulsarlab.broker.selectors import consistent_hashing_selector, sticky_key_hash
+
+    with Broker(storage="memory", pulsar_version=version) as broker:
+        client = Client(broker.service_url, operation_timeout_seconds=10)
+        topic = unique("ring-version")
+        consumers = {
+            name: client.subscribe(topic, "sub", ConsumerType.KeyShared, consumer_name=name)
+            for name in ("C1", "C2")
+        }
+        stats = broker.call(lambda service: service.topic_stats(topic))
+        ranges = {c["consumerName"]: c["keyHashRanges"]
+                  for c in stats["subscriptions"]["sub"]["consumers"]}
+        counts = sorted(len(r) for r in ranges.values())
+        assert counts == ([100, 101] if version == "3.3" else [100, 100])
+        assert any(r[-1].endswith(", 2147483646]") for r in ranges.values()) == (
+            version == "3.3"
+        )
+        reference = consistent_hashing_selector(100, PulsarVersion.parse(version))
+
+        class Named:
+            def __init__(self, name):
+                self.consumer_name = name
+
+        named = {name: Named(name) for name in consumers}
+        for probe in named.values():
+            reference.add_consumer(probe)
+        producer = client.create_producer(topic)
+        keys = [f"key-{i}" for i in range(20)]
+        for key in keys:
+            producer.send(key.encode(), partition_key=key)
+        for name, consumer in consumers.items():
+            for msg in receive_n(consumer, sum(
+                1 for k in keys if reference.select(sticky_key_hash(k.encode())) is named[name]
+            )):
+                owner = reference.select(sticky_key_hash(msg.partition_key().encode()))
+                assert owner is named[name]
+        client.close()

@@ -223,3 +223,39 @@ def test_entries_since_first_not_acked_across_ledgers(make_harness):
     harness.ack(a, msgs[:3])  # mark-delete in the second ledger, entry 0
     cursor = harness.service.internal_stats(T)["cursors"]["s"]
     assert cursor["numberOfEntriesSinceFirstNotAckedMessage"] == (1 + 1) + (2 - 1)
+
+
+@pytest.mark.parametrize("version", ["3.3", "3.3.2", "3.3.1", "3.3.0"])
+def test_key_hash_ranges_in_stats_look_like_the_versions(make_harness, version):
+    """``PersistentSubscription.getStats`` prints ``selector.getConsumerKeyHashRanges()`` with
+    ``Range.toString``; which ``ConsistentHashingStickyKeyConsumerSelector`` depends on the
+    release: 3.3.2+ reports one range per point plus the wrap range ``[last + 1,
+    2147483646]`` on the first point's consumer; 3.3.0/3.3.1 one range per point, no wrap."""
+    from pulsarlab.broker.selectors import (
+        consumer_point_hash,
+        consumer_point_hash_with_name_index,
+    )
+
+    harness = make_harness(pulsar_version=version)
+    for name in ("C1", "C2"):
+        harness.subscribe(T, "s", name, SubType.Key_Shared, permits=10)
+    stats = harness.service.topic_stats(T)["subscriptions"]["s"]["consumers"]
+    ranges = {c["consumerName"]: c["keyHashRanges"] for c in stats}
+    replacing = version not in ("3.3.1", "3.3.0")
+    points = {
+        name: sorted(
+            consumer_point_hash_with_name_index(name, 0, i) if replacing
+            else consumer_point_hash(name, i)
+            for i in range(100)
+        )
+        for name in ("C1", "C2")
+    }
+    ring = sorted((p, n) for n, ps in points.items() for p in ps)
+    expected: dict[str, list[str]] = {"C1": [], "C2": []}
+    start = 0
+    for point, name in ring:
+        expected[name].append(f"[{start}, {point}]")
+        start = point + 1
+    if replacing:
+        expected[ring[0][1]].append(f"[{ring[-1][0] + 1}, 2147483646]")
+    assert ranges == expected
