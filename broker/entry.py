@@ -57,6 +57,9 @@ class MessageMetadata:
     marker_type: int | None = None
     # For a batch: the sequence id of its last message (``sequence_id`` is the first's).
     highest_sequence_id: int | None = None
+    # The serialized Pulsar ``MessageMetadata`` of an entry published over pulsar:// (its
+    # payload then has Pulsar's batch layout); pulsar:// consumers get it back unchanged.
+    pulsar_metadata: bytes | None = None
 
     @property
     def num_messages(self) -> int:
@@ -121,6 +124,8 @@ class MessageMetadata:
             out["marker_type"] = self.marker_type
         if self.highest_sequence_id is not None:
             out["highest_sequence_id"] = self.highest_sequence_id
+        if self.pulsar_metadata is not None:
+            out["pulsar_metadata"] = self.pulsar_metadata
         return out
 
     @classmethod
@@ -158,12 +163,12 @@ _FIELD_TYPES: dict[str, type] = {
     "uncompressed_size": int, "deliver_at_time": int, "schema_version": bytes,
     "null_value": bool, "uuid": str, "num_chunks_from_msg": int,
     "total_chunk_msg_size": int, "chunk_id": int, "marker_type": int,
-    "highest_sequence_id": int,
+    "highest_sequence_id": int, "pulsar_metadata": bytes,
 }
 _OPTIONAL = frozenset(
     {"partition_key", "ordering_key", "num_messages_in_batch", "schema_version", "uuid",
      "num_chunks_from_msg", "total_chunk_msg_size", "chunk_id", "marker_type",
-     "highest_sequence_id"}
+     "highest_sequence_id", "pulsar_metadata"}
 )
 _U32 = (0, (1 << 32) - 1)
 _INT_RANGES = {
