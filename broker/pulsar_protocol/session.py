@@ -773,16 +773,16 @@ class _ProducerBusy(PulsarLabError):
 
 
 def _start_message_id(mid: api.MessageIdData) -> tuple[MessageId, bool]:
-    """The core id and inclusiveness of a start/seek message id, as Pulsar's broker reads it:
-    a batch index points inside an entry (the client skips what came before it), so that
-    entry is read again; otherwise reading starts after the id."""
+    """The core id and inclusiveness of a start/seek message id, as Pulsar's broker reads
+    it: reading starts AT the id's entry (the batch it is in may be partly unread), and the
+    client discards what it should not see (the id itself, unless inclusive)."""
     ledger, entry = _signed(mid.ledgerId), _signed(mid.entryId)
-    if ledger < 0:
+    if ledger < 0 or entry < 0:
         return MessageId.earliest, False
     if ledger == _I64_MAX and entry == _I64_MAX:
         return MessageId.latest, False
     batch = mid.batch_index if mid.HasField("batch_index") else -1
-    return MessageId(mid.partition, ledger, entry, batch), batch >= 0
+    return MessageId(mid.partition, ledger, entry, batch), True
 
 
 def _strip_domain(name: str) -> str:
