@@ -3,7 +3,8 @@
 An entry is a fixed 26-byte prefix with the fields the dispatcher needs on its hot path,
 then the msgpack-encoded :class:`MessageMetadata`, then the payload::
 
-    u8  format version (1)      u8  flags (bit 0: batched, bit 1: null value)
+    u8  format version (1)      u8  flags (bit 0: batched, bit 1: null value,
+                                           bit 2: a batch in Pulsar's layout)
     u32 number of messages      u32 sticky key hash (31-bit murmur3, computed at publish)
     i64 deliver-at time (ms, 0 = immediately)   i64 publish time (ms)   ...
     u32 metadata length | metadata (msgpack map) | payload bytes
@@ -27,6 +28,7 @@ from .selectors.hashing import NONE_KEY, sticky_key, sticky_key_hash
 FORMAT_VERSION = 1
 FLAG_BATCHED = 0x01
 FLAG_NULL_VALUE = 0x02
+FLAG_PULSAR_BATCH = 0x04  # a batch in Pulsar's layout (published over pulsar://)
 
 _PREFIX = struct.Struct(">BBIIqqI")
 PREFIX_SIZE = _PREFIX.size
@@ -205,6 +207,8 @@ def encode_entry(metadata: MessageMetadata, payload: bytes) -> bytes:
     flags = (FLAG_BATCHED if num is not None else 0) | (
         FLAG_NULL_VALUE if metadata.null_value else 0
     )
+    if num is not None and metadata.pulsar_metadata is not None:
+        flags |= FLAG_PULSAR_BATCH
     if metadata.ordering_key is None and metadata.partition_key is None:
         key_hash = _NONE_KEY_HASH
     else:

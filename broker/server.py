@@ -36,12 +36,13 @@ from .admin_handler import AdminHandler
 from .clock import WallClock
 from .consumer import KeySharedMeta, KeySharedMode, SubType
 from .curve import apply_server, load_secret_key
-from .entry import MessageMetadata
+from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_entry
 from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, PulsarLabError
 from .events import BrokerEvent
 from .limits import check_connections, check_consumers, check_producers
 from .message_id import MessageId
 from .pulsar_protocol import PulsarSession
+from .pulsar_protocol.metadata import pulsar_entry_for_zmq
 from .pulsar_protocol.schemas import SchemaRegistry
 from .security import Authenticator, check_bind, event_stream_check, events_host
 from .service import BrokerService
@@ -900,7 +901,10 @@ class Broker:
                     "v": wire.PROTOCOL_VERSION, "cmd": "MESSAGE", "rid": 0,
                     "consumer_id": client_id, "entries": entries,
                 })
-                send(conn, [header, *[e.data for e in action.entries]])
+                send(conn, [header, *[
+                    _zmq_layout(e.data) if e.data[1] & FLAG_PULSAR_BATCH else e.data
+                    for e in action.entries
+                ]])
             elif isinstance(action, SendError):
                 client_id = conn.producer_ids.get(action.producer_id)
                 if client_id is not None:
@@ -998,6 +1002,12 @@ class Broker:
         for identity, session in list(self.pulsar_sessions.items()):
             session.ping(self.keep_alive_ms)
             self._flush_session(identity, session)
+
+
+def _zmq_layout(data: bytes) -> bytes:
+    """An entry holding a batch in Pulsar's layout, re-laid for a ZeroMQ consumer."""
+    metadata, payload = pulsar_entry_for_zmq(*decode_entry(data))
+    return encode_entry(metadata, payload)
 
 
 def _source_fd(frame: Any) -> int | None:
