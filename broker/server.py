@@ -306,6 +306,9 @@ class Broker:
         )
         self.connections: dict[bytes, Connection] = {}
         self.pulsar_sessions: dict[bytes, PulsarSession] = {}
+        # Connections the broker closed (oldest forgotten first): ZeroMQ may still report
+        # their peer leaving, which must not read as a new connection.
+        self._closed_streams: dict[bytes, None] = {}
         self.schemas = SchemaRegistry()
         self._exclusive_producers: dict[str, int] = {}
         self.admin = AdminHandler(self.service)
@@ -395,6 +398,9 @@ class Broker:
             data = recv()
             session = sessions.get(identity)
             if not data:
+                if identity in self._closed_streams:  # its notice after we closed it
+                    del self._closed_streams[identity]
+                    continue
                 if session is not None:
                     del sessions[identity]
                     if not session.closed:
@@ -434,13 +440,17 @@ class Broker:
         if session.closed:
             self._stream_send(identity, b"")  # closes the TCP connection
             self.pulsar_sessions.pop(identity, None)
+            if len(self._closed_streams) >= _MAX_IGNORED:
+                del self._closed_streams[next(iter(self._closed_streams))]
+            self._closed_streams[identity] = None
 
     def _stream_send(self, identity: bytes, data: bytes) -> None:
+        # Never blocking: a peer that is going away makes a blocking send wait forever.
         try:
-            self.stream.send(identity, _SNDMORE)
-            self.stream.send(data, 0, len(data) < _ZERO_COPY_MIN)
+            self.stream.send(identity, _SNDMORE | _NOBLOCK)
+            self.stream.send(data, _NOBLOCK, len(data) < _ZERO_COPY_MIN)
         except zmq.ZMQError as exc:
-            log.warning("could not send to a pulsar:// client: %s", exc)
+            log.info("could not send to a pulsar:// client (%s); it is gone", exc)
 
     @staticmethod
     def _poll_nowait(sock: zmq.Socket) -> bool:
