@@ -19,6 +19,9 @@ class BrokerSettings:
     ``"3.3"`` (the latest 3.3.x patch) or a patch such as ``"3.3.1"`` (the consistent-hashing
     ring before PR #23327). See :mod:`pulsarlab.broker.pulsar_version`."""
     max_message_size: int = 5 * 1024 * 1024
+    broker_service_port: int = 0
+    """Port of the pulsar:// listener for the official client (brokerServicePort); 0 picks
+    a free port (``pulsarlab broker`` passes 6650, as ``pulsar standalone`` listens)."""
     # Pulsar's maxNumPartitionsPerPartitionedTopic is 0 (no limit) by default; a notebook
     # broker creates partitions inline, so it refuses absurd counts instead of wedging.
     max_num_partitions_per_partitioned_topic: int = 1000
@@ -109,6 +112,8 @@ class BrokerSettings:
             raise InvalidArgument(
                 "broker setting dispatcher_max_round_robin_batch_size must be > 0"
             )
+        if not 0 <= settings.broker_service_port <= 65535:
+            raise InvalidArgument("broker setting broker_service_port must be 0..65535")
         for name in ("max_connections", "max_producers_per_connection",
                      "max_consumers_per_connection", "max_topics", "max_topics_per_namespace"):
             if getattr(settings, name) < 0:
