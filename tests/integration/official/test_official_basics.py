@@ -288,3 +288,15 @@ def test_last_message_id_and_unsubscribe(client: pulsar.Client) -> None:
     drain(consumer)
     consumer.unsubscribe()
     assert last.entry_id() == 2
+
+
+def test_deleting_a_topic_closes_its_clients_which_reconnect(broker, client) -> None:
+    topic = unique("off-deleted")
+    consumer = client.subscribe(topic, "s")
+    producer = client.create_producer(topic)
+    producer.send(b"before")
+    consumer.acknowledge(consumer.receive(timeout_millis=WAIT_MS))
+    broker.call(lambda service: service.delete_topic(topic, force=True))
+    # CLOSE_PRODUCER / CLOSE_CONSUMER: both reconnect (the topic is created again).
+    producer.send(b"after")
+    assert consumer.receive(timeout_millis=WAIT_MS).data() == b"after"
