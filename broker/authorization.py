@@ -80,6 +80,10 @@ class Authorizer:
         """Take every action on ``namespace`` away from ``role``."""
         self._update(_namespace(namespace), lambda auth: auth.pop(role, None))
 
+    def forget_namespace(self, namespace: str) -> None:
+        """Drop what is cached for a deleted namespace (its policies went with it)."""
+        self._cache.pop(namespace, None)
+
     def _update(self, namespace: str, change: Any) -> None:
         stored = self._metadata.get_policies(namespace) or {}
         auth_policies = stored.setdefault("auth_policies", {})
