@@ -52,6 +52,7 @@ class AdminHandler:
             "namespaces.get_namespaces": tenants.get_namespaces,
             "namespaces.create_namespace": tenants.create_namespace,
             "namespaces.delete_namespace": tenants.delete_namespace,
+            "namespaces.get_topics": self.get_topics,
             "topics.update_partitioned_topic": self.update_partitioned_topic,
             "topics.get_partitioned_topic_list": self.get_partitioned_topic_list,
             "topics.get_last_message_id": self.get_last_message_id,
@@ -114,6 +115,20 @@ class AdminHandler:
 
     def get_list(self, namespace: str, include_system: bool = False) -> list[str]:
         return self.service.list_topics(namespace, include_system)
+
+    def get_topics(self, namespace: str, include_system: bool = False) -> list[str]:
+        """Every topic of an existing namespace, each partition by its own name (as
+        Pulsar lists them), not the partitioned topics' parent names."""
+        self.tenants.require_namespace(namespace)
+        out = []
+        for name in self.service.list_topics(namespace, include_system):
+            partitions = self.service.get_partitioned_topic_metadata(name)
+            if partitions:
+                parsed = TopicName.get(name)
+                out.extend(str(parsed.partition(i)) for i in range(partitions))
+            else:
+                out.append(name)
+        return out
 
     def get_partitioned_topic_list(self, namespace: str) -> list[str]:
         """The partitioned topics of ``namespace`` (their parent names)."""

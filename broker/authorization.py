@@ -34,7 +34,9 @@ _LOOKUP_OPS = frozenset({
     "topics.get_partitioned_topic_metadata", "topics.get_stats",
     "topics.get_partitioned_stats",
 })
-_CONSUME_NAMESPACE_OPS = frozenset({"topics.get_list"})
+_CONSUME_NAMESPACE_OPS = frozenset({
+    "topics.get_list", "topics.get_partitioned_topic_list", "namespaces.get_topics",
+})
 
 
 def _namespace(namespace: Any) -> str:
