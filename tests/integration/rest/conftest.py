@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from email.message import Message
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from pulsarlab import Broker
 class Answer:
     status: int
     body: bytes
-    headers: dict[str, str]
+    headers: Message  # looked up case-insensitively, as HTTP header names are
 
     @property
     def json(self) -> Any:
@@ -46,9 +47,9 @@ class Rest:
         )
         try:
             with urllib.request.urlopen(request, timeout=30) as resp:
-                return Answer(resp.status, resp.read(), dict(resp.headers))
+                return Answer(resp.status, resp.read(), resp.headers)
         except urllib.error.HTTPError as exc:
-            return Answer(exc.code, exc.read(), dict(exc.headers))
+            return Answer(exc.code, exc.read(), exc.headers)
 
     def get(self, path: str) -> Answer:
         return self.call("GET", path)
