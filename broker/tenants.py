@@ -171,6 +171,8 @@ class Tenants:
     def create_namespace(self, namespace: str, policies: dict[str, Any] | None = None) -> None:
         """Create ``namespace`` in an existing tenant, optionally with initial policies."""
         tenant, _ = _split(namespace)
+        if policies is not None and not isinstance(policies, dict):
+            raise InvalidArgument("namespace policies must be a dict")
         doc = self._load()
         if tenant not in self._tenants(doc):
             raise TenantNotFound(f"tenant {tenant!r} does not exist")
