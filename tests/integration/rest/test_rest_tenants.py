@@ -119,3 +119,22 @@ def test_unknown_paths_and_methods_answer_with_a_reason(rest):
     assert missing.status == 404 and "/admin/v2/bookies" in missing.reason
     wrong = rest.post("/admin/v2/clusters")
     assert wrong.status == 405 and wrong.json["reason"]
+
+
+def test_the_zeromq_admin_has_the_same_operations(rest, broker):
+    assert rest.put("/admin/v2/tenants/both").status == 204
+    with Admin(broker.service_url) as admin:
+        assert admin.clusters.get_clusters() == ["standalone"]
+        assert admin.clusters.get_cluster("standalone")["serviceUrl"] == broker.web_url
+        assert "both" in admin.tenants.get_tenants()
+        admin.tenants.update_tenant("both", {"adminRoles": ["r"]})
+        admin.namespaces.create_namespace("both/ns")
+        assert rest.get(f"{NS}/both").json == ["both/ns"]
+        assert admin.namespaces.get_namespaces("both") == ["both/ns"]
+        assert admin.namespaces.get_topics("both/ns") == []
+        admin.namespaces.set_message_ttl("both/ns", 9)
+        admin.namespaces.remove_message_ttl("both/ns")
+        assert rest.get(f"{NS}/both/ns/messageTTL").status == 204
+        admin.namespaces.delete_namespace("both/ns")
+        admin.tenants.delete_tenant("both")
+        assert rest.get("/admin/v2/tenants/both").status == 404
