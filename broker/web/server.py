@@ -25,7 +25,12 @@ class WebServer:
     def __init__(self, broker: Any, host: str, port: int) -> None:
         self.broker = broker
         self.host = host
-        self._sockets: list[socket.socket] = bind_sockets(port, address=host)
+        try:
+            self._sockets: list[socket.socket] = bind_sockets(port, address=host)
+        except OSError as exc:
+            raise OSError(
+                exc.errno, f"cannot serve the admin REST API on {host}:{port}: {exc.strerror}"
+            ) from None
         self.port: int = self._sockets[0].getsockname()[1]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
