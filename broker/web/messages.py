@@ -15,9 +15,10 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from tornado.web import RequestHandler
+from tornado.httputil import HTTPHeaders
 
 from ..client.compression import decompress
+from .base import AdminHandler
 
 _HEADER_SAFE = re.compile(r"[\x21-\x7e][\x20-\x7e]*")
 
@@ -79,7 +80,36 @@ def message_headers(message: dict[str, Any], payload_size: int) -> dict[str, str
     return headers
 
 
-def write_message(handler: RequestHandler, message: dict[str, Any]) -> None:
+class PulsarSpelledHeaders(HTTPHeaders):
+    """Response headers sent with the spelling they were set with.
+
+    Tornado writes header names capitalised (``X-Pulsar-Message-Id``); Pulsar's Java admin
+    client finds the ``X-Pulsar-PROPERTY-<key>`` headers by a case-sensitive match, so the
+    names keep Pulsar's spelling (and the property key's case) on the wire.
+    """
+
+    def __init__(self, *args: Any, **kwargs: str) -> None:
+        self.spelling: dict[str, str] = {}
+        super().__init__(*args, **kwargs)
+
+    def __setitem__(self, name: str, value: str) -> None:
+        super().__setitem__(name, value)
+        self.spelling[name.lower()] = name
+
+    def get_all(self) -> Any:
+        for name, value in super().get_all():
+            yield self.spelling.get(name.lower(), name), value
+
+
+class MessageHandler(AdminHandler):
+    """Base of the resources that answer with one stored message."""
+
+    def clear(self) -> None:
+        super().clear()
+        self._headers = PulsarSpelledHeaders(self._headers)
+
+
+def write_message(handler: AdminHandler, message: dict[str, Any]) -> None:
     """Answer ``handler``'s request with ``message`` (200, octet-stream)."""
     meta = message["metadata"]
     payload = message["payload"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import AdminHandler, ApiError, guarded, integer
-from .messages import write_message
+from .messages import MessageHandler, write_message
 
 # Pulsar's MessageId.latest / earliest as the JSON body of create-subscription.
 _LATEST = (2**63 - 1, 2**63 - 1)
@@ -189,7 +189,7 @@ class CursorActionHandler(AdminHandler):
         self.reply(await self.run(op, **args))
 
 
-class PeekHandler(AdminHandler):
+class PeekHandler(MessageHandler):
     """GET subscription/{sub}/position/{n}: the n-th (1 = next) unacknowledged message."""
 
     @guarded
@@ -208,7 +208,7 @@ class PeekHandler(AdminHandler):
         write_message(self, messages[n - 1])
 
 
-class ExamineMessageHandler(AdminHandler):
+class ExamineMessageHandler(MessageHandler):
     """GET examinemessage?initialPosition=earliest|latest&messagePosition=n."""
 
     @guarded

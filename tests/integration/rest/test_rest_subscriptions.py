@@ -110,6 +110,11 @@ def test_peek_returns_the_raw_payload_with_metadata_headers(rest, client):
     assert h["X-Pulsar-publish-time"].endswith("Z")
     assert h["X-Pulsar-compression"] == "ZLIB" and h["X-Pulsar-uncompressed-size"] == "120"
     assert h["X-Pulsar-Is-Encrypted"] == "false"
+    # Pulsar's spelling on the wire: the Java admin client matches X-Pulsar-PROPERTY-<key>
+    # case-sensitively.
+    assert {"X-Pulsar-Message-ID", "X-Pulsar-PROPERTY-k", "X-Pulsar-publish-time"} <= set(
+        h.keys()
+    )
     assert rest.get(f"{BASE}/peeked/subscription/s/position/2").body == b"second"
     missing = rest.get(f"{BASE}/peeked/subscription/s/position/3")
     assert missing.status == 404 and "message not found" in missing.reason
