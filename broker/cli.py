@@ -51,7 +51,15 @@ def _build_parser() -> argparse.ArgumentParser:
         help="address to bind (default loopback; any other needs "
              "--set authentication_enabled=true --set token_secret_key=file:///KEY)",
     )
-    broker.add_argument("--port", type=int, default=6650, help="0 picks a free port")
+    broker.add_argument(
+        "--port", type=int, default=6651,
+        help="ZeroMQ port for pulsarlab clients (0 picks a free port)",
+    )
+    broker.add_argument(
+        "--pulsar-port", type=int, default=6650,
+        help="pulsar:// port for the official pulsar-client, as pulsar standalone "
+             "(broker_service_port; 0 picks a free port)",
+    )
     broker.add_argument("--events-port", type=int, default=0, help="0 picks a free port")
     broker.add_argument(
         "--web-port", type=int, default=8080,
@@ -78,6 +86,7 @@ def _run_broker(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     settings = dict(args.settings)
+    settings.setdefault("broker_service_port", args.pulsar_port)
     if settings.get("authentication_enabled") and not settings.get("token_secret_key"):
         raise ValueError(
             "authentication_enabled needs --set token_secret_key=file:///PATH "
@@ -105,6 +114,7 @@ def _run_broker(args: argparse.Namespace) -> int:
     report = {
         "status": "ready",
         "service_url": broker.service_url,
+        "pulsar_url": broker.pulsar_url,
         "events_url": broker.events_url,
         "web_url": broker.web_url,
         "storage": args.storage,

@@ -10,7 +10,7 @@ NS = "/admin/v2/namespaces"
 def test_the_standalone_cluster(rest, broker):
     assert rest.get("/admin/v2/clusters").json == ["standalone"]
     data = rest.get("/admin/v2/clusters/standalone").json
-    assert data == {"serviceUrl": broker.web_url, "brokerServiceUrl": broker.service_url}
+    assert data == {"serviceUrl": broker.web_url, "brokerServiceUrl": broker.pulsar_url}
     missing = rest.get("/admin/v2/clusters/elsewhere")
     assert missing.status == 404 and "'elsewhere' does not exist" in missing.reason
 
