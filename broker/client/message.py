@@ -13,7 +13,9 @@ from typing import Any
 
 from ..message_id import MessageId
 
-__all__ = ["Message", "TopicMessageId"]
+__all__ = ["Message", "TopicMessageId", "message_id", "topic_message_id"]
+
+_new = object.__new__
 
 
 class TopicMessageId(MessageId):
@@ -29,6 +31,32 @@ class TopicMessageId(MessageId):
     def topic_name(self) -> str | None:
         """The topic (or partition) the message was read from."""
         return self._topic
+
+
+def message_id(partition: int, ledger_id: int, entry_id: int, batch_index: int,
+               batch_size: int) -> MessageId:
+    """A :class:`MessageId` from ints the client decoded itself (the hot paths: receipts
+    and deliveries), without the argument checks the public constructor makes."""
+    mid = _new(MessageId)
+    mid._partition = partition
+    mid._ledger_id = ledger_id
+    mid._entry_id = entry_id
+    mid._batch_index = batch_index
+    mid._batch_size = batch_size
+    return mid
+
+
+def topic_message_id(partition: int, ledger_id: int, entry_id: int, batch_index: int,
+                     batch_size: int, topic: str) -> TopicMessageId:
+    """:func:`message_id` for a :class:`TopicMessageId`."""
+    mid = _new(TopicMessageId)
+    mid._partition = partition
+    mid._ledger_id = ledger_id
+    mid._entry_id = entry_id
+    mid._batch_index = batch_index
+    mid._batch_size = batch_size
+    mid._topic = topic
+    return mid
 
 
 class Message:

@@ -118,6 +118,10 @@ class TopicConsumer:
         self.start_message_id = config.start_message_id
         self.start_inclusive = config.start_message_id_inclusive
         self._lock = threading.Lock()
+        # Acks from the application wait here for the I/O thread, which takes them all in
+        # one task per burst (a posted task per ack would cost more than the ack).
+        self._acks_in: list[tuple[MessageId, bool]] = []
+        self._acks_posted = False
         self._available_permits = 0
         self._queue_size = max(1, config.receiver_queue_size)
         self._refill_threshold = max(1, self._queue_size // 2)
@@ -294,7 +298,12 @@ class TopicConsumer:
             self._conn.send("FLOW", consumer_id=self.consumer_id, permits=permits)
 
     def acknowledge(self, msg_id: MessageId, cumulative: bool = False) -> None:
-        self._conn.post(lambda: self._io_ack(msg_id, cumulative))
+        with self._lock:
+            self._acks_in.append((msg_id, cumulative))
+            if self._acks_posted:
+                return
+            self._acks_posted = True
+        self._conn.post(self._io_take_acks)
 
     def negative_acknowledge(self, msg_id: MessageId, redelivery_count: int = 0) -> None:
         """Nack; ``redelivery_count`` picks the back-off delay (0 for a bare id, as Java)."""
@@ -454,6 +463,13 @@ class TopicConsumer:
         self.parent._drop_queued(self)
 
     # -- I/O thread: acks -----------------------------------------------------------------
+
+    def _io_take_acks(self) -> None:
+        with self._lock:
+            acks, self._acks_in = self._acks_in, []
+            self._acks_posted = False
+        for msg_id, cumulative in acks:
+            self._io_ack(msg_id, cumulative)
 
     def _io_ack(self, msg_id: MessageId, cumulative: bool) -> None:
         position = msg_id.position
