@@ -10,6 +10,7 @@ before the first send, so the backlog is kept, and its consumer only connects fo
 receive phase, so the produce phase measures producing alone. Prints one JSON document.
 
     python bench/bench_client.py [--messages N] [--runs R] [--mode process|inproc|both]
+                                 [--url zmq://127.0.0.1:PORT]   # a broker already running
 """
 
 from __future__ import annotations
@@ -90,10 +91,12 @@ def one_run(url: str, n: int, run: int) -> dict[str, float]:
     return {"produce": produced, "receive_ack": consumed}
 
 
-def run_mode(mode: str, n: int, runs: int) -> dict[str, Any]:
+def run_mode(mode: str, n: int, runs: int, url: str | None = None) -> dict[str, Any]:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        if mode == "process":
+        if url:
+            results = [one_run(url, n, i) for i in range(runs)]
+        elif mode == "process":
             proc, url, _ = start_broker(tmp)
             try:
                 results = [one_run(url, n, i) for i in range(runs)]
@@ -117,8 +120,12 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--mode", choices=("process", "inproc", "both"), default="both")
+    parser.add_argument("--url", help="use this running broker (e.g. to profile it) as "
+                        "the broker in another process")
     args = parser.parse_args()
     modes = ("process", "inproc") if args.mode == "both" else (args.mode,)
+    if args.url:
+        modes = ("process",)
     results: dict[str, Any] = {
         "bench": "client",
         "messages": args.messages,
@@ -128,7 +135,7 @@ def main() -> None:
         "runs": args.runs,
     }
     for mode in modes:
-        results[f"broker_{mode}"] = run_mode(mode, args.messages, args.runs)
+        results[f"broker_{mode}"] = run_mode(mode, args.messages, args.runs, args.url)
     results["targets_msgs_per_s"] = {"broker_process": 200_000, "broker_inproc": 100_000}
     results["ratios_to_target"] = {
         f"{mode}_{phase}": round(

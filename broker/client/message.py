@@ -13,7 +13,7 @@ from typing import Any
 
 from ..message_id import MessageId
 
-__all__ = ["Message", "TopicMessageId", "message_id", "topic_message_id"]
+__all__ = ["Message", "TopicMessageId", "message_id", "new_message", "topic_message_id"]
 
 _new = object.__new__
 
@@ -171,3 +171,29 @@ class Message:
             f"Message(topic={self._topic!r}, id={self._message_id}, "
             f"key={self._partition_key!r}, {len(self._data)} bytes)"
         )
+
+
+def new_message(data: bytes, properties: dict[str, str], partition_key: str | None,
+                ordering_key: bytes | None, publish_time: int, event_time: int,
+                producer_name: str, sequence_id: int, schema_version: bytes | None,
+                null_value: bool, message_id: MessageId, topic: str, redelivery_count: int,
+                schema: Any, owner: Any) -> Message:
+    """A :class:`Message` from fields the consumer decoded and checked itself (its hot
+    path: every argument positional, no defaults to fill in)."""
+    m = _new(Message)
+    m._data = data
+    m._properties = properties
+    m._partition_key = partition_key
+    m._ordering_key = ordering_key
+    m._publish_time = publish_time
+    m._event_time = event_time
+    m._producer_name = producer_name
+    m._sequence_id = sequence_id
+    m._schema_version = schema_version
+    m._null_value = null_value
+    m._message_id = message_id
+    m._topic = topic
+    m._redelivery_count = redelivery_count
+    m._schema = schema
+    m._owner = owner
+    return m

@@ -38,7 +38,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..entry import MessageMetadata, decode_entry
+from ..entry import decode_entry
 from ..message_id import MessageId
 from ..redelivery import (
     DeadLetterPolicy,
@@ -49,14 +49,14 @@ from ..redelivery import (
 )
 from ..topic_name import TopicName
 from .ack_grouping import AckGroupingTracker
-from .batch import decode_batch
+from .batch import batch_items
 from .chunking import ChunkedMessageCollector
 from .compression import decompress
 from .connection import TimerHandle, now_ms
 from .dead_letter import LetterProducers, copy_message, origin_topic
 from .enums import ConsumerType, InitialPosition, KeySharedMode
 from .exceptions import AlreadyClosed
-from .message import Message, TopicMessageId
+from .message import Message, new_message, topic_message_id
 
 __all__ = ["ConsumerConfig", "TopicConsumer"]
 
@@ -386,26 +386,33 @@ class TopicConsumer:
             chunk_positions = list(outcome.message.chunk_ids)
         if meta.compression and meta.compression != "NONE":
             payload = decompress(meta.compression, payload, meta.uncompressed_size)
+        topic, schema = self.topic, self.config.schema
         if meta.num_messages_in_batch is None:
-            mid = TopicMessageId(partition, ledger, entry_id, -1, 0, topic=self.topic)
+            mid = topic_message_id(partition, ledger, entry_id, -1, 0, topic)
             if chunk_positions is not None:
                 self._chunk_members[position] = chunk_positions
-            return [self._message(payload, meta, mid, redelivery_count, meta.properties,
-                                  meta.partition_key, meta.ordering_key, meta.event_time,
-                                  meta.sequence_id, meta.null_value)]
+            return [new_message(payload, meta.properties or {}, meta.partition_key,
+                                meta.ordering_key, meta.publish_time, meta.event_time,
+                                meta.producer_name, meta.sequence_id, meta.schema_version,
+                                meta.null_value, mid, topic, redelivery_count, schema, self)]
         n = meta.num_messages_in_batch
-        items = decode_batch(payload, n)
+        items = batch_items(payload, n)
         self.acks.on_batch_received(position, n, ack_set)
+        publish_time, producer_name = meta.publish_time, meta.producer_name
+        schema_version = meta.schema_version
+        check = ack_set is not None or self._batch_filter is not None
         out = []
         skipped = 0
-        for i, item in enumerate(items):
-            if (ack_set is not None and not (ack_set >> i) & 1) or self._filtered(position, i):
+        for i, (props, pkey, okey, event_time, seq, null, data) in enumerate(items):
+            if check and ((ack_set is not None and not (ack_set >> i) & 1)
+                          or self._filtered(position, i)):
                 skipped += 1
                 continue
-            mid = TopicMessageId(partition, ledger, entry_id, i, n, topic=self.topic)
-            out.append(self._message(item.payload, meta, mid, redelivery_count, item.properties,
-                                     item.partition_key, item.ordering_key, item.event_time,
-                                     item.sequence_id, item.null_value))
+            out.append(new_message(
+                data, props, pkey, okey, publish_time, event_time, producer_name, seq,
+                schema_version, null, topic_message_id(partition, ledger, entry_id, i, n, topic),
+                topic, redelivery_count, schema, self,
+            ))
         self.add_permits(skipped)
         return out
 
@@ -420,28 +427,6 @@ class TopicConsumer:
                 self._batch_filter = None
             return False
         return index < start_index or (index == start_index and not inclusive)
-
-    def _message(self, payload: bytes, meta: MessageMetadata, mid: MessageId,
-                 redelivery_count: int, properties: dict[str, str], partition_key: str | None,
-                 ordering_key: bytes | None, event_time: int, sequence_id: int,
-                 null_value: bool) -> Message:
-        return Message(
-            payload,
-            properties=properties,
-            partition_key=partition_key,
-            ordering_key=ordering_key,
-            publish_time=meta.publish_time,
-            event_time=event_time,
-            producer_name=meta.producer_name,
-            sequence_id=sequence_id,
-            schema_version=meta.schema_version,
-            null_value=null_value,
-            message_id=mid,
-            topic=self.topic,
-            redelivery_count=redelivery_count,
-            schema=self.config.schema,
-            owner=self,
-        )
 
     def on_active_consumer_change(self, cmd: Any) -> None:
         self.is_active = bool(cmd["is_active"])
