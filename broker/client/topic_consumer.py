@@ -278,7 +278,7 @@ class TopicConsumer:
 
     def on_dequeued(self, message: Message) -> None:
         """The application took ``message`` from the receiver queue (ack timeout starts)."""
-        self.last_dequeued = message.message_id()
+        self.last_dequeued = message._message_id
         if self.unacked is not None:
             position = message.message_id().position
             count = message.redelivery_count()
@@ -457,6 +457,16 @@ class TopicConsumer:
             self._io_ack(msg_id, cumulative)
 
     def _io_ack(self, msg_id: MessageId, cumulative: bool) -> None:
+        if not (cumulative or self._chunk_members or self._possible_dlq or self._nacked_at
+                or self.unacked is not None):
+            # The common ack: nothing but the grouping tracker has to hear of it.
+            if self.acks.add_individual(msg_id):
+                self._io_flush_acks()
+            elif self._ack_timer is None and self.acks.has_pending:
+                self._ack_timer = self._conn.schedule(
+                    self.config.acknowledgements_group_time_ms, self._io_flush_acks
+                )
+            return
         position = msg_id.position
         members = self._chunk_members.pop(position, None)
         flush = False
