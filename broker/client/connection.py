@@ -425,10 +425,12 @@ class CallbackExecutor:
     def submit(self, fn: Callable[..., None], *args: Any) -> None:
         if self._closed:
             return
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                self._thread.start()
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name=self._name,
+                                                    daemon=True)
+                    self._thread.start()
         self._queue.put(lambda: fn(*args))
 
     def submit_callbacks(self, result: Any, calls: list[tuple[Callable[..., None], Any]]) -> None:

@@ -99,7 +99,9 @@ class PartitionProducer:
         self.name = config.producer_name or ""
         self.last_published = -1
         self._next_sequence = 0
-        self._cond = threading.Condition()
+        # A plain lock under the condition: the hot paths take it directly.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._pending_count = 0
         # Messages submitted but not yet taken by the I/O thread, and whether a task to take
         # them is posted: one I/O task per burst of sends, not one per message.
@@ -150,7 +152,7 @@ class PartitionProducer:
     def submit(self, message: OutgoingMessage, pending: Pending, sequence_id: int | None) -> None:
         """Queue one message (raises ``ProducerQueueIsFull`` / ``AlreadyClosed``)."""
         limit = self.config.max_pending_messages
-        with self._cond:
+        with self._lock:
             if self._closed:
                 raise AlreadyClosed(f"producer on {self.topic} is closed")
             while limit > 0 and self._pending_count >= limit:
@@ -233,7 +235,7 @@ class PartitionProducer:
     # -- I/O thread -----------------------------------------------------------------------
 
     def _io_take_submitted(self) -> None:
-        with self._cond:
+        with self._lock:
             messages, self._submitted = self._submitted, []
             self._take_posted = False
         for message in messages:
@@ -404,7 +406,7 @@ class PartitionProducer:
                 ids: list[MessageId] | None, error: PulsarException | None) -> None:
         """Settle ``messages`` (ids in the same order, or None on an error): free their
         queue slots, complete blocking sends, and queue the callbacks as one executor task."""
-        with self._cond:
+        with self._lock:
             self._pending_count -= len(messages)
             self._cond.notify_all()
         callbacks = []
