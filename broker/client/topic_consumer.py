@@ -38,7 +38,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..entry import decode_entry
+from ..entry import MessageMetadata, decode_entry
 from ..message_id import MessageId
 from ..redelivery import (
     DeadLetterPolicy,
@@ -54,6 +54,7 @@ from .chunking import ChunkedMessageCollector
 from .compression import decompress
 from .connection import TimerHandle, now_ms
 from .dead_letter import LetterProducers, copy_message, origin_topic
+from .entries import EntryBatch
 from .enums import ConsumerType, InitialPosition, KeySharedMode
 from .exceptions import AlreadyClosed
 from .message import Message, new_message, topic_message_id
@@ -98,6 +99,8 @@ class ConsumerConfig:
     # With retry_enable its topic names are already resolved for the whole consumer.
     dead_letter_policy: Any = None
     retry_enable: bool = False
+    # Extension for bulk readers: queue whole entries (EntryBatch), not messages.
+    deliver_entries: bool = False
 
 
 class TopicConsumer:
@@ -279,6 +282,9 @@ class TopicConsumer:
     def on_dequeued(self, message: Message) -> None:
         """The application took ``message`` from the receiver queue (ack timeout starts)."""
         self.last_dequeued = message._message_id
+        if type(message) is EntryBatch:  # a bulk reader's entry: no ack timeout, n permits
+            self.add_permits(message.count)
+            return
         if self.unacked is not None:
             position = message.message_id().position
             count = message.redelivery_count()
@@ -387,6 +393,9 @@ class TopicConsumer:
         if meta.compression and meta.compression != "NONE":
             payload = decompress(meta.compression, payload, meta.uncompressed_size)
         topic, schema = self.topic, self.config.schema
+        if self.config.deliver_entries:
+            return self._io_entry_batch(meta, payload, position, partition, ack_set,
+                                        redelivery_count, chunk_positions)
         if meta.num_messages_in_batch is None:
             mid = topic_message_id(partition, ledger, entry_id, -1, 0, topic)
             if chunk_positions is not None:
@@ -415,6 +424,32 @@ class TopicConsumer:
             ))
         self.add_permits(skipped)
         return out
+
+    def _io_entry_batch(self, meta: MessageMetadata, payload: bytes, position: Position,
+                        partition: int, ack_set: int | None, redelivery_count: int,
+                        chunk_positions: list[Position] | None) -> list[Any]:
+        """``deliver_entries``: the whole entry as one :class:`EntryBatch`."""
+        ledger, entry_id = position
+        if meta.num_messages_in_batch is None:
+            if chunk_positions is not None:
+                self._chunk_members[position] = chunk_positions
+            return [EntryBatch(self.topic, partition, ledger, entry_id, meta, payload, None,
+                               None, redelivery_count, self)]
+        n = meta.num_messages_in_batch
+        items = batch_items(payload, n)
+        self.acks.on_batch_received(position, n, ack_set)
+        indexes = None
+        if ack_set is not None or self._batch_filter is not None:
+            indexes = [
+                i for i in range(n)
+                if not ((ack_set is not None and not (ack_set >> i) & 1)
+                        or self._filtered(position, i))
+            ]
+            self.add_permits(n - len(indexes))
+            if not indexes:
+                return []
+        return [EntryBatch(self.topic, partition, ledger, entry_id, meta, payload, items,
+                           indexes, redelivery_count, self)]
 
     def _filtered(self, position: Position, index: int) -> bool:
         """Batch indexes before a batched start/seek id are skipped (Java does the same)."""

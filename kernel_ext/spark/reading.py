@@ -3,8 +3,11 @@
 :func:`read_range` opens its own :class:`pulsarlab.Client` (nothing is shared with the
 driver, so it runs the same on a cluster), reads the partition with a non-durable
 :class:`~pulsarlab.Reader` starting after ``start``, stops at ``end`` and yields
-``pyarrow.RecordBatch``\\ es built column-wise against the Arrow schema Spark expects. Only
-the columns asked for are built (a user schema that lists fewer columns is a projection).
+``pyarrow.RecordBatch``\\ es built column-wise against the Arrow schema Spark expects. The
+reader hands over whole entries (``deliver_entries``), so each column grows by one list
+comprehension per entry (a batch's items straight from the entry), never through a message
+object per row. Only the columns asked for are built (a user schema that lists fewer
+columns is a projection).
 """
 
 from __future__ import annotations
@@ -55,46 +58,75 @@ def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def _builders(topic: str) -> dict[tuple[str, str], Callable[[list[Any]], list[Any]]]:
-    def value(msgs: list[Any]) -> list[Any]:
-        return [None if m.has_null_value() else m.data() for m in msgs]
+# A row is a batch item: [properties, partition_key, ordering_key, event_time, sequence_id,
+# null_value, payload]; an entry contributes its rows (see EntryBatch.rows).
+Builder = Callable[[Any, list[list[Any]]], list[Any]]
 
-    def key(msgs: list[Any]) -> list[Any]:
-        return [k.encode("utf-8") if (k := m.partition_key()) else None for m in msgs]
 
-    return {
-        ("value", "binary"): value,
-        ("value", "string"): lambda msgs: [_text(v) for v in value(msgs)],
-        ("__key", "binary"): key,
-        ("__key", "string"): lambda msgs: [m.partition_key() or None for m in msgs],
-        ("__topic", "string"): lambda msgs: [topic] * len(msgs),
-        ("__messageId", "binary"): lambda msgs: [m.message_id().serialize() for m in msgs],
-        ("__publishTime", "timestamp"): lambda msgs: [
-            m.publish_timestamp() * 1000 for m in msgs
-        ],
-        ("__eventTime", "timestamp"): lambda msgs: [
-            t * 1000 if (t := m.event_timestamp()) > 0 else None for m in msgs
-        ],
-        ("__messageProperties", "map<string,string>"): lambda msgs: [
-            list(m.properties().items()) for m in msgs
-        ],
-        ("__producerName", "string"): lambda msgs: [m.producer_name() for m in msgs],
-        ("__sequenceId", "bigint"): lambda msgs: [m.sequence_id() for m in msgs],
-    }
+def _value(entry: Any, rows: list[list[Any]]) -> list[Any]:
+    return [None if r[5] else r[6] for r in rows]
+
+
+def _message_ids(entry: Any, rows: list[list[Any]]) -> list[Any]:
+    from ..broker.message_id import MessageId
+
+    pack = MessageId.serialize
+    ledger, entry_id, partition, size = (entry.ledger_id, entry.entry_id, entry.partition,
+                                         entry.batch_size)
+    return [pack(MessageId(partition, ledger, entry_id, i, size))
+            for i in entry.batch_indexes()]
+
+
+BUILDERS: dict[tuple[str, str], Builder] = {
+    ("value", "binary"): _value,
+    ("value", "string"): lambda e, rows: [_text(v) for v in _value(e, rows)],
+    ("__key", "binary"): lambda e, rows: [k.encode("utf-8") if (k := r[1]) else None
+                                          for r in rows],
+    ("__key", "string"): lambda e, rows: [r[1] or None for r in rows],
+    ("__topic", "string"): lambda e, rows: [e.topic] * len(rows),
+    ("__messageId", "binary"): _message_ids,
+    ("__publishTime", "timestamp"): lambda e, rows: [e.metadata.publish_time * 1000] * len(rows),
+    ("__eventTime", "timestamp"): lambda e, rows: [t * 1000 if (t := r[3]) > 0 else None
+                                                   for r in rows],
+    ("__messageProperties", "map<string,string>"): lambda e, rows: [list(r[0].items())
+                                                                    for r in rows],
+    ("__producerName", "string"): lambda e, rows: [e.metadata.producer_name] * len(rows),
+    ("__sequenceId", "bigint"): lambda e, rows: [r[4] for r in rows],
+}
 
 
 def to_record_batch(
-    messages: list[Any], topic: str, columns: Sequence[tuple[str, str]], arrow_schema: Any
+    entries: list[tuple[Any, list[list[Any]]]],
+    columns: Sequence[tuple[str, str]],
+    arrow_schema: Any,
 ) -> Any:
-    """Build one ``RecordBatch`` (schema ``arrow_schema``) from client messages."""
+    """One ``RecordBatch`` (schema ``arrow_schema``) from ``(entry, rows)`` pairs."""
     import pyarrow as pa
 
-    builders = _builders(topic)
-    arrays = [
-        pa.array(builders[col](messages), type=arrow_schema.field(i).type)
-        for i, col in enumerate(columns)
-    ]
+    arrays = []
+    for i, col in enumerate(columns):
+        build = BUILDERS[col]
+        values: list[Any] = []
+        for entry, rows in entries:
+            values += build(entry, rows)
+        arrays.append(pa.array(values, type=arrow_schema.field(i).type))
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+
+def _rows_up_to_end(entry: Any, end: Position) -> tuple[list[list[Any]], bool]:
+    """The rows of ``entry`` inside ``(..., end]``, and whether the range is complete."""
+    ledger, entry_id = entry.ledger_id, entry.entry_id
+    if (ledger, entry_id) < (end.ledger, end.entry):
+        return entry.rows(), False
+    if (ledger, entry_id) > (end.ledger, end.entry) or entry.items is None:
+        return (entry.rows() if not past_end(ledger, entry_id, -1, end) else []), True
+    indexes = list(entry.batch_indexes())
+    keep = [i for i in indexes if not past_end(ledger, entry_id, i, end)]
+    if len(keep) != len(indexes):
+        entry.indexes = keep
+    if not keep:
+        return [], True
+    return entry.rows(), reaches_end(ledger, entry_id, keep[-1], entry.batch_size, end)
 
 
 def read_range(
@@ -127,7 +159,7 @@ def read_range(
         try:
             reader = client.create_reader(
                 topic, start_id, start_message_id_inclusive=False,
-                receiver_queue_size=settings.receiver_queue_size,
+                receiver_queue_size=settings.receiver_queue_size, deliver_entries=True,
             )
         except ConnectError:
             raise PulsarSparkError(
@@ -137,17 +169,13 @@ def read_range(
             ) from None
         except PulsarException as exc:
             raise PulsarSparkError(f"reading {topic}: {exc}") from None
-        # Reader.read_next() acknowledges every message, which costs a wake-up of the client's
-        # I/O thread per message and halves the read rate. A non-durable reader's acks only
-        # move its own throw-away cursor, so messages are taken without acknowledging them.
-        take = getattr(getattr(reader, "_consumer", None), "_take", None) or reader.read_next
-        end_position = (end.ledger, end.entry)
-        chunk: list[Any] = []
+        entries: list[tuple[Any, list[list[Any]]]] = []
+        rows_in_chunk = 0
         idle_since = time.monotonic()
         done = False
         while not done:
             try:
-                message = take(_SLICE_MS)
+                entry = reader.read_entry(_SLICE_MS)
             except Timeout:
                 lost = None
                 if not _has_more(reader, topic):
@@ -169,18 +197,16 @@ def read_range(
             except PulsarException as exc:  # the broker closed the reader or went away
                 raise PulsarSparkError(f"reading {topic}: {exc}") from None
             idle_since = time.monotonic()
-            mid = message.message_id()
-            if mid.position >= end_position:
-                ledger, entry, index = mid.ledger_id(), mid.entry_id(), mid.batch_index()
-                if past_end(ledger, entry, index, end):
-                    break
-                done = reaches_end(ledger, entry, index, mid.batch_size(), end)
-            chunk.append(message)
-            if len(chunk) >= settings.rows_per_batch:
-                yield to_record_batch(chunk, topic, columns, arrow_schema)
-                chunk = []
-        if chunk:
-            yield to_record_batch(chunk, topic, columns, arrow_schema)
+            rows, done = _rows_up_to_end(entry, end)
+            if rows:
+                entries.append((entry, rows))
+                rows_in_chunk += len(rows)
+            if rows_in_chunk >= settings.rows_per_batch:
+                yield to_record_batch(entries, columns, arrow_schema)
+                entries = []
+                rows_in_chunk = 0
+        if entries:
+            yield to_record_batch(entries, columns, arrow_schema)
         reader.close()
     finally:
         client.close()
