@@ -12,6 +12,7 @@ columns is a projection).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -67,14 +68,50 @@ def _value(entry: Any, rows: list[list[Any]]) -> list[Any]:
     return [None if r[5] else r[6] for r in rows]
 
 
-def _message_ids(entry: Any, rows: list[list[Any]]) -> list[Any]:
-    from ..broker.message_id import MessageId
+# MessageId.serialize()'s 28 bytes: big-endian ledger, entry, partition, batch index, size.
+_ID_FIELDS = [("ledger", ">i8"), ("entry", ">i8"), ("partition", ">i4"), ("index", ">i4"),
+              ("size", ">i4")]
 
-    pack = MessageId.serialize
-    ledger, entry_id, partition, size = (entry.ledger_id, entry.entry_id, entry.partition,
-                                         entry.batch_size)
-    return [pack(MessageId(partition, ledger, entry_id, i, size))
-            for i in entry.batch_indexes()]
+
+def _message_id_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: Any) -> Any:
+    """The ``__messageId`` column as one Arrow buffer (no bytes object per row)."""
+    import numpy as np
+    import pyarrow as pa
+
+    counts = [len(rows) for _, rows in entries]
+    n = sum(counts)
+    ids = np.empty(n, dtype=np.dtype(_ID_FIELDS))
+    ids["ledger"] = np.repeat([e.ledger_id for e, _ in entries], counts)
+    ids["entry"] = np.repeat([e.entry_id for e, _ in entries], counts)
+    ids["partition"] = np.repeat([e.partition for e, _ in entries], counts)
+    ids["size"] = np.repeat([e.batch_size for e, _ in entries], counts)
+    ids["index"] = np.fromiter(itertools.chain.from_iterable(
+        e.batch_indexes() for e, _ in entries), dtype=np.int32, count=n)
+    width = ids.dtype.itemsize
+    offsets = np.arange(0, width * (n + 1), width, dtype=np.int32)
+    return pa.Array.from_buffers(arrow_type, n, [None, pa.py_buffer(offsets),
+                                                 pa.py_buffer(ids.tobytes())])
+
+
+def _properties_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: Any) -> Any:
+    """The ``__messageProperties`` column; an empty map per row without a Python list each
+    when no message has properties (the common case)."""
+    import numpy as np
+    import pyarrow as pa
+
+    props = [r[0] for _, rows in entries for r in rows]
+    if any(props):
+        return pa.array([list(d.items()) for d in props], type=arrow_type)
+    offsets = pa.array(np.zeros(len(props) + 1, dtype=np.int32))
+    empty = pa.array([], pa.string())
+    return pa.MapArray.from_arrays(offsets, empty, empty, type=arrow_type)
+
+
+# Columns built as one array from all entries at once (the others: a list per entry).
+ARRAY_BUILDERS: dict[tuple[str, str], Callable[[list[tuple[Any, list[list[Any]]]], Any], Any]] = {
+    ("__messageId", "binary"): _message_id_array,
+    ("__messageProperties", "map<string,string>"): _properties_array,
+}
 
 
 BUILDERS: dict[tuple[str, str], Builder] = {
@@ -84,12 +121,9 @@ BUILDERS: dict[tuple[str, str], Builder] = {
                                           for r in rows],
     ("__key", "string"): lambda e, rows: [r[1] or None for r in rows],
     ("__topic", "string"): lambda e, rows: [e.topic] * len(rows),
-    ("__messageId", "binary"): _message_ids,
     ("__publishTime", "timestamp"): lambda e, rows: [e.metadata.publish_time * 1000] * len(rows),
     ("__eventTime", "timestamp"): lambda e, rows: [t * 1000 if (t := r[3]) > 0 else None
                                                    for r in rows],
-    ("__messageProperties", "map<string,string>"): lambda e, rows: [list(r[0].items())
-                                                                    for r in rows],
     ("__producerName", "string"): lambda e, rows: [e.metadata.producer_name] * len(rows),
     ("__sequenceId", "bigint"): lambda e, rows: [r[4] for r in rows],
 }
@@ -105,11 +139,16 @@ def to_record_batch(
 
     arrays = []
     for i, col in enumerate(columns):
+        arrow_type = arrow_schema.field(i).type
+        whole = ARRAY_BUILDERS.get(col)
+        if whole is not None:
+            arrays.append(whole(entries, arrow_type))
+            continue
         build = BUILDERS[col]
         values: list[Any] = []
         for entry, rows in entries:
             values += build(entry, rows)
-        arrays.append(pa.array(values, type=arrow_schema.field(i).type))
+        arrays.append(pa.array(values, type=arrow_type))
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
 
