@@ -175,7 +175,7 @@ class AdminHandler:
         for part in self._partitions(topic):
             if timestamp is not None:
                 sub = self.service.subscription(part, subscription)
-                sub.reset_cursor(self.service.position_for_publish_time(sub.topic, timestamp))
+                sub.reset_cursor_by_publish_time(timestamp)
             else:
                 self.service.reset_cursor(part, subscription, _message_id(message_id))
 

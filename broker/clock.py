@@ -1,12 +1,18 @@
-"""Clocks for the sans-I/O core: the core asks a clock for the time, never the OS.
+"""Clocks and timers for the sans-I/O core: the core asks a clock for the time, never the OS.
 
 The shell passes :class:`WallClock`; tests and the widgets' what-if mode pass
 :class:`ManualClock` and move time by hand, so timing rules are tested without sleeping.
+Timers (:class:`TimerQueue`) fire only when the core's ``tick`` runs them at the clock's
+time.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -42,3 +48,45 @@ class ManualClock:
         if now_ms < self._now:
             raise ValueError("a clock cannot move backwards")
         self._now = now_ms
+
+
+@dataclass(order=True)
+class TimerHandle:
+    """A scheduled callback; :meth:`cancel` stops it from running."""
+
+    at_ms: int
+    seq: int
+    callback: Callable[[], None] = field(compare=False)
+    cancelled: bool = field(default=False, compare=False)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class TimerQueue:
+    """The core's timers, run by the caller when the clock says they are due."""
+
+    def __init__(self) -> None:
+        self._heap: list[TimerHandle] = []
+        self._seq = itertools.count()
+
+    def schedule(self, at_ms: int, callback: Callable[[], None]) -> TimerHandle:
+        """Run ``callback`` at ``at_ms`` (ms since the epoch) or at the first tick after."""
+        handle = TimerHandle(at_ms, next(self._seq), callback)
+        heapq.heappush(self._heap, handle)
+        return handle
+
+    def next_deadline(self) -> int | None:
+        """When the earliest live timer is due, if any is."""
+        heap = self._heap
+        while heap and heap[0].cancelled:
+            heapq.heappop(heap)
+        return heap[0].at_ms if heap else None
+
+    def run_due(self, now_ms: int) -> None:
+        """Run every live timer due at or before ``now_ms``, earliest first."""
+        heap = self._heap
+        while heap and heap[0].at_ms <= now_ms:
+            handle = heapq.heappop(heap)
+            if not handle.cancelled:
+                handle.callback()

@@ -3,17 +3,19 @@
 State is Pulsar's: the mark-delete position (everything at or below it is acknowledged),
 the individually deleted ranges above it, per-entry batch-index ack bitsets (bits set =
 messages of the batch not yet acknowledged), and the read position (next entry to read).
-The durable state is saved through the metadata store by the owning topic; the read
-position is not saved: after a restart, reading resumes just after the mark-delete.
+A durable cursor saves its state itself, through the metadata store it was opened with
+(:meth:`ManagedCursor.persist`), as ``ManagedCursorImpl`` does; the read position is not
+saved: after a restart, reading resumes just after the mark-delete.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .entry import read_header
 from .range_set import PositionRangeSet
-from .storage.base import ManagedLedger, Position
+from .storage.base import ManagedLedger, MetadataStore, Position
 
 
 class ManagedCursor:
@@ -29,10 +31,12 @@ class ManagedCursor:
         individually_deleted: PositionRangeSet | None = None,
         batch_deleted: dict[Position, int] | None = None,
         properties: dict[str, Any] | None = None,
+        store: MetadataStore | None = None,
     ) -> None:
         self.name = name
         self.ledger = ledger
         self.durable = durable
+        self.store = store if durable else None
         self.mark_delete_position: Position = mark_delete
         self.individually_deleted = individually_deleted or PositionRangeSet()
         self.batch_deleted: dict[Position, int] = batch_deleted or {}
@@ -45,25 +49,26 @@ class ManagedCursor:
 
     @classmethod
     def at_start_position(
-        cls, name: str, ledger: ManagedLedger, earliest: bool, *, durable: bool = True
+        cls, name: str, ledger: ManagedLedger, earliest: bool, *, durable: bool = True,
+        store: MetadataStore | None = None,
     ) -> ManagedCursor:
         """A new cursor at the start (``earliest``) or end (latest) of the ledger."""
         if earliest:
             mark_delete = ledger.previous_position(ledger.first_position())
         else:
             mark_delete = ledger.last_confirmed
-        cursor = cls(name, ledger, mark_delete, durable=durable)
+        cursor = cls(name, ledger, mark_delete, durable=durable, store=store)
         cursor.dirty = durable
         return cursor
 
     @classmethod
     def at_message(
         cls, name: str, ledger: ManagedLedger, position: Position, inclusive: bool,
-        *, durable: bool = False,
+        *, durable: bool = False, store: MetadataStore | None = None,
     ) -> ManagedCursor:
         """A cursor whose first read is ``position`` (inclusive) or the entry after it."""
         mark_delete = ledger.previous_position(position) if inclusive else position
-        return cls(name, ledger, _clamp(ledger, mark_delete), durable=durable)
+        return cls(name, ledger, _clamp(ledger, mark_delete), durable=durable, store=store)
 
     def state(self) -> dict[str, Any]:
         return {
@@ -74,7 +79,10 @@ class ManagedCursor:
         }
 
     @classmethod
-    def from_state(cls, name: str, ledger: ManagedLedger, state: dict[str, Any]) -> ManagedCursor:
+    def from_state(
+        cls, name: str, ledger: ManagedLedger, state: dict[str, Any],
+        store: MetadataStore | None = None,
+    ) -> ManagedCursor:
         return cls(
             name,
             ledger,
@@ -82,7 +90,19 @@ class ManagedCursor:
             individually_deleted=PositionRangeSet.from_list(state.get("individuallyDeleted", [])),
             batch_deleted={(l_, e): bits for l_, e, bits in state.get("batchDeleted", [])},
             properties=dict(state.get("properties", {})),
+            store=store,
         )
+
+    def persist(self) -> None:
+        """Save the durable state through the store (a cursor with no store keeps none)."""
+        if self.store is not None:
+            self.store.put_cursor(self.ledger.name, self.name, self.state())
+        self.dirty = False
+
+    def delete_state(self) -> None:
+        """Forget the saved state (the subscription is gone)."""
+        if self.store is not None:
+            self.store.delete_cursor(self.ledger.name, self.name)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -107,6 +127,32 @@ class ManagedCursor:
 
     def is_deleted(self, position: Position) -> bool:
         return position <= self.mark_delete_position or position in self.individually_deleted
+
+    def iter_unacked(self) -> Iterator[Position]:
+        """The unacknowledged positions after the mark-delete, oldest first, read lazily."""
+        ledger = self.ledger
+        position = ledger.next_position(self.mark_delete_position)
+        while position <= ledger.last_confirmed:
+            if not self.is_deleted(position):
+                yield position
+            position = ledger.next_position(position)
+
+    def find_position_by_publish_time(
+        self, publish_time: int, start: Position | None = None
+    ) -> Position:
+        """The first entry from ``start`` (default: the ledger's first) published at or after
+        ``publish_time``, or the position after the last entry if none was."""
+        ledger = self.ledger
+        position = start if start is not None else ledger.first_position()
+        while position <= ledger.last_confirmed:
+            batch = ledger.read_entries(position, 256)
+            if not batch:
+                break
+            for pos, data in batch:
+                if data is not None and read_header(data).publish_time >= publish_time:
+                    return pos
+            position = ledger.next_position(batch[-1][0])
+        return ledger.next_position(ledger.last_confirmed)
 
     def rewind(self) -> None:
         """Read again from just after the mark-delete position (failover switch, redelivery)."""

@@ -11,17 +11,15 @@ appended entries durable at once, then releases their receipts and dispatches th
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
-from .actions import Action, ConsumerClosed, ProducerClosed, SendError, SendReceipt
-from .clock import Clock
+from .actions import Action, ConsumerClosed, ProducerClosed, SendReceipt
+from .clock import Clock, TimerHandle, TimerQueue
 from .consumer import Consumer, KeySharedMeta, SubType
-from .entry import MessageMetadata, read_header
+from .entry import MessageMetadata
 from .errors import (
     ConsumerNotFound,
     InvalidArgument,
@@ -53,21 +51,11 @@ log = logging.getLogger("pulsarlab.broker")
 REDELIVERY_REASONS = ("consumer_request", "nack", "ack_timeout")
 
 
-@dataclass(order=True)
-class TimerHandle:
-    """A scheduled callback; :meth:`cancel` stops it from running."""
-
-    at_ms: int
-    seq: int
-    callback: Callable[[], None] = field(compare=False)
-    cancelled: bool = field(default=False, compare=False)
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
 class BrokerService:
-    """The broker core: topics, subscriptions and dispatch, with no I/O of its own."""
+    """The broker core: topics, subscriptions and dispatch, with no I/O of its own.
+
+    It is the :class:`~pulsarlab.broker.context.CoreContext` of its topics.
+    """
 
     def __init__(
         self,
@@ -84,9 +72,8 @@ class BrokerService:
         self.outbox: list[Action] = []
         self.dirty_topics: set[PersistentTopic] = set()
         self._listeners: list[EventListener] = []
-        self._timers: list[TimerHandle] = []
+        self._timers = TimerQueue()
         self._ids = itertools.count(1)
-        self._timer_seq = itertools.count()
         self._producer_names = itertools.count(0)
         self._next_housekeeping = self.now_ms() + self.settings.retention_check_interval_ms
         self._policies: dict[str, Policies] = {}
@@ -130,16 +117,18 @@ class BrokerService:
         actions, self.outbox = self.outbox, []
         return actions
 
+    def push(self, action: Action) -> None:
+        self.outbox.append(action)
+
+    def mark_dirty(self, topic: PersistentTopic) -> None:
+        self.dirty_topics.add(topic)
+
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> TimerHandle:
-        handle = TimerHandle(self.now_ms() + max(0, delay_ms), next(self._timer_seq), callback)
-        heapq.heappush(self._timers, handle)
-        return handle
+        return self._timers.schedule(self.now_ms() + max(0, delay_ms), callback)
 
     def next_deadline(self) -> int | None:
         """When :meth:`tick` next has something to do (ms since the epoch), if ever."""
-        while self._timers and self._timers[0].cancelled:
-            heapq.heappop(self._timers)
-        deadline = self._timers[0].at_ms if self._timers else None
+        deadline = self._timers.next_deadline()
         if deadline is None or self._next_housekeeping < deadline:
             deadline = self._next_housekeeping
         return deadline
@@ -147,10 +136,7 @@ class BrokerService:
     def tick(self) -> None:
         """Run timers that are due at the clock's current time, and housekeeping."""
         now = self.now_ms()
-        while self._timers and self._timers[0].at_ms <= now:
-            handle = heapq.heappop(self._timers)
-            if not handle.cancelled:
-                handle.callback()
+        self._timers.run_due(now)
         for topic in list(self.topics.values()):
             topic.housekeeping(now)
             for subscription in list(topic.subscriptions.values()):
@@ -179,7 +165,7 @@ class BrokerService:
             storage = self.storage_for(name)
             ledger = storage.open_ledger(key, self.settings.ledger_config(), self.now_ms())
             cls = PersistentTopic if name.persistent else NonPersistentTopic
-            topic = cls(self, name, ledger)
+            topic = cls(self, name, ledger, storage.metadata)
             self.topics[key] = topic
         return topic
 
@@ -398,7 +384,7 @@ class BrokerService:
             try:
                 done = topic.sync()
             except StorageError as exc:
-                self.fail_pending_sends(topic, exc)
+                topic.fail_pending_sends(exc)
                 continue
             for pending in done:
                 p = pending.producer
@@ -430,16 +416,6 @@ class BrokerService:
                         self.emit(kind, topic.name, position=list(pending.position),
                                   **pending.hop)
             topic.on_entries_confirmed()
-
-    def fail_pending_sends(self, topic: PersistentTopic, exc: StorageError) -> None:
-        """The ledger lost its unconfirmed entries: their producers get an error each."""
-        log.error("%s", exc)
-        for pending in topic.pending_sends:
-            p = pending.producer
-            self.outbox.append(
-                SendError(p.producer_id, p.conn, pending.sequence_id, exc.code, str(exc))
-            )
-        topic.pending_sends = []
 
     # -- consumers ------------------------------------------------------------------------
 
@@ -604,22 +580,6 @@ class BrokerService:
             position = message_id.position
         sub.reset_cursor(position)
 
-    def position_for_publish_time(
-        self, topic: PersistentTopic, publish_time: int, start: Position | None = None
-    ) -> Position:
-        """The first entry from ``start`` published at or after ``publish_time`` (or the end)."""
-        ledger = topic.ledger
-        position = start if start is not None else ledger.first_position()
-        while position <= ledger.last_confirmed:
-            batch = ledger.read_entries(position, 256)
-            if not batch:
-                break
-            for pos, data in batch:
-                if data is not None and read_header(data).publish_time >= publish_time:
-                    return pos
-            position = ledger.next_position(batch[-1][0])
-        return ledger.next_position(ledger.last_confirmed)
-
     def seek(
         self, consumer_id: int, *, message_id: MessageId | None = None,
         publish_time: int | None = None,
@@ -627,7 +587,7 @@ class BrokerService:
         """Reset the consumer's subscription to a message id or a publish time."""
         _consumer, sub = self._consumer(consumer_id)
         if publish_time is not None:
-            sub.reset_cursor(self.position_for_publish_time(sub.topic, publish_time))
+            sub.reset_cursor_by_publish_time(publish_time)
         elif message_id is not None:
             self.reset_cursor(sub.topic.name, sub.name, message_id)
         else:
@@ -652,8 +612,7 @@ class BrokerService:
                 start_position=message_id.position, start_inclusive=True,
             )
         t.subscriptions[subscription] = sub
-        sub.cursor.dirty = True
-        t.persist_cursor(sub.cursor)
+        sub.cursor.persist()
         self.emit(EventType.SUBSCRIPTION_CREATED, t.name, subscription, None, durable=True)
 
     def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
@@ -668,23 +627,11 @@ class BrokerService:
 
     def skip_messages(self, topic: str, subscription: str, count: int) -> None:
         """Acknowledge the next ``count`` unacknowledged entries of the subscription."""
-        sub = self.subscription(topic, subscription)
-        cursor = sub.cursor
-        position = cursor.ledger.next_position(cursor.mark_delete_position)
-        chosen: list[Position] = []
-        while len(chosen) < count and position <= cursor.ledger.last_confirmed:
-            if not cursor.is_deleted(position):
-                chosen.append(position)
-            position = cursor.ledger.next_position(position)
-        if chosen:
-            sub.acknowledge_by_broker(chosen)
+        self.subscription(topic, subscription).skip_messages(count)
 
     def skip_all_messages(self, topic: str, subscription: str) -> None:
         """Acknowledge the subscription's whole backlog (Pulsar's skip-all / clear-backlog)."""
-        sub = self.subscription(topic, subscription)
-        last = sub.topic.ledger.last_confirmed
-        if last > sub.cursor.mark_delete_position:
-            sub.mark_delete_by_broker(last)
+        self.subscription(topic, subscription).skip_all_messages()
 
     def last_message_id(self, topic: str) -> Position:
         """The position of the topic's last stored entry (``(ledger, -1)`` when empty)."""
@@ -692,35 +639,11 @@ class BrokerService:
 
     def peek_messages(self, topic: str, subscription: str, count: int) -> list[tuple]:
         """The next ``count`` unacknowledged entries, without moving anything."""
-        sub = self.subscription(topic, subscription)
-        cursor = sub.cursor
-        position = cursor.ledger.next_position(cursor.mark_delete_position)
-        out: list[tuple] = []
-        while len(out) < count and position <= cursor.ledger.last_confirmed:
-            if not cursor.is_deleted(position):
-                data = cursor.ledger.read_entry(position)
-                if data is not None:
-                    out.append((position, data))
-            position = cursor.ledger.next_position(position)
-        return out
+        return self.subscription(topic, subscription).peek_messages(count)
 
     def expire_messages(self, topic: str, subscription: str, expire_time_seconds: int) -> None:
         """Acknowledge every entry published more than ``expire_time_seconds`` ago."""
-        sub = self.subscription(topic, subscription)
-        self.expire_subscription(sub, expire_time_seconds, self.now_ms())
-
-    def expire_subscription(self, sub: Subscription, ttl_seconds: int, now_ms: int) -> None:
-        """Mark-delete past every entry older than ``ttl_seconds`` (delayed ones included)."""
-        limit = now_ms - ttl_seconds * 1000
-        ledger = sub.topic.ledger
-        start = ledger.next_position(sub.cursor.mark_delete_position)
-        end = self.position_for_publish_time(sub.topic, limit + 1, start)
-        last = ledger.previous_position(end)
-        if last > sub.cursor.mark_delete_position:
-            expired = ledger.count_entries(start, last)
-            sub.mark_delete_by_broker(last)
-            self.emit(EventType.EXPIRED, sub.topic.name, sub.name, None,
-                      up_to=list(last), entries=expired, ttl_seconds=ttl_seconds)
+        self.subscription(topic, subscription).expire_messages(expire_time_seconds, self.now_ms())
 
     # -- policies -------------------------------------------------------------------------
 
@@ -794,4 +717,4 @@ def _position(value: Position | MessageId) -> Position:
     raise InvalidArgument(f"not a message id or (ledger, entry) position: {value!r}")
 
 
-__all__ = ["BrokerService", "PulsarLabError", "TimerHandle"]
+__all__ = ["BrokerService", "PulsarLabError"]

@@ -8,6 +8,7 @@ ignored, as Pulsar's broker does; the client refuses to send it).
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,8 @@ from .selectors.sticky import HashRangeExclusiveStickyKeyConsumerSelector
 from .storage.base import Position
 
 if TYPE_CHECKING:
-    from .service import TimerHandle
+    from .clock import TimerHandle
+    from .context import CoreContext
     from .settings import BrokerSettings
     from .topic import PersistentTopic
 
@@ -37,6 +39,7 @@ class Subscription:
 
     def __init__(self, topic: PersistentTopic, name: str, cursor: ManagedCursor) -> None:
         self.topic = topic
+        self.context: CoreContext = topic.context
         self.name = name
         self.cursor = cursor
         self.dispatcher: Dispatcher | None = None
@@ -48,7 +51,7 @@ class Subscription:
 
     @property
     def settings(self) -> BrokerSettings:
-        return self.topic.service.settings
+        return self.context.settings
 
     @property
     def topic_name(self) -> str:
@@ -67,12 +70,12 @@ class Subscription:
         return self.dispatcher.consumers if self.dispatcher else []
 
     def now_ms(self) -> int:
-        return self.topic.service.now_ms()
+        return self.context.now_ms()
 
     def emit(self, type_: EventType, consumer: Consumer | None = None, **data: Any) -> None:
-        service = self.topic.service
-        if service.has_listeners:
-            service.emit(
+        context = self.context
+        if context.has_listeners:
+            context.emit(
                 type_, self.topic.name, self.name,
                 consumer.consumer_name if consumer else None, **data,
             )
@@ -80,17 +83,15 @@ class Subscription:
     @property
     def listening(self) -> bool:
         """Whether anyone listens to events: callers skip building an event's data if not."""
-        return self.topic.service.has_listeners
+        return self.context.has_listeners
 
     def deliver(self, consumer: Consumer, entries: list[DeliveredEntry]) -> None:
         topic = self.topic
         n = len(entries)
         self.msg_out_counter += n
-        topic.service.outbox.append(
-            Deliver(consumer.consumer_id, consumer.conn, topic.name, entries)
-        )
+        self.context.push(Deliver(consumer.consumer_id, consumer.conn, topic.name, entries))
         topic.msg_out_counter += n
-        if topic.service.has_listeners:
+        if self.context.has_listeners:
             self.emit(
                 EventType.DISPATCHED,
                 consumer,
@@ -100,12 +101,10 @@ class Subscription:
             self.acknowledge_by_broker([e.position for e in entries])
 
     def notify_active(self, consumer: Consumer, is_active: bool) -> None:
-        self.topic.service.outbox.append(
-            ActiveConsumerChange(consumer.consumer_id, consumer.conn, is_active)
-        )
+        self.context.push(ActiveConsumerChange(consumer.consumer_id, consumer.conn, is_active))
 
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> TimerHandle:
-        return self.topic.service.schedule(delay_ms, callback)
+        return self.context.schedule(delay_ms, callback)
 
     def batch_index_ack_enabled(self, consumer: Consumer) -> bool:
         return (
@@ -296,6 +295,53 @@ class Subscription:
         )
         if self.dispatcher is not None:
             self.dispatcher.dispatch()
+
+    def position_for_publish_time(
+        self, publish_time: int, start: Position | None = None
+    ) -> Position:
+        """The first entry from ``start`` published at or after ``publish_time`` (or the end)."""
+        return self.cursor.find_position_by_publish_time(publish_time, start)
+
+    def reset_cursor_by_publish_time(self, publish_time: int) -> None:
+        """Seek / reset-cursor by time: read next the first entry published at or after it."""
+        self.reset_cursor(self.position_for_publish_time(publish_time))
+
+    def skip_messages(self, count: int) -> None:
+        """Acknowledge the next ``count`` unacknowledged entries (admin skip)."""
+        chosen = list(itertools.islice(self.cursor.iter_unacked(), count))
+        if chosen:
+            self.acknowledge_by_broker(chosen)
+
+    def skip_all_messages(self) -> None:
+        """Acknowledge the whole backlog (Pulsar's skip-all / clear-backlog)."""
+        last = self.topic.ledger.last_confirmed
+        if last > self.cursor.mark_delete_position:
+            self.mark_delete_by_broker(last)
+
+    def peek_messages(self, count: int) -> list[tuple[Position, bytes]]:
+        """The next ``count`` unacknowledged entries, without moving anything."""
+        out: list[tuple[Position, bytes]] = []
+        read_entry = self.topic.ledger.read_entry
+        for position in self.cursor.iter_unacked():
+            if len(out) >= count:
+                break
+            data = read_entry(position)
+            if data is not None:
+                out.append((position, data))
+        return out
+
+    def expire_messages(self, ttl_seconds: int, now_ms: int) -> None:
+        """Mark-delete past every entry older than ``ttl_seconds`` (delayed ones included)."""
+        limit = now_ms - ttl_seconds * 1000
+        ledger = self.topic.ledger
+        start = ledger.next_position(self.cursor.mark_delete_position)
+        end = self.position_for_publish_time(limit + 1, start)
+        last = ledger.previous_position(end)
+        if last > self.cursor.mark_delete_position:
+            expired = ledger.count_entries(start, last)
+            self.mark_delete_by_broker(last)
+            self.context.emit(EventType.EXPIRED, self.topic.name, self.name, None,
+                              up_to=list(last), entries=expired, ttl_seconds=ttl_seconds)
 
     def on_new_entries(self) -> None:
         if self.dispatcher is not None:

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .actions import SendError
 from .consumer import Consumer, SubType
 from .cursor import ManagedCursor
 from .deduplication import MessageDeduplication
@@ -23,12 +24,12 @@ from .errors import (
 )
 from .events import EventType
 from .policies import Policies
-from .storage.base import ManagedLedger, Position
+from .storage.base import ManagedLedger, MetadataStore, Position
 from .subscription import Subscription
 from .topic_name import TopicName
 
 if TYPE_CHECKING:
-    from .service import BrokerService
+    from .context import CoreContext
 
 log = logging.getLogger("pulsarlab.broker.topic")
 
@@ -61,14 +62,17 @@ class PersistentTopic:
     # Non-persistent topics acknowledge on dispatch and drop what nobody can take.
     acks_on_dispatch = False
 
-    def __init__(self, service: BrokerService, name: TopicName, ledger: ManagedLedger) -> None:
-        self.service = service
+    def __init__(
+        self, context: CoreContext, name: TopicName, ledger: ManagedLedger,
+        metadata: MetadataStore,
+    ) -> None:
+        self.context = context
         self.topic_name = name
         self.name = str(name)
         self.namespace = name.namespace  # looked up for every publish (policies)
         self.partition_index = name.partition_index
         self.ledger = ledger
-        self.metadata = service.storage_for(name).metadata
+        self.metadata = metadata
         self.producers: dict[int, Producer] = {}
         self.subscriptions: dict[str, Subscription] = {}
         self.pending_sends: list[PendingSend] = []
@@ -80,7 +84,7 @@ class PersistentTopic:
         self.held_sends: list[tuple[Producer, MessageMetadata, bytes]] = []
         self._next_expiry_check_ms = 0
         for cursor_name, state in self.metadata.get_cursors(self.name).items():
-            cursor = ManagedCursor.from_state(cursor_name, ledger, state)
+            cursor = ManagedCursor.from_state(cursor_name, ledger, state, metadata)
             self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor)
 
     # -- publishing -----------------------------------------------------------------------
@@ -94,12 +98,12 @@ class PersistentTopic:
         ``producer_request_hold``; it is appended once the backlog shrinks.
         """
         size = len(payload)
-        limit = self.service.settings.max_message_size
+        limit = self.context.settings.max_message_size
         if size > limit:
             raise MessageTooBig(
                 f"message of {size} bytes exceeds max_message_size {limit} on {self.name}"
             )
-        policies = self.service.policies_for(self)
+        policies = self.context.policies_for(self)
         if policies.backlog_quota_limit_bytes >= 0 and not self._within_backlog_quota(policies):
             if policies.backlog_quota_policy == "producer_exception":
                 raise ProducerBlockedQuotaExceeded(
@@ -108,7 +112,7 @@ class PersistentTopic:
                 )
             if policies.backlog_quota_policy == "producer_request_hold":
                 self.held_sends.append((producer, metadata, payload))
-                self.service.emit(
+                self.context.emit(
                     EventType.BACKLOG_QUOTA_EXCEEDED, self.name, producer=producer.producer_name,
                     sequence_id=metadata.sequence_id, policy="producer_request_hold",
                 )
@@ -118,18 +122,18 @@ class PersistentTopic:
             if dedup.is_duplicate(metadata.producer_name, metadata.sequence_id):
                 position = dedup.original_position(metadata.producer_name, metadata.sequence_id)
                 self.pending_sends.append(PendingSend(producer, metadata.sequence_id, position))
-                self.service.dirty_topics.add(self)
-                self.service.emit(
+                self.context.mark_dirty(self)
+                self.context.emit(
                     EventType.DEDUPLICATED, self.name, producer=metadata.producer_name,
                     sequence_id=metadata.sequence_id, original=list(position),
                 )
                 return position
         data = encode_entry(metadata, payload)
         try:
-            position = self.ledger.add_entry(data, self.service.now_ms())
+            position = self.ledger.add_entry(data, self.context.now_ms())
         except StorageError as exc:
             # The ledger dropped every unconfirmed entry: fail their sends too.
-            self.service.fail_pending_sends(self, exc)
+            self.fail_pending_sends(exc)
             self._dedup = None  # rebuilt from what is really stored
             raise
         if policies.deduplication_enabled:
@@ -151,7 +155,7 @@ class PersistentTopic:
         producer.bytes_in_counter += size
         self.msg_in_counter += num
         self.bytes_in_counter += size
-        self.service.dirty_topics.add(self)
+        self.context.mark_dirty(self)
         return position
 
     def deduplication(self) -> MessageDeduplication:
@@ -170,6 +174,16 @@ class PersistentTopic:
         self.ledger.sync()
         done, self.pending_sends = self.pending_sends, []
         return done
+
+    def fail_pending_sends(self, exc: StorageError) -> None:
+        """The ledger lost its unconfirmed entries: their producers get an error each."""
+        log.error("%s", exc)
+        for pending in self.pending_sends:
+            p = pending.producer
+            self.context.push(
+                SendError(p.producer_id, p.conn, pending.sequence_id, exc.code, str(exc))
+            )
+        self.pending_sends = []
 
     def on_entries_confirmed(self) -> None:
         for subscription in list(self.subscriptions.values()):
@@ -191,10 +205,13 @@ class PersistentTopic:
             return subscription, False
         if start_position is not None:
             cursor = ManagedCursor.at_message(
-                name, self.ledger, start_position, start_inclusive, durable=durable
+                name, self.ledger, start_position, start_inclusive, durable=durable,
+                store=self.metadata,
             )
         else:
-            cursor = ManagedCursor.at_start_position(name, self.ledger, earliest, durable=durable)
+            cursor = ManagedCursor.at_start_position(
+                name, self.ledger, earliest, durable=durable, store=self.metadata
+            )
         subscription = Subscription(self, name, cursor)
         return subscription, True
 
@@ -205,8 +222,8 @@ class PersistentTopic:
         if is_new:
             self.subscriptions[subscription.name] = subscription
             if subscription.durable:
-                self.persist_cursor(subscription.cursor)
-            self.service.emit(
+                subscription.cursor.persist()
+            self.context.emit(
                 EventType.SUBSCRIPTION_CREATED, self.name, subscription.name, None,
                 durable=subscription.durable, sub_type=str(sub_type),
             )
@@ -217,9 +234,8 @@ class PersistentTopic:
         if subscription is None:
             raise SubscriptionNotFound(f"subscription {name!r} not found on {self.name}")
         subscription.close()
-        if subscription.durable:
-            self.metadata.delete_cursor(self.name, name)
-        self.service.emit(EventType.SUBSCRIPTION_DELETED, self.name, name, None)
+        subscription.cursor.delete_state()
+        self.context.emit(EventType.SUBSCRIPTION_DELETED, self.name, name, None)
 
     def detach(self, subscription: Subscription, consumer: Consumer) -> None:
         subscription.remove_consumer(consumer)
@@ -229,19 +245,15 @@ class PersistentTopic:
 
     # -- persistence and housekeeping -----------------------------------------------------
 
-    def persist_cursor(self, cursor: ManagedCursor) -> None:
-        self.metadata.put_cursor(self.name, cursor.name, cursor.state())
-        cursor.dirty = False
-
     def persist_cursors(self, now_ms: int, force: bool = False) -> None:
-        interval = self.service.settings.managed_ledger_cursor_persist_interval_ms
+        interval = self.context.settings.managed_ledger_cursor_persist_interval_ms
         if not force and now_ms - self._last_cursor_persist_ms < interval:
             return
         self._last_cursor_persist_ms = now_ms
         self.persist_dedup()
         for subscription in self.subscriptions.values():
             if subscription.durable and subscription.cursor.dirty:
-                self.persist_cursor(subscription.cursor)
+                subscription.cursor.persist()
 
     def trim_ledgers(self) -> list[int]:
         """Delete ledgers every durable subscription has acknowledged and retention lets go.
@@ -254,10 +266,10 @@ class PersistentTopic:
         slowest = (
             min(c.mark_delete_position for c in durable) if durable else self.ledger.last_confirmed
         )
-        policies = self.service.policies_for(self)
+        policies = self.context.policies_for(self)
         time_ms = policies.retention_time_minutes * 60_000
         size_bytes = policies.retention_size_mb * 1024 * 1024
-        now = self.service.now_ms()
+        now = self.context.now_ms()
         total = self.ledger.total_size
         removed = 0
         bound = None
@@ -274,7 +286,7 @@ class PersistentTopic:
             return []
         deleted = self.ledger.trim(bound)
         if deleted:
-            self.service.emit(EventType.LEDGERS_TRIMMED, self.name, None, None, ledgers=deleted)
+            self.context.emit(EventType.LEDGERS_TRIMMED, self.name, None, None, ledgers=deleted)
         return deleted
 
     # -- backlog quota --------------------------------------------------------------------
@@ -315,8 +327,8 @@ class PersistentTopic:
             entries = max(1, self.ledger.number_of_entries)
             average = max(1, self.ledger.total_size // entries)
             before = slowest.cursor.mark_delete_position
-            self.service.skip_messages(self.name, slowest.name, max(1, -(-excess // average)))
-            self.service.emit(
+            slowest.skip_messages(max(1, -(-excess // average)))
+            self.context.emit(
                 EventType.BACKLOG_QUOTA_EXCEEDED, self.name, slowest.name,
                 policy="consumer_backlog_eviction",
             )
@@ -327,7 +339,7 @@ class PersistentTopic:
         """Publish held sends while the backlog is within its quota again."""
         if not self.held_sends:
             return
-        policies = self.service.policies_for(self)
+        policies = self.context.policies_for(self)
         while self.held_sends and (
             policies.backlog_quota_limit_bytes < 0
             or self.backlog_size_bytes() <= policies.backlog_quota_limit_bytes
@@ -338,22 +350,22 @@ class PersistentTopic:
 
     def expire_messages(self, now_ms: int) -> None:
         """Message TTL: acknowledge, on every subscription, what is older than the TTL."""
-        ttl = self.service.policies_for(self).message_ttl_seconds
+        ttl = self.context.policies_for(self).message_ttl_seconds
         if ttl <= 0:
             return
         for subscription in list(self.subscriptions.values()):
-            self.service.expire_subscription(subscription, ttl, now_ms)
+            subscription.expire_messages(ttl, now_ms)
 
     def housekeeping(self, now_ms: int) -> None:
         before = self.ledger.ledgers[-1].ledger_id if self.ledger.ledgers else None
         if self.ledger.maybe_rollover(now_ms):
             after = self.ledger.ledgers[-1].ledger_id
-            self.service.emit(
+            self.context.emit(
                 EventType.LEDGER_ROLLED_OVER, self.name, None, None, closed=before, opened=after
             )
             self.trim_ledgers()
         self.release_held_sends()
-        interval = self.service.settings.message_expiry_check_interval_minutes * 60_000
+        interval = self.context.settings.message_expiry_check_interval_minutes * 60_000
         if now_ms >= self._next_expiry_check_ms:
             self._next_expiry_check_ms = now_ms + interval
             self.expire_messages(now_ms)
@@ -368,7 +380,7 @@ class PersistentTopic:
                 )
 
     def close(self) -> None:
-        self.persist_cursors(self.service.now_ms(), force=True)
+        self.persist_cursors(self.context.now_ms(), force=True)
         for subscription in self.subscriptions.values():
             subscription.close()
         self.ledger.close()

@@ -27,7 +27,7 @@ from ..storage.base import Position
 from .base import Dispatcher
 
 if TYPE_CHECKING:
-    from ..service import TimerHandle
+    from ..clock import TimerHandle
 
 SendList = list[tuple[Position, bytes, EntryHeader]]
 
