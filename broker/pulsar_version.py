@@ -71,3 +71,13 @@ class PulsarVersion:
         wrap-around range. Before: ``name\\0i`` points shared by a list of consumers.
         """
         return self.at_least(3, 3, 2)
+
+    @property
+    def sticky_ranges_select_by_containment(self) -> bool:
+        """Key_Shared STICKY (and key-hash-range readers) as fixed by PR #24730 (3.3.9+).
+
+        A hash goes to the consumer whose range contains its slot, and a consumer's own
+        overlapping ranges are rejected. Before: floor/ceiling entries of one map of range
+        starts and ends, so a consumer also caught the gaps between its own ranges.
+        """
+        return self.at_least(3, 3, 9)

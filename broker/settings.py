@@ -17,7 +17,8 @@ class BrokerSettings:
     pulsar_version: str = DEFAULT_PULSAR_VERSION
     """The Pulsar release whose behaviour the broker reproduces where releases differ:
     ``"3.3"`` (the latest 3.3.x patch) or a patch such as ``"3.3.1"`` (the consistent-hashing
-    ring before PR #23327). See :mod:`pulsarlab.broker.pulsar_version`."""
+    ring before PR #23327, STICKY ranges before PR #24730). See
+    :mod:`pulsarlab.broker.pulsar_version`."""
     max_message_size: int = 5 * 1024 * 1024
     broker_service_port: int = 0
     """Port of the pulsar:// listener for the official client (brokerServicePort); 0 picks

@@ -21,7 +21,7 @@ from .dispatchers.shared import SharedDispatcher
 from .dispatchers.single_active import SingleActiveConsumerDispatcher
 from .errors import InvalidArgument, SubscriptionTypeMismatch
 from .events import EventType
-from .selectors.sticky import HashRangeExclusiveStickyKeyConsumerSelector
+from .selectors import sticky_selector
 from .storage.base import Position
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class Subscription:
         consumer.topic_name = self.topic.name
         consumer.subscription_name = self.name
         if consumer.key_hash_ranges and sub_type in (SubType.Exclusive, SubType.Failover):
-            selector = HashRangeExclusiveStickyKeyConsumerSelector()
+            selector = sticky_selector(self.settings.version())
             selector.add_consumer(consumer)
             consumer.key_hash_filter = selector
         dispatcher = self.dispatcher or self._new_dispatcher(sub_type)

@@ -48,7 +48,10 @@ from .hashing import (
     sticky_key,
     sticky_key_hash,
 )
-from .sticky import HashRangeExclusiveStickyKeyConsumerSelector
+from .sticky import (
+    HashRangeExclusiveStickyKeyConsumerSelector,
+    LegacyHashRangeExclusiveStickyKeyConsumerSelector,
+)
 
 __all__ = [
     "CONSUMER_CONSISTENT_HASH_REPLICAS",
@@ -66,6 +69,7 @@ __all__ = [
     "HashingScheme",
     "KeySharedConsumer",
     "LegacyConsistentHashingStickyKeyConsumerSelector",
+    "LegacyHashRangeExclusiveStickyKeyConsumerSelector",
     "PriorityConsumer",
     "StickyKeyConsumerSelector",
     "active_consumer_hash_ring",
@@ -84,6 +88,7 @@ __all__ = [
     "sort_consumers",
     "sticky_key",
     "sticky_key_hash",
+    "sticky_selector",
 ]
 
 _MODES = ("auto_split", "sticky")
@@ -103,7 +108,7 @@ def make_selector(
     """
     name = str(getattr(mode, "name", mode)).lower()
     if name == "sticky":
-        return HashRangeExclusiveStickyKeyConsumerSelector()
+        return sticky_selector(version)
     if name == "auto_split":
         if use_consistent_hashing:
             return consistent_hashing_selector(consistent_hashing_points, version)
@@ -119,3 +124,13 @@ def consistent_hashing_selector(
     if version.consistent_hashing_replaces_on_collision:
         return ConsistentHashingStickyKeyConsumerSelector(points)
     return LegacyConsistentHashingStickyKeyConsumerSelector(points)
+
+
+def sticky_selector(
+    version: PulsarVersion | None = None,
+) -> HashRangeExclusiveStickyKeyConsumerSelector:
+    """The STICKY-mode (and key-hash-range filter) selector of ``version`` (default: latest 3.3)."""
+    version = version or PulsarVersion.parse(DEFAULT_PULSAR_VERSION)
+    if version.sticky_ranges_select_by_containment:
+        return HashRangeExclusiveStickyKeyConsumerSelector()
+    return LegacyHashRangeExclusiveStickyKeyConsumerSelector()
