@@ -59,6 +59,11 @@ def ratios(results: dict[str, Any]) -> dict[str, float]:
     client = results.get("client") or {}
     for key, value in (client.get("ratios_to_target") or {}).items():
         out[f"client.{key}_vs_target"] = value
+    official = results.get("official") or {}
+    for storage in ("memory", "durable"):
+        for key, value in (official.get(f"{storage}_vs_pulsar_lite") or {}).items():
+            if isinstance(value, int | float):
+                out[f"official.{storage}_{key}_vs_pulsar_lite"] = value
     spark = results.get("spark") or {}
     if "pulsar" in spark:
         out["spark.pulsar_vs_parquet"] = spark["pulsar_vs_parquet"]
