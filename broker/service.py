@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .actions import Action, ConsumerClosed, SendError, SendReceipt
+from .actions import Action, ConsumerClosed, ProducerClosed, SendError, SendReceipt
 from .clock import Clock
 from .consumer import Consumer, KeySharedMeta, SubType
 from .entry import MessageMetadata, read_header
@@ -324,7 +324,9 @@ class BrokerService:
                 self.outbox.append(ConsumerClosed(consumer.consumer_id, consumer.conn, "deleted"))
                 del self.consumers[consumer.consumer_id]
             for producer_id in list(t.producers):
-                self.producers.pop(producer_id, None)
+                producer = self.producers.pop(producer_id, None)
+                if producer is not None:
+                    self.outbox.append(ProducerClosed(producer_id, producer.conn, "deleted"))
             for subscription in t.subscriptions.values():
                 subscription.close()
             t.ledger.delete()
