@@ -219,7 +219,9 @@ def test_consume_positions_and_types(run, broker) -> None:
     assert latest.success and latest.value == []  # a new subscription starts at the latest
     assert "0 messages from" in latest.out
     for kind in ("exclusive", "shared", "failover", "key_shared"):
-        got = run(f"%pulsar consume early --sub {kind} --type {kind} --earliest --timeout 300")
+        # Failover picks its first active consumer after the failover delay (1 s).
+        wait = 3000 if kind == "failover" else 300
+        got = run(f"%pulsar consume early --sub {kind} --type {kind} --earliest --timeout {wait}")
         assert got.success, got.out
         assert [m["value"] for m in got.value] == ["a"]
     stats = run("%pulsar stats early").value

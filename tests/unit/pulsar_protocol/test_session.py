@@ -112,7 +112,9 @@ def test_subscribe_flow_message_and_ack() -> None:
     assert sub.cursor.number_of_entries_in_backlog() == 0
 
 
-def test_cumulative_ack_on_shared_answers_an_ack_response_error() -> None:
+def test_cumulative_ack_on_shared_is_ignored_with_a_plain_ack_response() -> None:
+    """Consumer.messageAcked logs a cumulative ack on Shared and ignores it; ServerCnx.handleAck
+    still answers the request with an ACK_RESPONSE without an error. The cursor stays put."""
     h = Harness()
     s = h.session()
     h.connect(s)
@@ -124,8 +126,10 @@ def test_cumulative_ack_on_shared_answers_an_ack_response_error() -> None:
         T.ACK, "ack", consumer_id=5, ack_type=api.CommandAck.Cumulative,
         message_id=[api.MessageIdData(ledgerId=0, entryId=0)], request_id=3,
     ))
-    assert reply.ackResponse.error == api.NotAllowedError
-    assert "cumulative" in reply.ackResponse.message
+    assert reply.ackResponse.request_id == 3
+    assert not reply.ackResponse.HasField("error")
+    sub = h.service.subscription("t", "sub")
+    assert sub.cursor.number_of_entries_in_backlog() == 1
 
 
 def test_transactions_get_an_error_naming_them() -> None:
