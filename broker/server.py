@@ -172,7 +172,11 @@ class Broker:
         if self._startup_error is not None:
             raise self._startup_error
         assert self.web is not None
-        self.web.start()
+        try:
+            self.web.start()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
