@@ -15,6 +15,7 @@ from .consumer import Consumer, SubType
 from .cursor import ManagedCursor
 from .dispatchers.base import Dispatcher
 from .dispatchers.key_shared import KeySharedDispatcher
+from .dispatchers.key_shared_draining import KeySharedDrainingDispatcher
 from .dispatchers.shared import SharedDispatcher
 from .dispatchers.single_active import SingleActiveConsumerDispatcher
 from .errors import (
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from .settings import BrokerSettings
     from .topic import PersistentTopic
 
+# The 3.3 classic and the 4.0 (PIP-379) Key_Shared dispatchers report the same stats hooks.
+_KEY_SHARED_DISPATCHERS = (KeySharedDispatcher, KeySharedDrainingDispatcher)
 
 class Subscription:
     """One named subscription of one topic (partition)."""
@@ -324,7 +327,7 @@ class Subscription:
         # Delayed messages the dispatcher holds back (Pulsar's msgDelayed; 0 where none).
         delayed = getattr(dispatcher, "delayed", None)
         stats["msgDelayed"] = len(delayed) if delayed is not None else 0
-        if isinstance(dispatcher, KeySharedDispatcher):
+        if isinstance(dispatcher, _KEY_SHARED_DISPATCHERS):
             stats.update(dispatcher.subscription_stats())
         return stats
 
@@ -341,6 +344,6 @@ class Subscription:
         }
         if self.sub_type in (SubType.Exclusive, SubType.Failover):
             stats["isActive"] = consumer.is_active
-        if isinstance(self.dispatcher, KeySharedDispatcher):
+        if isinstance(self.dispatcher, _KEY_SHARED_DISPATCHERS):
             stats.update(self.dispatcher.consumer_stats(consumer))
         return stats
