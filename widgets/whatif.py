@@ -111,6 +111,8 @@ class WhatIf:
         self._clients: dict[int, _Client] = {}
         self._by_name: dict[str, list[_Client]] = {}
         self._producers: dict[str, int] = {}
+        # pulsar-client numbers each producer's messages 0, 1, 2, ...
+        self._sequence_ids: dict[str, Iterator[int]] = {}
         self._round_robin = itertools.count()
         self._callbacks: list[Callable[[], None]] = []
         self._batch_depth = 0
@@ -293,6 +295,7 @@ class WhatIf:
             metadata = MessageMetadata(
                 partition_key=key, ordering_key=ordering_key, num_messages_in_batch=batch,
                 properties=dict(properties or {}),
+                sequence_id=next(self._sequence_ids.setdefault(topic, itertools.count())),
             )
             positions.append(self.service.send(producer_id, metadata, b"what-if"))
         self.service.commit()
