@@ -287,6 +287,9 @@ class Subscription:
             if replay is not None:
                 for p in replay.positions():
                     replay.remove(p)
+            cursor_reset = getattr(self.dispatcher, "cursor_reset", None)
+            if cursor_reset is not None:
+                cursor_reset()
         self.emit(
             EventType.CURSOR_REWOUND,
             read_position=list(self.cursor.read_position),

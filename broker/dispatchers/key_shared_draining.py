@@ -281,6 +281,11 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         self._defer_ack_read = False
         self.dispatch()
 
+    def cursor_reset(self) -> None:
+        """The cursor moved and every pending ack was dropped: nothing drains any more."""
+        self.draining_hashes.clear()
+        self._skip_next_replay = False
+
     def close(self) -> None:
         if self._unblock_timer is not None:
             self._unblock_timer.cancel()

@@ -1,5 +1,7 @@
 """Pulsar 4.0 Key_Shared (PIP-379 draining hashes), each rule pinned to the Java it follows."""
 
+from dataclasses import dataclass
+
 import pytest
 
 from pulsarlab.broker import KeySharedMeta, KeySharedMode, SubType
@@ -13,6 +15,13 @@ from pulsarlab.broker.subscription import Subscription
 
 T = "ks40"
 FULL = f"persistent://public/default/{T}"
+
+
+@dataclass(eq=False)
+class _Name:
+    """A consumer-shaped name for trying a join on a copy of the selector."""
+
+    consumer_name: str
 
 
 @pytest.fixture
@@ -58,12 +67,6 @@ def _moved_key(h, a, b_name, **subscribe_kwargs):
         probe = type(d.selector)()
         for c in d.selector.consumers:
             probe.add_consumer(c)
-        from dataclasses import dataclass
-
-        @dataclass(eq=False)
-        class _Name:
-            consumer_name: str
-
         probe.add_consumer(_Name(b_name))
         if probe.select(probe.make_sticky_key_hash(key.encode())) is not a:
             first = h.publish(T, 1, key=key)
@@ -270,3 +273,15 @@ def test_stats_use_4_0_range_arrays(h):
     assert consumer["keyHashRangeArrays"] == [[1, 65535]]
     assert "keyHashRanges" not in consumer
     assert consumer["drainingHashes"] == []
+
+
+def test_a_cursor_reset_drops_the_draining_hashes(h):
+    """A reset drops every pending ack (Pulsar disconnects the consumers), so no hash may
+    stay draining and block the key forever."""
+    a = h.subscribe(T, "s", "A", SubType.Key_Shared, permits=100)
+    _key, first, b = _moved_key(h, a, "B")
+    assert len(_dispatcher(h).draining_hashes) == 1
+    h.service.topics[FULL].subscriptions["s"].reset_cursor(first)
+    h.drain()
+    assert len(_dispatcher(h).draining_hashes) == 0
+    assert h.take(b) == [first]
