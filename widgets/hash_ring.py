@@ -2,8 +2,9 @@
 
 Answers "how much of the key space does each consumer own?" and "which keys move when a
 consumer joins or leaves?" — on a ring a newcomer takes a little from everybody, unlike
-AUTO_SPLIT's halving. Each consumer's points (100 by default,
-``murmur(name + "\\0" + i)`` on the 31-bit ring) sit on the outer circle; the band inside
+AUTO_SPLIT's halving. Each consumer's points (100 by default on the 31-bit ring,
+``murmur(name + "\\0" + nameIndex + "\\0" + i)`` since 3.3.2, ``murmur(name + "\\0" + i)``
+before) sit on the outer circle; the band inside
 is coloured by who owns each arc; keys sit on the inner circle, coloured by owner. The table
 gives each consumer's exact keyspace share (they sum to 1) from the broker's own selector.
 Typing a consumer name highlights the keys that would move if it joined (or left); in
@@ -23,7 +24,7 @@ import plotly.graph_objects as go
 from pulsarlab.broker.selectors import (
     DEFAULT_NUMBER_OF_POINTS,
     RING_SIZE,
-    ConsistentHashingStickyKeyConsumerSelector,
+    ConsistentHashRing,
 )
 
 from .base import View
@@ -62,7 +63,7 @@ class HashRingView(View):
         self.key_owners: dict[str | None, str | None] = {}
         self.highlighted: list[str | None] = []
         self.last_moved: list[str | None] = []
-        self.selector: ConsistentHashingStickyKeyConsumerSelector | None = None
+        self.selector: ConsistentHashRing | None = None
         self.fig = go.FigureWidget(
             data=[
                 go.Barpolar(name="owner arcs", hoverinfo="text", showlegend=False,
@@ -144,7 +145,7 @@ class HashRingView(View):
         selector = None
         if self.whatif is not None:
             real = self.whatif.selector()
-            if isinstance(real, ConsistentHashingStickyKeyConsumerSelector):
+            if isinstance(real, ConsistentHashRing):  # either 3.3 ring, as the broker has it
                 selector = real
         self.selector = selector or ring_of(names, count)
         self.consumers = [c.consumer_name for c in self.selector.consumers]
