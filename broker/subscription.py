@@ -151,6 +151,8 @@ class Subscription:
         if sub_type is SubType.Shared:
             return SharedDispatcher(self)
         if sub_type is SubType.Key_Shared:
+            if self.settings.version().key_shared_draining_hashes:
+                return KeySharedDrainingDispatcher(self)
             return KeySharedDispatcher(self)
         return SingleActiveConsumerDispatcher(self, sub_type)
 

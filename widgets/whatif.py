@@ -66,8 +66,9 @@ class WhatIf:
     ``partitions=0`` makes a non-partitioned topic; ``n > 0`` a partitioned one whose
     consumers, like a partitioned consumer of pulsar-client, attach to every partition.
     Other keyword arguments are broker settings (e.g.
-    ``key_shared_use_consistent_hashing=False`` for AUTO_SPLIT hash ranges, or
-    ``active_consumer_failover_delay_ms``).
+    ``key_shared_use_consistent_hashing=False`` for AUTO_SPLIT hash ranges,
+    ``active_consumer_failover_delay_ms``, or ``pulsar_version="4.0"`` for Pulsar 4.0's
+    Key_Shared).
     """
 
     simulated = True
@@ -194,6 +195,7 @@ class WhatIf:
             clients=clients,
             pending=pending,
             settings={
+                "pulsar_version": self.settings.pulsar_version,
                 "key_shared_use_consistent_hashing":
                     self.settings.key_shared_use_consistent_hashing,
                 "consistent_hashing_points":

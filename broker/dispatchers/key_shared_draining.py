@@ -299,7 +299,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         if consumer.closed or consumer.blocked_on_unacked:
             return 0
         permits = max(consumer.permits, 0)
-        max_unacked = self.subscription.settings.max_unacked_messages_per_consumer
+        max_unacked = self.max_unacked_messages(consumer)
         if permits > 0 and max_unacked > 0:
             room = max(max_unacked - consumer.unacked_messages, 0)
             if room == 0:
@@ -338,7 +338,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
                     batch = self._read_replay_filtered(n)
                 is_replay = batch is not None
                 if batch is None:
-                    if not self._normal_read_allowed():
+                    if self.blocked_dispatcher_on_unacked or not self._normal_read_allowed():
                         return
                     limit = max(self.look_ahead_limit() - len(self.replay), 1)
                     batch = self.read_new(min(n, limit))

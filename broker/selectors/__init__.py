@@ -48,6 +48,7 @@ from .hashing import (
     sticky_key,
     sticky_key_hash,
 )
+from .pip379 import ConsistentHashingStickyKeyConsumerSelector40, make_selector_40
 from .sticky import HashRangeExclusiveStickyKeyConsumerSelector
 
 __all__ = [
@@ -102,6 +103,8 @@ def make_selector(
     the latest 3.3) picks the consistent-hashing ring.
     """
     name = str(getattr(mode, "name", mode)).lower()
+    if version is not None and version.key_shared_draining_hashes and name in _MODES:
+        return make_selector_40(name, use_consistent_hashing, consistent_hashing_points)
     if name == "sticky":
         return HashRangeExclusiveStickyKeyConsumerSelector()
     if name == "auto_split":
@@ -116,6 +119,8 @@ def consistent_hashing_selector(
 ) -> ConsistentHashRing:
     """The consistent-hashing selector of ``version`` (default: the latest 3.3)."""
     version = version or PulsarVersion.parse(DEFAULT_PULSAR_VERSION)
+    if version.key_shared_draining_hashes:
+        return ConsistentHashingStickyKeyConsumerSelector40(points)  # type: ignore[return-value]
     if version.consistent_hashing_replaces_on_collision:
         return ConsistentHashingStickyKeyConsumerSelector(points)
     return LegacyConsistentHashingStickyKeyConsumerSelector(points)

@@ -11,7 +11,6 @@ from pulsarlab.broker.dispatchers.key_shared_draining import (
 )
 from pulsarlab.broker.errors import SubscriptionTypeMismatch
 from pulsarlab.broker.settings import BrokerSettings
-from pulsarlab.broker.subscription import Subscription
 
 T = "ks40"
 FULL = f"persistent://public/default/{T}"
@@ -25,17 +24,9 @@ class _Name:
 
 
 @pytest.fixture
-def h(make_harness, monkeypatch):
-    """A core whose Key_Shared subscriptions use the 4.0 dispatcher."""
-    original = Subscription._new_dispatcher
-
-    def new_dispatcher(self, sub_type):
-        if sub_type is SubType.Key_Shared:
-            return KeySharedDrainingDispatcher(self)
-        return original(self, sub_type)
-
-    monkeypatch.setattr(Subscription, "_new_dispatcher", new_dispatcher)
-    return make_harness()
+def h(make_harness):
+    """A core that behaves as Pulsar 4.0."""
+    return make_harness(pulsar_version="4.0")
 
 
 def _dispatcher(h) -> KeySharedDrainingDispatcher:
@@ -76,6 +67,17 @@ def _moved_key(h, a, b_name, **subscribe_kwargs):
     raise AssertionError("no moving key found")
 
 
+def test_pulsar_version_4_0_selects_the_pip379_dispatcher(make_harness):
+    """``pulsar_version="4.0"`` routes Key_Shared to the PIP-379 dispatcher; 3.3 keeps the
+    classic one (``subscriptionKeySharedUseClassicPersistentImplementation``)."""
+    from pulsarlab.broker.dispatchers.key_shared import KeySharedDispatcher
+
+    for version, kind in (("4.0", KeySharedDrainingDispatcher), ("3.3", KeySharedDispatcher)):
+        h = make_harness(pulsar_version=version)
+        h.subscribe(T, "s", "A", SubType.Key_Shared)
+        assert type(_dispatcher(h)) is kind
+
+
 def _sub_stats(h):
     return h.service.topic_stats(T)["subscriptions"]["s"]
 
@@ -104,17 +106,9 @@ def test_a_moved_key_waits_until_the_old_owner_acks(h):
     assert stats["drainingHashesCount"] == 0 and stats["drainingHashesClearedTotal"] == 1
 
 
-def test_unblocking_interval_zero_reads_at_once(make_harness, monkeypatch):
+def test_unblocking_interval_zero_reads_at_once(make_harness):
     """``keySharedUnblockingIntervalMs=0``: the released hash is read right after the ack."""
-    original = Subscription._new_dispatcher
-    monkeypatch.setattr(
-        Subscription,
-        "_new_dispatcher",
-        lambda self, t: KeySharedDrainingDispatcher(self)
-        if t is SubType.Key_Shared
-        else original(self, t),
-    )
-    h = make_harness(key_shared_unblocking_interval_ms=0)
+    h = make_harness(pulsar_version="4.0", key_shared_unblocking_interval_ms=0)
     a = h.subscribe(T, "s", "A", SubType.Key_Shared, permits=100)
     key, first, b = _moved_key(h, a, "B")
     second = h.publish(T, 1, key=key)
@@ -210,18 +204,12 @@ def test_key_less_messages_spread_over_consumers(h):
     assert sum(counts) == 40 and sum(1 for n in counts if n) >= 3
 
 
-def test_look_ahead_stops_at_the_replay_limit(make_harness, monkeypatch):
+def test_look_ahead_stops_at_the_replay_limit(make_harness):
     """``getEffectiveLookAheadLimit`` / ``isNormalReadAllowed``: entries for a consumer
     without permits pile up in replay only up to the limit; then reads stop."""
-    original = Subscription._new_dispatcher
-    monkeypatch.setattr(
-        Subscription,
-        "_new_dispatcher",
-        lambda self, t: KeySharedDrainingDispatcher(self)
-        if t is SubType.Key_Shared
-        else original(self, t),
+    h = make_harness(
+        pulsar_version="4.0", key_shared_look_ahead_msg_in_replay_threshold_per_consumer=3
     )
-    h = make_harness(key_shared_look_ahead_msg_in_replay_threshold_per_consumer=3)
     a = h.subscribe(T, "s", "A", SubType.Key_Shared)
     b = h.subscribe(T, "s", "B", SubType.Key_Shared, permits=100)
     d = _dispatcher(h)

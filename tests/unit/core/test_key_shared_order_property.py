@@ -11,18 +11,14 @@ still holds an earlier message of the key (the reason PIP-282 and PIP-379 exist)
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from unittest import mock
 
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from pulsarlab.broker import BrokerService, ManualClock, MessageMetadata, SubType
+from pulsarlab.broker import BrokerService, BrokerSettings, ManualClock, MessageMetadata, SubType
 from pulsarlab.broker.actions import Deliver
-from pulsarlab.broker.dispatchers.key_shared_draining import KeySharedDrainingDispatcher
 from pulsarlab.broker.storage import MemoryStorage
-from pulsarlab.broker.subscription import Subscription
 
 TOPIC = "order"
 KEYS = ("k0", "k1")
@@ -52,91 +48,76 @@ class Violation:
     join_marks: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-@contextmanager
-def _key_shared_dispatcher(version: str):
-    if version == "3.3":
-        yield
-        return
-    original = Subscription._new_dispatcher
-
-    def new_dispatcher(self, sub_type):
-        if sub_type is SubType.Key_Shared:
-            return KeySharedDrainingDispatcher(self)
-        return original(self, sub_type)
-
-    with mock.patch.object(Subscription, "_new_dispatcher", new_dispatcher):
-        yield
-
-
 def run(ops: list[tuple], version: str) -> Violation | None:
     """Apply ``ops`` to a fresh core of ``version``; the first order violation, if any."""
-    with _key_shared_dispatcher(version):
-        clock = ManualClock()
-        core = BrokerService(MemoryStorage(), clock)
-        producer = core.create_producer(TOPIC).producer_id
-        consumers: list = []  # live consumers, in joining order
-        names = iter(f"c{i}" for i in range(100))
-        key_of: dict[tuple[int, int], str] = {}
-        acked: set[tuple[int, int]] = set()
-        pending: dict[str, list[tuple[int, int]]] = {}
-        subscribed = False
-        for op in ops:
-            kind = op[0]
-            if kind == "join" and len(consumers) < MAX_CONSUMERS:
-                consumer = core.subscribe(TOPIC, "s", next(names), SubType.Key_Shared)
-                consumers.append(consumer)
-                subscribed = True
-                pending[consumer.consumer_name] = []
-                if op[1]:
-                    core.flow(consumer.consumer_id, op[1])
-            elif kind == "leave" and consumers:
-                consumer = consumers.pop(op[1] % len(consumers))
-                pending.pop(consumer.consumer_name)
-                core.close_consumer(consumer.consumer_id)
-            elif kind == "publish":
-                key = KEYS[op[1]]
-                position = core.send(producer, MessageMetadata(partition_key=key), b"x")
-                core.commit()
-                if subscribed:  # before the first join the subscription does not exist yet
-                    key_of[position] = key
-            elif kind == "ack" and consumers:
-                consumer = consumers[op[1] % len(consumers)]
-                mine = pending[consumer.consumer_name]
-                if mine:
-                    position = mine.pop(op[2] % len(mine))
-                    acked.add(position)
-                    core.ack(consumer.consumer_id, [position])
-            elif kind == "flow" and consumers:
-                core.flow(consumers[op[1] % len(consumers)].consumer_id, op[2])
-            elif kind == "tick":
-                clock.advance(10)
-                core.tick()
-            dispatcher = core.topics[f"persistent://public/default/{TOPIC}"].subscriptions.get("s")
-            names_by_id = {c.consumer_id: c.consumer_name for c in consumers}
-            for action in core.take_actions():
-                if not isinstance(action, Deliver):
-                    continue
-                name = names_by_id[action.consumer_id]
-                for entry in action.entries:
-                    position = entry.position
-                    key = key_of[position]
-                    elsewhere = [
-                        (other, p)
-                        for other, mine in pending.items()
-                        if other != name
-                        for p in mine
-                        if key_of[p] == key and p < position
-                    ]
-                    undelivered = [
-                        p for p, k in key_of.items()
-                        if k == key and p < position and p not in acked
-                        and not any(p in mine for mine in pending.values())
-                    ]
-                    if elsewhere or undelivered:
-                        marks = dispatcher.dispatcher.join_marks() if dispatcher else {}
-                        return Violation(name, position, key, elsewhere, dict(marks))
-                    pending[name].append(position)
-        return None
+    clock = ManualClock()
+    core = BrokerService(
+        MemoryStorage(), clock, BrokerSettings.from_kwargs(pulsar_version=version)
+    )
+    producer = core.create_producer(TOPIC).producer_id
+    consumers: list = []  # live consumers, in joining order
+    names = iter(f"c{i}" for i in range(100))
+    key_of: dict[tuple[int, int], str] = {}
+    acked: set[tuple[int, int]] = set()
+    pending: dict[str, list[tuple[int, int]]] = {}
+    subscribed = False
+    for op in ops:
+        kind = op[0]
+        if kind == "join" and len(consumers) < MAX_CONSUMERS:
+            consumer = core.subscribe(TOPIC, "s", next(names), SubType.Key_Shared)
+            consumers.append(consumer)
+            subscribed = True
+            pending[consumer.consumer_name] = []
+            if op[1]:
+                core.flow(consumer.consumer_id, op[1])
+        elif kind == "leave" and consumers:
+            consumer = consumers.pop(op[1] % len(consumers))
+            pending.pop(consumer.consumer_name)
+            core.close_consumer(consumer.consumer_id)
+        elif kind == "publish":
+            key = KEYS[op[1]]
+            position = core.send(producer, MessageMetadata(partition_key=key), b"x")
+            core.commit()
+            if subscribed:  # before the first join the subscription does not exist yet
+                key_of[position] = key
+        elif kind == "ack" and consumers:
+            consumer = consumers[op[1] % len(consumers)]
+            mine = pending[consumer.consumer_name]
+            if mine:
+                position = mine.pop(op[2] % len(mine))
+                acked.add(position)
+                core.ack(consumer.consumer_id, [position])
+        elif kind == "flow" and consumers:
+            core.flow(consumers[op[1] % len(consumers)].consumer_id, op[2])
+        elif kind == "tick":
+            clock.advance(10)
+            core.tick()
+        dispatcher = core.topics[f"persistent://public/default/{TOPIC}"].subscriptions.get("s")
+        names_by_id = {c.consumer_id: c.consumer_name for c in consumers}
+        for action in core.take_actions():
+            if not isinstance(action, Deliver):
+                continue
+            name = names_by_id[action.consumer_id]
+            for entry in action.entries:
+                position = entry.position
+                key = key_of[position]
+                elsewhere = [
+                    (other, p)
+                    for other, mine in pending.items()
+                    if other != name
+                    for p in mine
+                    if key_of[p] == key and p < position
+                ]
+                undelivered = [
+                    p for p, k in key_of.items()
+                    if k == key and p < position and p not in acked
+                    and not any(p in mine for mine in pending.values())
+                ]
+                if elsewhere or undelivered:
+                    marks = dispatcher.dispatcher.join_marks() if dispatcher else {}
+                    return Violation(name, position, key, elsewhere, dict(marks))
+                pending[name].append(position)
+    return None
 
 
 @settings(

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from pulsarlab.broker.dispatchers.key_shared_draining import KeySharedDrainingDispatcher
 from pulsarlab.widgets import WhatIf
 from pulsarlab.widgets.compare import CompareView, KeyOrder, find_moving_key
 
 
 def make_core(version: str, **settings) -> WhatIf:
-    """A what-if core of ``version`` ("4.0": the PIP-379 dispatcher)."""
-    core = WhatIf("Key_Shared", **settings)
-    if version == "4.0":
-        for topic in core.partition_topics:
-            sub = core.service.topics[topic].subscriptions[core.subscription]
-            sub._new_dispatcher = lambda _type, sub=sub: KeySharedDrainingDispatcher(sub)
-    return core
+    return WhatIf("Key_Shared", pulsar_version=version, **settings)
 
 
 def _replay_before_join_mark(key: str) -> list[tuple]:
@@ -32,8 +25,9 @@ def _replay_before_join_mark(key: str) -> list[tuple]:
 
 
 def test_3_3_reorders_a_replayed_message_and_4_0_holds_it_until_the_ack():
-    key = find_moving_key("c1", "c3", ["c1", "c2"], make_core=make_core)
-    view = CompareView(_replay_before_join_mark(key), make_core=make_core)
+    key = find_moving_key("c1", "c3", ["c1", "c2"])
+    view = CompareView(_replay_before_join_mark(key))
+    assert type(view.cores["4.0"].dispatcher()).__name__ == "KeySharedDrainingDispatcher"
     first = view.first_out_of_order("3.3")
     assert first is not None and first.consumer == "c3" and first.position == (0, 1)
     assert first.held_elsewhere == (("c1", (0, 0)),)
@@ -96,3 +90,12 @@ def test_key_order_counts_a_message_not_yet_delivered_as_overtaken():
     order.feed(0, [{"type": "dispatched", "consumer": "c", "entries": [[0, 1, 0]]}])
     first = order.first_out_of_order
     assert first is not None and first.not_yet_delivered == ((0, 0),)
+
+
+def test_whatif_passes_pulsar_version_through():
+    """``WhatIf(..., pulsar_version=...)`` is a broker setting like any other."""
+    core = WhatIf("Key_Shared", pulsar_version="4.0")
+    core.add_consumer("c1")
+    assert core.snapshot().settings["pulsar_version"] == "4.0"
+    stats = core.snapshot().topics[core.topic]["subscriptions"][core.subscription]
+    assert stats["consumers"][0]["keyHashRangeArrays"] == [[1, 65535]]
