@@ -4,7 +4,8 @@
 mode → :class:`HashRangeExclusiveStickyKeyConsumerSelector`; AUTO_SPLIT mode → consistent
 hashing when the broker setting ``subscriptionKeySharedUseConsistentHashing`` is on (Pulsar's
 default since 2.10), else the auto-split hash ranges. Which consistent-hashing ring depends on
-the broker's ``pulsar_version`` (:mod:`pulsarlab.broker.pulsar_version`).
+the broker's ``pulsar_version`` (:mod:`pulsarlab.broker.pulsar_version`); from 4.0 every
+selector comes from :mod:`.pip379` (16-bit sticky key hashes, the first-come ring).
 """
 
 from __future__ import annotations

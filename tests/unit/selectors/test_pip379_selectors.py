@@ -129,3 +129,20 @@ def test_snapshot_rejects_overlapping_assignments():
         ConsumerHashAssignmentsSnapshot(
             [HashRangeAssignment(0, 10, a), HashRangeAssignment(10, 20, a)]
         )
+
+
+def test_make_selector_follows_pulsar_version():
+    """``pulsar_version >= 4.0`` builds the PIP-379 selectors for both modes."""
+    from pulsarlab.broker.pulsar_version import PulsarVersion
+    from pulsarlab.broker.selectors import make_selector
+    from pulsarlab.broker.selectors.pip379 import HashRangeExclusiveStickyKeyConsumerSelector40
+
+    v40 = PulsarVersion.parse("4.0")
+    assert isinstance(make_selector("auto_split", True, 100, v40),
+                      ConsistentHashingStickyKeyConsumerSelector40)
+    assert isinstance(make_selector("auto_split", False, 100, v40),
+                      HashRangeAutoSplitStickyKeyConsumerSelector40)
+    assert isinstance(make_selector("STICKY", True, 100, v40),
+                      HashRangeExclusiveStickyKeyConsumerSelector40)
+    assert not isinstance(make_selector("auto_split", True, 100, PulsarVersion.parse("3.3")),
+                          ConsistentHashingStickyKeyConsumerSelector40)
