@@ -97,6 +97,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         self.draining_hashes = DrainingHashesTracker(self._sticky_key_hash_unblocked)
         self.last_impacted = ImpactedConsumersResult({})
         self._assignments = ConsumerHashAssignmentsSnapshot.empty()
+        self._ranges_by_consumer: dict[Consumer, list[tuple[int, int]]] = {}
         self._key_hash_range = (0, 65535)
         self._skip_next_replay = False
         self._unblock_timer: TimerHandle | None = None
@@ -187,6 +188,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         after = ConsumerHashAssignmentsSnapshot.of_selector(self.selector)
         self.last_impacted = self._assignments.resolve_impacted_consumers(after)
         self._assignments = after
+        self._ranges_by_consumer = after.ranges_by_consumer()
         return self.last_impacted
 
     def _register_draining_hashes(
@@ -495,7 +497,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
     # -- stats ----------------------------------------------------------------------------
 
     def consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
-        ranges = self._assignments.ranges_by_consumer().get(consumer, [])
+        ranges = self._ranges_by_consumer.get(consumer, [])
         stats: dict[str, Any] = {"keyHashRangeArrays": [[s, e] for s, e in ranges]}
         stats.update(self.draining_hashes.consumer_stats(consumer))
         return stats
