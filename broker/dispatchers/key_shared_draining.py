@@ -102,6 +102,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         self._skip_next_replay = False
         self._unblock_timer: TimerHandle | None = None
         self._defer_ack_read = False
+        self._unblocked_waiting = False  # a released hash waits for the scheduled read
 
     # -- consumers ------------------------------------------------------------------------
 
@@ -262,6 +263,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
 
     def _sticky_key_hash_unblocked(self, _sticky_key_hash: int) -> None:
         self._reschedule_read()
+        self._unblocked_waiting = self._unblock_timer is not None
 
     def _reschedule_read(self) -> None:
         """``RescheduleReadHandler``: one read, ``key_shared_unblocking_interval_ms`` later."""
@@ -274,12 +276,13 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         self._unblock_timer = self.subscription.schedule(interval, self._on_unblock_timer)
 
     def _defer_read_after_ack(self) -> None:
-        """An ack does not read by itself; with a read scheduled, the next dispatch waits."""
-        if self._unblock_timer is not None:
+        """Released hashes are read by the scheduled read, not by the ack's own dispatch."""
+        if self._unblocked_waiting:
             self._defer_ack_read = True
 
     def _on_unblock_timer(self) -> None:
         self._unblock_timer = None
+        self._unblocked_waiting = False
         self._defer_ack_read = False
         self.dispatch()
 

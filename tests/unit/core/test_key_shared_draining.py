@@ -273,3 +273,15 @@ def test_a_cursor_reset_drops_the_draining_hashes(h):
     h.drain()
     assert len(_dispatcher(h).draining_hashes) == 0
     assert h.take(b) == [first]
+
+
+def test_an_ack_without_released_hashes_dispatches_at_once(make_harness):
+    """Only a released draining hash waits for the scheduled read; an ack that unblocks a
+    consumer at its unacked limit lets it receive at once (``Consumer.messageAcked`` flows
+    the permits)."""
+    h = make_harness(pulsar_version="4.0", max_unacked_messages_per_consumer=2)
+    a = h.subscribe(T, "s", "A", SubType.Key_Shared, permits=10)
+    sent = h.publish(T, 4, key="k")
+    assert h.take(a) == sent[:2]
+    h.ack(a, sent[:2])
+    assert h.take(a) == sent[2:]
