@@ -103,6 +103,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         self._unblock_timer: TimerHandle | None = None
         self._defer_ack_read = False
         self._unblocked_waiting = False  # a released hash waits for the scheduled read
+        self._owners: dict[int, Consumer | None] = {}
 
     # -- consumers ------------------------------------------------------------------------
 
@@ -187,6 +188,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
     def _update_assignments(self) -> ImpactedConsumersResult:
         assert self.selector is not None
         after = ConsumerHashAssignmentsSnapshot.of_selector(self.selector)
+        self._owners.clear()  # at most 65536 entries: the hashes are 16-bit slots
         self.last_impacted = self._assignments.resolve_impacted_consumers(after)
         self._assignments = after
         self._ranges_by_consumer = after.ranges_by_consumer()
@@ -332,6 +334,10 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
             return
         if not self.consumers:
             return
+        if not len(self.replay) and not self.cursor.has_more_entries():
+            delayed = self.delayed
+            if not delayed or not delayed.has_message_available(self.subscription.now_ms()):
+                return  # nothing to send (after most acks)
         self._dispatching = True
         try:
             while (permits := self.total_available_permits()) > 0:
@@ -431,8 +437,15 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         return out or None
 
     def owner_of(self, sticky_key_hash: int) -> Consumer | None:
+        """``selector.select(sticky_key_hash)``, remembered until the consumers change."""
+        owners = self._owners
+        try:
+            return owners[sticky_key_hash]
+        except KeyError:
+            pass
         assert self.selector is not None
-        return self.selector.select(sticky_key_hash)
+        owner = owners[sticky_key_hash] = self.selector.select(sticky_key_hash)
+        return owner
 
     def _can_dispatch_entry(self, consumer: Consumer, sticky_hash: int, is_replay: bool) -> bool:
         """``canDispatchEntry``."""
