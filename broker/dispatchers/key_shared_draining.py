@@ -47,7 +47,7 @@ from .draining_hashes import DrainingHashesTracker
 from .shared import ReplayQueue, SendList, SharedDispatcher
 
 if TYPE_CHECKING:
-    from ..service import TimerHandle
+    from ..clock import TimerHandle
 
 __all__ = ["KeySharedDrainingDispatcher", "effective_look_ahead_limit"]
 
