@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .events import EventType
     from .policies import Policies
     from .settings import BrokerSettings
-    from .topic import PersistentTopic
+    from .topic import AbstractTopic
 
 
 class CoreContext(Protocol):
@@ -32,7 +32,7 @@ class CoreContext(Protocol):
     def has_listeners(self) -> bool:
         """Whether anyone listens to events: callers skip building an event if not."""
 
-    def policies_for(self, topic: PersistentTopic) -> Policies:
+    def policies_for(self, topic: AbstractTopic) -> Policies:
         """The policies in force for ``topic``."""
 
     def emit(
@@ -51,5 +51,5 @@ class CoreContext(Protocol):
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> TimerHandle:
         """Run ``callback`` once ``delay_ms`` have passed on the core clock."""
 
-    def mark_dirty(self, topic: PersistentTopic) -> None:
+    def mark_dirty(self, topic: AbstractTopic) -> None:
         """``topic`` has appended entries or receipts waiting for the next group commit."""

@@ -13,12 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from .events import EventType
-from .storage.base import Position
 from .subscription import Subscription
-from .topic import PersistentTopic
+from .topic import AbstractTopic
 
 
-class NonPersistentTopic(PersistentTopic):
+class NonPersistentTopic(AbstractTopic):
     """A topic whose messages live only while they are being delivered."""
 
     acks_on_dispatch = True
@@ -40,12 +39,8 @@ class NonPersistentTopic(PersistentTopic):
         self.trim_ledgers()
 
     def _drop_undelivered(self, subscription: Subscription) -> None:
-        dropped: list[Position] = []
-        replay = getattr(subscription.dispatcher, "replay", None)
-        if replay is not None:
-            for position in replay.positions():
-                replay.remove(position)
-                dropped.append(position)
+        dispatcher = subscription.dispatcher
+        dropped = dispatcher.take_replay() if dispatcher is not None else []
         cursor = subscription.cursor
         while cursor.has_more_entries():
             dropped.extend(p for p, _ in cursor.read_entries(1000))
@@ -53,9 +48,6 @@ class NonPersistentTopic(PersistentTopic):
             self.msg_drop_counter += len(dropped)
             subscription.acknowledge_by_broker(dropped)
             subscription.emit(EventType.DROPPED, positions=[list(p) for p in dropped])
-
-    def persist_cursors(self, now_ms: int, force: bool = False) -> None:
-        """Nothing to persist."""
 
     def stats(self) -> dict[str, Any]:
         stats = super().stats()

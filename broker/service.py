@@ -43,7 +43,7 @@ from .settings import BrokerSettings
 from .storage import MemoryStorage
 from .storage.base import Position, Storage
 from .subscription import Subscription
-from .topic import PersistentTopic, Producer
+from .topic import AbstractTopic, PersistentTopic, Producer
 from .topic_name import TopicName
 
 log = logging.getLogger("pulsarlab.broker")
@@ -66,11 +66,11 @@ class BrokerService:
         self.storage = storage
         self.clock = clock
         self.settings = settings or BrokerSettings()
-        self.topics: dict[str, PersistentTopic] = {}
+        self.topics: dict[str, AbstractTopic] = {}
         self.producers: dict[int, Producer] = {}
         self.consumers: dict[int, tuple[Consumer, Subscription]] = {}
         self.outbox: list[Action] = []
-        self.dirty_topics: set[PersistentTopic] = set()
+        self.dirty_topics: set[AbstractTopic] = set()
         self._listeners: list[EventListener] = []
         self._timers = TimerQueue()
         self._ids = itertools.count(1)
@@ -120,7 +120,7 @@ class BrokerService:
     def push(self, action: Action) -> None:
         self.outbox.append(action)
 
-    def mark_dirty(self, topic: PersistentTopic) -> None:
+    def mark_dirty(self, topic: AbstractTopic) -> None:
         self.dirty_topics.add(topic)
 
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> TimerHandle:
@@ -158,7 +158,7 @@ class BrokerService:
         """Persistent topics live in the broker's storage; non-persistent ones in memory."""
         return self.storage if name.persistent else self._non_persistent_storage
 
-    def _open_topic(self, name: TopicName) -> PersistentTopic:
+    def _open_topic(self, name: TopicName) -> AbstractTopic:
         key = str(name)
         topic = self.topics.get(key)
         if topic is None:
@@ -169,7 +169,7 @@ class BrokerService:
             self.topics[key] = topic
         return topic
 
-    def get_topic(self, topic: str, create: bool | None = None) -> PersistentTopic:
+    def get_topic(self, topic: str, create: bool | None = None) -> AbstractTopic:
         """The topic (partition) named ``topic``, auto-created if allowed."""
         name = TopicName.get(topic)
         key = str(name)
@@ -647,7 +647,7 @@ class BrokerService:
 
     # -- policies -------------------------------------------------------------------------
 
-    def policies_for(self, topic: PersistentTopic) -> Policies:
+    def policies_for(self, topic: AbstractTopic) -> Policies:
         """Policies in force for ``topic`` (namespace policies over broker defaults)."""
         namespace = topic.namespace
         policies = self._policies.get(namespace)

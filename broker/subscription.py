@@ -30,18 +30,17 @@ if TYPE_CHECKING:
     from .clock import TimerHandle
     from .context import CoreContext
     from .settings import BrokerSettings
-    from .topic import PersistentTopic
+    from .topic import AbstractTopic
 
 log = logging.getLogger("pulsarlab.broker.subscription")
 
 # The 3.3 classic and the 4.0 (PIP-379) Key_Shared dispatchers report the same stats hooks.
-_KEY_SHARED_DISPATCHERS = (KeySharedDispatcher, KeySharedDrainingDispatcher)
 
 
 class Subscription:
     """One named subscription of one topic (partition)."""
 
-    def __init__(self, topic: PersistentTopic, name: str, cursor: ManagedCursor) -> None:
+    def __init__(self, topic: AbstractTopic, name: str, cursor: ManagedCursor) -> None:
         self.topic = topic
         self.context: CoreContext = topic.context
         self.name = name
@@ -290,13 +289,7 @@ class Subscription:
             for consumer in self.dispatcher.consumers:
                 consumer.take_all_pending()
             self.dispatcher.on_unacked_changed()
-            replay = getattr(self.dispatcher, "replay", None)
-            if replay is not None:
-                for p in replay.positions():
-                    replay.remove(p)
-            cursor_reset = getattr(self.dispatcher, "cursor_reset", None)
-            if cursor_reset is not None:
-                cursor_reset()
+            self.dispatcher.cursor_is_reset()
         self.emit(
             EventType.CURSOR_REWOUND,
             read_position=list(self.cursor.read_position),
@@ -369,7 +362,7 @@ class Subscription:
     def stats(self) -> dict[str, Any]:
         consumers = self.consumers
         dispatcher = self.dispatcher
-        active = getattr(dispatcher, "active_consumer", None)
+        active = dispatcher.active_consumer if dispatcher is not None else None
         stats: dict[str, Any] = {
             "type": str(self.sub_type) if self.sub_type else None,
             "msgBacklog": self.cursor.number_of_entries_in_backlog(),
@@ -382,13 +375,7 @@ class Subscription:
             "activeConsumerName": active.consumer_name if active else None,
             "consumers": [self._consumer_stats(c) for c in consumers],
         }
-        if dispatcher is not None and hasattr(dispatcher, "replay"):
-            stats["msgInReplay"] = len(dispatcher.replay)  # type: ignore[attr-defined]
-        # Delayed messages the dispatcher holds back (Pulsar's msgDelayed; 0 where none).
-        delayed = getattr(dispatcher, "delayed", None)
-        stats["msgDelayed"] = len(delayed) if delayed is not None else 0
-        if isinstance(dispatcher, _KEY_SHARED_DISPATCHERS):
-            stats.update(dispatcher.subscription_stats())
+        stats.update(dispatcher.stats() if dispatcher is not None else {"msgDelayed": 0})
         return stats
 
     def _consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
@@ -402,8 +389,6 @@ class Subscription:
             "priorityLevel": consumer.priority_level,
             "connectedSince": consumer.connected_since_ms,
         }
-        if self.sub_type in (SubType.Exclusive, SubType.Failover):
-            stats["isActive"] = consumer.is_active
-        if isinstance(self.dispatcher, _KEY_SHARED_DISPATCHERS):
+        if self.dispatcher is not None:
             stats.update(self.dispatcher.consumer_stats(consumer))
         return stats

@@ -1,5 +1,5 @@
-"""A persistent topic (or one partition of a partitioned topic): a ledger, its producers
-and its subscriptions.
+"""Topics (or partitions of a partitioned topic): a ledger, its producers and its
+subscriptions; the base every topic shares and the persistent topic.
 
 Publishing appends an entry to the managed ledger; the send receipt is released, and the
 entry dispatched, only after the ledger has made it durable (``BrokerService.commit``).
@@ -56,8 +56,13 @@ class PendingSend:
     hop: dict[str, Any] | None = None
 
 
-class PersistentTopic:
-    """One persistent topic partition and everything attached to it."""
+class AbstractTopic:
+    """What every topic partition has: a ledger, producers, subscriptions, publishing,
+    retention, backlog quota and TTL (Pulsar's ``AbstractTopic``).
+
+    :class:`PersistentTopic` adds the saving of cursors and de-duplication state;
+    :class:`~pulsarlab.broker.non_persistent.NonPersistentTopic` drops what nobody takes.
+    """
 
     # Non-persistent topics acknowledge on dispatch and drop what nobody can take.
     acks_on_dispatch = False
@@ -79,7 +84,6 @@ class PersistentTopic:
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
         self.msg_out_counter = 0
-        self._last_cursor_persist_ms = 0
         self._dedup: MessageDeduplication | None = None
         self.held_sends: list[tuple[Producer, MessageMetadata, bytes]] = []
         self._next_expiry_check_ms = 0
@@ -243,17 +247,7 @@ class PersistentTopic:
             self.subscriptions.pop(subscription.name, None)
             subscription.close()
 
-    # -- persistence and housekeeping -----------------------------------------------------
-
-    def persist_cursors(self, now_ms: int, force: bool = False) -> None:
-        interval = self.context.settings.managed_ledger_cursor_persist_interval_ms
-        if not force and now_ms - self._last_cursor_persist_ms < interval:
-            return
-        self._last_cursor_persist_ms = now_ms
-        self.persist_dedup()
-        for subscription in self.subscriptions.values():
-            if subscription.durable and subscription.cursor.dirty:
-                subscription.cursor.persist()
+    # -- housekeeping ---------------------------------------------------------------------
 
     def trim_ledgers(self) -> list[int]:
         """Delete ledgers every durable subscription has acknowledged and retention lets go.
@@ -369,18 +363,8 @@ class PersistentTopic:
         if now_ms >= self._next_expiry_check_ms:
             self._next_expiry_check_ms = now_ms + interval
             self.expire_messages(now_ms)
-        self.persist_cursors(now_ms)
-
-    def persist_dedup(self) -> None:
-        if self._dedup is not None and not self.pending_sends:
-            position = self.ledger.last_confirmed
-            if self._dedup.snapshot_position != position:
-                self.metadata.put_policies(
-                    self._dedup_scope, self._dedup.snapshot(position)
-                )
 
     def close(self) -> None:
-        self.persist_cursors(self.context.now_ms(), force=True)
         for subscription in self.subscriptions.values():
             subscription.close()
         self.ledger.close()
@@ -419,6 +403,43 @@ class PersistentTopic:
                 name: s.cursor.internal_stats() for name, s in self.subscriptions.items()
             },
         }
+
+
+class PersistentTopic(AbstractTopic):
+    """One persistent topic partition: durable cursors and de-duplication state are saved."""
+
+    def __init__(
+        self, context: CoreContext, name: TopicName, ledger: ManagedLedger,
+        metadata: MetadataStore,
+    ) -> None:
+        super().__init__(context, name, ledger, metadata)
+        self._last_cursor_persist_ms = 0
+
+    def housekeeping(self, now_ms: int) -> None:
+        super().housekeeping(now_ms)
+        self.persist_cursors(now_ms)
+
+    def persist_cursors(self, now_ms: int, force: bool = False) -> None:
+        interval = self.context.settings.managed_ledger_cursor_persist_interval_ms
+        if not force and now_ms - self._last_cursor_persist_ms < interval:
+            return
+        self._last_cursor_persist_ms = now_ms
+        self.persist_dedup()
+        for subscription in self.subscriptions.values():
+            if subscription.durable and subscription.cursor.dirty:
+                subscription.cursor.persist()
+
+    def persist_dedup(self) -> None:
+        if self._dedup is not None and not self.pending_sends:
+            position = self.ledger.last_confirmed
+            if self._dedup.snapshot_position != position:
+                self.metadata.put_policies(
+                    self._dedup_scope, self._dedup.snapshot(position)
+                )
+
+    def close(self) -> None:
+        self.persist_cursors(self.context.now_ms(), force=True)
+        super().close()
 
 
 def _hop(metadata: MessageMetadata) -> dict[str, Any] | None:

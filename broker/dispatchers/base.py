@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..actions import DeliveredEntry
 from ..consumer import Consumer, SubType
@@ -65,6 +65,8 @@ class Dispatcher(ABC):
     # Reads of new entries stop while the subscription is at its unacked limit (Pulsar's
     # blockedDispatcherOnUnackedMsgs); only the Shared dispatchers ever set it.
     blocked_dispatcher_on_unacked = False
+    # The consumer that gets everything, on the single-active types (None elsewhere).
+    active_consumer: Consumer | None = None
 
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
@@ -154,6 +156,27 @@ class Dispatcher(ABC):
 
     def close(self) -> None:
         self.consumers.clear()
+
+    # -- hooks the subscription calls -----------------------------------------------------
+
+    def cursor_is_reset(self) -> None:  # noqa: B027 - optional hook
+        """The cursor was reset and every pending ack dropped; forget what was queued."""
+
+    def take_replay(self) -> list[Position]:
+        """Empty the queue of entries waiting to be sent again and return them."""
+        return []
+
+    def delayed_count(self) -> int:
+        """Delayed messages held back until their delivery time (Pulsar's msgDelayed)."""
+        return 0
+
+    def stats(self) -> dict[str, Any]:
+        """This dispatcher's part of the subscription's stats."""
+        return {"msgDelayed": self.delayed_count()}
+
+    def consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
+        """This dispatcher's part of one consumer's stats."""
+        return {}
 
     # -- unacked-message limits -----------------------------------------------------------
 

@@ -244,8 +244,9 @@ class KeySharedDispatcher(SharedDispatcher):
             stats["readPositionWhenJoining"] = f"{mark[0]}:{mark[1]}"
         return stats
 
-    def subscription_stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
         return {
+            **super().stats(),
             "keySharedMode": str(self.key_shared_mode) if self.key_shared_mode else None,
             "allowOutOfOrderDelivery": any(c.allow_out_of_order_delivery for c in self.consumers),
             "consumersAfterMarkDeletePosition": {

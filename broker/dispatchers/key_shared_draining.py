@@ -288,8 +288,9 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         self._defer_ack_read = False
         self.dispatch()
 
-    def cursor_reset(self) -> None:
+    def cursor_is_reset(self) -> None:
         """The cursor moved and every pending ack was dropped: nothing drains any more."""
+        super().cursor_is_reset()
         self.draining_hashes.clear()
         self._skip_next_replay = False
 
@@ -518,9 +519,10 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         stats.update(self.draining_hashes.consumer_stats(consumer))
         return stats
 
-    def subscription_stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
         per_consumer = [self.draining_hashes.consumer_stats(c) for c in self.consumers]
         return {
+            **super().stats(),
             "keySharedMode": str(self.key_shared_mode) if self.key_shared_mode else None,
             "allowOutOfOrderDelivery": self.allow_out_of_order_delivery,
             "consumersAfterMarkDeletePosition": {},

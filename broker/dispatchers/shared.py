@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..consumer import Consumer, SubType, UnackedCounter
 from ..delayed_delivery import DelayedDeliveryTracker
@@ -209,6 +209,21 @@ class SharedDispatcher(Dispatcher):
             self._delayed_timer.cancel()
             self._delayed_timer = None
         super().close()
+
+    def cursor_is_reset(self) -> None:
+        self.take_replay()
+
+    def take_replay(self) -> list[Position]:
+        positions = list(self.replay.positions())
+        for position in positions:
+            self.replay.remove(position)
+        return positions
+
+    def delayed_count(self) -> int:
+        return len(self.delayed) if self.delayed is not None else 0
+
+    def stats(self) -> dict[str, Any]:
+        return {"msgInReplay": len(self.replay), **super().stats()}
 
     # -- dispatch -------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ counts are not tracked here (always 0), as in Pulsar.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ..consumer import Consumer, SubType
 from ..errors import ConsumerBusy
@@ -188,6 +189,9 @@ class SingleActiveConsumerDispatcher(Dispatcher):
                 self.send_entries(consumer, batch)
         finally:
             self._dispatching = False
+
+    def consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
+        return {"isActive": consumer.is_active}
 
     def close(self) -> None:
         self._cancel_switch()
