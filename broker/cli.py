@@ -1,9 +1,10 @@
 """The ``pulsarlab`` command line.
 
 ``pulsarlab broker`` opens (and, after a crash, recovers) a broker data directory and
-serves it over ZeroMQ, printing its service and event URLs; ``produce``, ``consume`` and
-``admin`` talk to a running broker like ``pulsar-client`` and ``pulsar-admin`` do; ``token``
-and ``curve`` make auth keys and tokens (like ``pulsar tokens``) and CurveZMQ key pairs.
+serves it over ZeroMQ, and its admin REST API over HTTP, printing their URLs; ``produce``,
+``consume`` and ``admin`` talk to a running broker like ``pulsar-client`` and
+``pulsar-admin`` do; ``token`` and ``curve`` make auth keys and tokens (like ``pulsar
+tokens``) and CurveZMQ key pairs.
 """
 
 from __future__ import annotations
@@ -50,8 +51,21 @@ def _build_parser() -> argparse.ArgumentParser:
         help="address to bind (default loopback; any other needs "
              "--set authentication_enabled=true --set token_secret_key=file:///KEY)",
     )
-    broker.add_argument("--port", type=int, default=6650, help="0 picks a free port")
+    broker.add_argument(
+        "--port", type=int, default=6651,
+        help="ZeroMQ port for pulsarlab clients (0 picks a free port)",
+    )
+    broker.add_argument(
+        "--pulsar-port", type=int, default=6650,
+        help="pulsar:// port for the official pulsar-client, as pulsar standalone "
+             "(broker_service_port; 0 picks a free port)",
+    )
     broker.add_argument("--events-port", type=int, default=0, help="0 picks a free port")
+    broker.add_argument(
+        "--web-port", type=int, default=8080,
+        help="port of the admin REST API, /admin/v2 (default 8080 like pulsar standalone; "
+             "0 picks a free port)",
+    )
     broker.add_argument(
         "--set", dest="settings", action="append", type=_parse_setting, default=[],
         metavar="NAME=VALUE", help="a broker setting in broker.conf's snake_case names",
@@ -72,12 +86,14 @@ def _run_broker(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     settings = dict(args.settings)
+    settings.setdefault("broker_service_port", args.pulsar_port)
     if settings.get("authentication_enabled") and not settings.get("token_secret_key"):
         raise ValueError(
             "authentication_enabled needs --set token_secret_key=file:///PATH "
             "(make one with: pulsarlab token create-secret-key --output PATH)"
         )
     data_dir = None if args.storage == "memory" else args.data_dir
+    settings.setdefault("web_service_port", args.web_port)
     broker = Broker(
         data_dir, args.host, args.port, storage=args.storage, events_port=args.events_port,
         **settings,
@@ -98,7 +114,9 @@ def _run_broker(args: argparse.Namespace) -> int:
     report = {
         "status": "ready",
         "service_url": broker.service_url,
+        "pulsar_url": broker.pulsar_url,
         "events_url": broker.events_url,
+        "web_url": broker.web_url,
         "storage": args.storage,
         "data_dir": data_dir,
         "topics": broker.call(summary),

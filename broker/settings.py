@@ -20,6 +20,9 @@ class BrokerSettings:
     ring before PR #23327, STICKY ranges before PR #24730). See
     :mod:`pulsarlab.broker.pulsar_version`."""
     max_message_size: int = 5 * 1024 * 1024
+    broker_service_port: int = 0
+    """Port of the pulsar:// listener for the official client (brokerServicePort); 0 picks
+    a free port (``pulsarlab broker`` passes 6650, as ``pulsar standalone`` listens)."""
     # Pulsar's maxNumPartitionsPerPartitionedTopic is 0 (no limit) by default; a notebook
     # broker creates partitions inline, so it refuses absurd counts instead of wedging.
     max_num_partitions_per_partitioned_topic: int = 1000
@@ -34,6 +37,12 @@ class BrokerSettings:
     dispatcher_max_round_robin_batch_size: int = 20
     max_unacked_messages_per_consumer: int = 50_000
     max_unacked_messages_per_subscription: int = 200_000
+    # Pulsar 4.0 Key_Shared (PIP-379): how far the dispatcher reads ahead of a blocked
+    # replay queue (keySharedLookAheadMsgInReplayThresholdPer{Consumer,Subscription}; 0 =
+    # that bound off) and the delay before reading again once a draining hash is released.
+    key_shared_look_ahead_msg_in_replay_threshold_per_consumer: int = 2000
+    key_shared_look_ahead_msg_in_replay_threshold_per_subscription: int = 20_000
+    key_shared_unblocking_interval_ms: int = 10
     managed_ledger_max_entries_per_ledger: int = 50_000
     managed_ledger_max_size_per_ledger_mb: int = 2048
     managed_ledger_max_ledger_rollover_time_minutes: int = 240
@@ -85,6 +94,9 @@ class BrokerSettings:
     more is refused with NotAllowedError."""
     max_topics_per_namespace: int = 0
     """Topics (each partition counts) per namespace (maxTopicsPerNamespace; 0 = no limit)."""
+    web_service_port: int = 0
+    """Port of the admin REST API, http://host:PORT/admin/v2 (webServicePort; 0 = a free
+    port; ``pulsarlab broker`` defaults to 8080 like ``pulsar standalone``)."""
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> BrokerSettings:
@@ -110,10 +122,14 @@ class BrokerSettings:
             raise InvalidArgument(
                 "broker setting dispatcher_max_round_robin_batch_size must be > 0"
             )
+        if not 0 <= settings.broker_service_port <= 65535:
+            raise InvalidArgument("broker setting broker_service_port must be 0..65535")
         for name in ("max_connections", "max_producers_per_connection",
                      "max_consumers_per_connection", "max_topics", "max_topics_per_namespace"):
             if getattr(settings, name) < 0:
                 raise InvalidArgument(f"broker setting {name} must be >= 0 (0 = no limit)")
+        if not 0 <= settings.web_service_port <= 65535:
+            raise InvalidArgument("broker setting web_service_port must be 0..65535 (0 = free)")
         if settings.authorization_enabled and not settings.authentication_enabled:
             raise InvalidArgument(
                 "authorization_enabled needs authentication_enabled: roles come from tokens"

@@ -4,7 +4,8 @@
 mode → :class:`HashRangeExclusiveStickyKeyConsumerSelector`; AUTO_SPLIT mode → consistent
 hashing when the broker setting ``subscriptionKeySharedUseConsistentHashing`` is on (Pulsar's
 default since 2.10), else the auto-split hash ranges. Which consistent-hashing ring depends on
-the broker's ``pulsar_version`` (:mod:`pulsarlab.broker.pulsar_version`).
+the broker's ``pulsar_version`` (:mod:`pulsarlab.broker.pulsar_version`); from 4.0 every
+selector comes from :mod:`.pip379` (16-bit sticky key hashes, the first-come ring).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from .hashing import (
     sticky_key,
     sticky_key_hash,
 )
+from .pip379 import ConsistentHashingStickyKeyConsumerSelector40, make_selector_40
 from .sticky import (
     HashRangeExclusiveStickyKeyConsumerSelector,
     LegacyHashRangeExclusiveStickyKeyConsumerSelector,
@@ -107,6 +109,8 @@ def make_selector(
     the latest 3.3) picks the consistent-hashing ring.
     """
     name = str(getattr(mode, "name", mode)).lower()
+    if version is not None and version.key_shared_draining_hashes and name in _MODES:
+        return make_selector_40(name, use_consistent_hashing, consistent_hashing_points)
     if name == "sticky":
         return sticky_selector(version)
     if name == "auto_split":
@@ -121,6 +125,8 @@ def consistent_hashing_selector(
 ) -> ConsistentHashRing:
     """The consistent-hashing selector of ``version`` (default: the latest 3.3)."""
     version = version or PulsarVersion.parse(DEFAULT_PULSAR_VERSION)
+    if version.key_shared_draining_hashes:
+        return ConsistentHashingStickyKeyConsumerSelector40(points)  # type: ignore[return-value]
     if version.consistent_hashing_replaces_on_collision:
         return ConsistentHashingStickyKeyConsumerSelector(points)
     return LegacyConsistentHashingStickyKeyConsumerSelector(points)

@@ -201,6 +201,15 @@ def test_produce_line_and_cell(run, broker) -> None:
     assert "<table>" in html and "hello world" in html
 
 
+def test_produce_more_than_a_producer_queue_loses_nothing(run, broker) -> None:
+    # The producer's pending queue holds 1000 messages; %pulsar produce blocks on a full
+    # queue (block_if_queue_full=True) instead of getting ProducerQueueIsFull.
+    sent = run("%pulsar produce burst x --count 2500")
+    assert sent.success, sent.out
+    assert len(sent.value) == 2500 and all(m is not None for m in sent.value)
+    assert run("%pulsar stats burst").value["msgInCounter"] == 2500
+
+
 def test_produce_many_to_a_partitioned_topic(run, broker) -> None:
     run("%pulsar create many --partitions 2")
     sent = run("%pulsar produce many x --count 1000")
