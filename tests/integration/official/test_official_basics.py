@@ -47,9 +47,7 @@ def test_every_subscription_type_delivers_everything_once(
     for i in range(200):
         producer.send_async(f"{i}".encode(), None, partition_key=f"k{i % 7}")
     producer.flush()
-    # A Failover subscription's first active consumer is picked after the failover delay
-    # (active_consumer_failover_delay_ms), so wait for the first message before draining.
-    first = consumer.receive(timeout_millis=5000)
+    first = consumer.receive(timeout_millis=WAIT_MS)  # Failover: after the failover delay
     consumer.acknowledge(first)
     values = sorted(int(m.data()) for m in [first, *drain(consumer)])
     assert values == list(range(200))
