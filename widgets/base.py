@@ -84,6 +84,11 @@ class View(ipywidgets.VBox):
         draw the first frame."""
         children = list(children)
         children.insert(1, self.history_bar)
+        for name in ("fig", "ring_fig"):  # plotly's toolbar beside the plot, not on the title
+            fig = getattr(self, name, None)
+            if isinstance(fig, go.FigureWidget):
+                fig.layout.modebar.orientation = "v"
+                fig.layout.margin.r = max(50, fig.layout.margin.r or 0)
         self.children = tuple(children)
         if not self._bound:
             self._bound = True

@@ -23,7 +23,7 @@ __all__ = ["html_to_lines", "picture_svg"]
 WIDTH = 760
 _FONT = "font-family='Helvetica,Arial,sans-serif'"
 _TAG = re.compile(r"<[^>]+>")
-_BREAK = re.compile(r"</tr>|<br\s*/?>|</p>|</li>|</div>|</h\d>", re.IGNORECASE)
+_BREAK = re.compile(r"</tr>|<br\s*/?>|</p>|</li>|</div>|</h\d>|<table[^>]*>", re.IGNORECASE)
 _CELL = re.compile(r"</t[dh]>", re.IGNORECASE)
 
 
@@ -133,6 +133,13 @@ class _Axis:
             return out
         if self.categories is not None:
             return [(p, str(c)) for c in self.categories if (p := self(c)) is not None]
+        dtick = _num(_get(self.layout, "dtick"))
+        if dtick:
+            first = math.ceil(self.min / dtick) * dtick
+            count = int((self.max - first) / dtick) + 1
+            if count <= 60:
+                return [(p, _short(v)) for v in (first + i * dtick for i in range(count))
+                        if (p := self(v)) is not None]
         return [(p, _short(v)) for v in _nice_ticks(self.min, self.max)
                 if (p := self(v)) is not None]
 
@@ -245,7 +252,7 @@ def _legend_entries(fig: Any) -> list[tuple[str, str, str]]:
         name = _get(trace, "name")
         if not name or _get(trace, "showlegend") is False:
             continue
-        if _get(trace, "meta") != "legend" and not _visible(trace):
+        if not _visible(trace):
             continue
         if not (_seq(_get(trace, "x")) or _seq(_get(trace, "r")) or _seq(_get(trace, "z"))
                 or _get(trace, "meta") == "legend"):
@@ -273,8 +280,8 @@ def _figure_svg(fig: Any, top: float) -> tuple[list[str], float]:
     m_r = float(_get(margin, "r") or 20)
     m_t = float(_get(margin, "t") or 40)
     m_b = float(_get(margin, "b") or 40)
-    legend = _legend_entries(fig)
-    legend_rows = math.ceil(len(legend) / 4) if legend else 0
+    legend = _legend_layout(_legend_entries(fig))
+    legend_rows = max((row for row, *_ in legend), default=-1) + 1
     out: list[str] = []
     title = _get(layout, "title", "text")
     if title:
@@ -285,18 +292,30 @@ def _figure_svg(fig: Any, top: float) -> tuple[list[str], float]:
         out += _polar(fig, m_l, plot_top, WIDTH - m_r, plot_bottom)
     else:
         out += _cartesian(fig, m_l, plot_top, WIDTH - m_r, plot_bottom)
-    y = top + height + 4
-    for row in range(legend_rows):
-        for col, (name, color, symbol) in enumerate(legend[row * 4:row * 4 + 4]):
-            x = 20 + col * (WIDTH - 40) / 4
-            if symbol == "line":
-                out.append(f"<path d='M{x:.1f},{y + 8:.1f}h18' stroke='{_esc(color)}' "
-                           "stroke-width='3'/>")
-            else:
-                out.append(_marker(x + 9, y + 8, symbol, 10, color))
-            out.append(_text(x + 24, y + 12, name, 11, anchor="start"))
-        y += 18
+    for row, x, (name, color, symbol) in legend:
+        y = top + height + 4 + row * 18
+        if symbol == "line":
+            out.append(f"<path d='M{x:.1f},{y + 8:.1f}h18' stroke='{_esc(color)}' "
+                       "stroke-width='3'/>")
+        else:
+            out.append(_marker(x + 9, y + 8, symbol, 10, color))
+        out.append(_text(x + 24, y + 12, name, 11, anchor="start"))
     return out, height + 4 + legend_rows * 18
+
+
+def _legend_layout(
+    entries: list[tuple[str, str, str]],
+) -> list[tuple[int, float, tuple[str, str, str]]]:
+    """Legend entries placed left to right, wrapping: (row, x, entry)."""
+    placed = []
+    row, x = 0, 20.0
+    for entry in entries:
+        width = 34 + 6.5 * len(entry[0])
+        if x > 20 and x + width > WIDTH - 10:
+            row, x = row + 1, 20.0
+        placed.append((row, x, entry))
+        x += width + 16
+    return placed
 
 
 def _axis_pair(fig: Any, trace: Any) -> tuple[str, str]:
@@ -328,7 +347,10 @@ def _cartesian(fig: Any, left: float, top: float, right: float, bottom: float) -
         xs: list[Any] = []
         ys: list[Any] = []
         for t in traces:
-            if t.type == "bar" and _get(t, "orientation") == "h":
+            if t.type == "bar" and _get(t, "orientation") != "h":
+                xs += _seq(_get(t, "x"))
+                ys += [0, *_seq(_get(t, "y"))]
+            elif t.type == "bar":
                 bases = _seq(_get(t, "base"))
                 widths = _seq(_get(t, "x"))
                 xs += bases + [(_num(b) or 0) + (_num(w) or 0) for b, w in zip(bases, widths,
@@ -361,6 +383,16 @@ def _cartesian(fig: Any, left: float, top: float, right: float, bottom: float) -
                 out += _trace(trace, xa, ya)
     first = next(iter(axes.values()))
     for shape in _seq(_get(layout, "shapes")):
+        if _get(shape, "type") == "rect":
+            xa, ya = first
+            p0, p1 = xa(_get(shape, "x0")), xa(_get(shape, "x1"))
+            q0, q1 = ya(_get(shape, "y0")), ya(_get(shape, "y1"))
+            if None not in (p0, p1, q0, q1):
+                color = _get(shape, "line", "color") or "#444"
+                width = _get(shape, "line", "width") or 1
+                out.append(f"<rect x='{min(p0, p1):.1f}' y='{min(q0, q1):.1f}' "
+                           f"width='{abs(p1 - p0):.1f}' height='{abs(q1 - q0):.1f}' "
+                           f"fill='none' stroke='{_esc(color)}' stroke-width='{width}'/>")
         if _get(shape, "type") == "line":
             xa, ya = first
             p0, p1 = xa(_get(shape, "x0")), xa(_get(shape, "x1"))
@@ -391,6 +423,18 @@ def _cartesian(fig: Any, left: float, top: float, right: float, bottom: float) -
 def _trace(trace: Any, xa: _Axis, ya: _Axis) -> list[str]:
     out: list[str] = []
     kind = trace.type
+    if kind == "bar" and _get(trace, "orientation") != "h":
+        colors = _get(trace, "marker", "color") or "#888"
+        xs, ys = _seq(_get(trace, "x")), _seq(_get(trace, "y"))
+        band = abs((xa(0.4) or 0) - (xa(-0.4) or 0)) if xa.categories is not None else 20
+        for i, (x, y) in enumerate(zip(xs, ys, strict=False)):
+            px, top, zero = xa(x), ya(y), ya(0)
+            if None in (px, top, zero):
+                continue
+            out.append(f"<rect x='{px - band / 2:.1f}' y='{min(top, zero):.1f}' "
+                       f"width='{band:.1f}' height='{abs(zero - top):.1f}' "
+                       f"fill='{_esc(_at(colors, i, '#888'))}'/>")
+        return out
     if kind == "bar":
         bases = _seq(_get(trace, "base"))
         widths = _seq(_get(trace, "x"))
