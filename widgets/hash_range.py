@@ -176,6 +176,7 @@ class HashRangeView(View):
                 self.highlighted = []
                 raise
         if record:
+            self.step_moved = []  # a preview moves nothing
             self._record(f"preview {name}" if name else "preview cleared")
         elif self.pinned is None:
             with self.hold_sync():

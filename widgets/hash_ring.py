@@ -184,6 +184,7 @@ class HashRingView(View):
         else:
             self.highlighted = preview_change(self.selector, self.message_keys, name)
         if record:
+            self.step_moved, self.changed = [], []  # a preview moves nothing
             self._record(f"preview {name}" if name else "preview cleared")
         elif self.pinned is None:
             with self.hold_sync():
