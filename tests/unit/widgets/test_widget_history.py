@@ -60,9 +60,9 @@ def test_show_step_by_label_and_a_clear_error_for_an_unknown_one(split):
     assert view.step.label == "add consumer C3"
     view.show_step("C2")  # a part of a label: the latest step containing it
     assert view.step.label == "add consumer C2"
-    with pytest.raises(KeyError, match="no step labelled 'remove consumer C9'.*'start'"):
+    with pytest.raises(KeyError, match=r"no step labelled 'remove consumer C9'.*'start'"):
         view.show_step("remove consumer C9")
-    with pytest.raises(IndexError, match="no step 12: this view has steps 0..4"):
+    with pytest.raises(IndexError, match=r"no step 12: this view has steps 0\.\.4"):
         view.at(12)
 
 
@@ -200,7 +200,7 @@ def test_history_keeps_the_last_steps_with_their_numbers():
         history.record(f"s{i}", None, {})
     assert history.labels == ["s2", "s3", "s4"] and len(history) == 5
     assert history[-1].index == 4 and history[2].label == "s2"
-    with pytest.raises(IndexError, match="steps 2..4"):
+    with pytest.raises(IndexError, match=r"steps 2\.\.4"):
         history[1]
 
 
