@@ -30,7 +30,7 @@ from pulsarlab.broker.errors import PulsarLabError
 
 from .history import History, HistoryBar, Step
 from .source import Snapshot, Source
-from .static import html_to_lines, picture_svg
+from .static import html_to_lines, picture_bundle, picture_svg
 
 if TYPE_CHECKING:
     from .whatif import WhatIf
@@ -239,7 +239,7 @@ class View(ipywidgets.VBox):
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = self.describe()
-        bundle["image/svg+xml"] = self.picture()
+        bundle.update(picture_bundle(self.picture(), bundle["text/plain"]))
         return bundle
 
     def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:

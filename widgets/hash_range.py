@@ -86,7 +86,7 @@ class HashRangeView(View):
                 go.Scatter(
                     name="moved in this step", mode="markers", hoverinfo="text",
                     marker={"symbol": "square-open", "size": 24, "color": _MOVED,
-                            "line": {"width": 3}},
+                            "line": {"width": 3, "color": _MOVED}},
                 ),
                 go.Scatter(
                     name="looked-up key", mode="markers+text", hoverinfo="text",

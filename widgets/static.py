@@ -11,6 +11,7 @@ pixel copy of plotly's rendering.
 
 from __future__ import annotations
 
+import base64
 import html
 import math
 import re
@@ -18,7 +19,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["html_to_lines", "picture_svg"]
+__all__ = ["html_to_lines", "picture_bundle", "picture_svg"]
 
 WIDTH = 760
 _FONT = "font-family='Helvetica,Arial,sans-serif'"
@@ -585,6 +586,7 @@ def _polar(fig: Any, left: float, top: float, right: float, bottom: float) -> li
             line_colors = _get(trace, "marker", "line", "color")
             line_widths = _get(trace, "marker", "line", "width")
             fills: dict[str, list[str]] = {}
+            band = 0.0
             for i, (r, theta) in enumerate(zip(rs, thetas, strict=False)):
                 base = _num(_at(bases, i, 0)) or 0.0
                 width = _num(_at(widths, i, 1)) or 1.0
@@ -598,8 +600,13 @@ def _polar(fig: Any, left: float, top: float, right: float, bottom: float) -> li
                                f"stroke='{_esc(_at(line_colors, i, '#000'))}' "
                                f"stroke-width='{lw:.1f}'/>")
                 else:
-                    fills.setdefault(color, []).append(shape)
-            out += [f"<path d='{''.join(d)}' fill='{_esc(c)}'/>" for c, d in fills.items()]
+                    fills.setdefault(color, []).append(_arc(point, base + float(r) / 2,
+                                                            float(theta) - width / 2,
+                                                            float(theta) + width / 2,
+                                                            clockwise))
+                    band = radius * float(r) / r_max
+            out += [f"<path d='{''.join(d)}' fill='none' stroke='{_esc(c)}' "
+                    f"stroke-width='{band:.1f}'/>" for c, d in fills.items()]
         else:
             colors = _get(trace, "marker", "color") or "#555"
             symbols = _get(trace, "marker", "symbol") or "circle"
@@ -623,6 +630,19 @@ def _polar(fig: Any, left: float, top: float, right: float, bottom: float) -> li
                     out.append(_text(px, py - 10, label, 10, weight="bold"))
             out += dots.svg()
     return out
+
+
+def _arc(point: Any, r: float, t0: float, t1: float, clockwise: bool) -> str:
+    """Path data of a circular arc at radius ``r`` (stroked thick, it is a polar bar)."""
+    if abs(t1 - t0) >= 359.9:  # a whole circle: two halves
+        middle = (t0 + t1) / 2
+        return _arc(point, r, t0, middle, clockwise) + _arc(point, r, middle, t1, clockwise)
+    (x0, y0), (x1, y1) = point(r, t0), point(r, t1)
+    cx, cy = point(0, t0)
+    rx = math.hypot(x0 - cx, y0 - cy)
+    large = 1 if abs(t1 - t0) > 180 else 0
+    sweep = 1 if clockwise == (t1 >= t0) else 0
+    return f"M{x0:.1f},{y0:.1f}A{rx:.1f},{rx:.1f} 0 {large} {sweep} {x1:.1f},{y1:.1f}"
 
 
 def _wedge(point: Any, r0: float, r1: float, t0: float, t1: float) -> str:
@@ -652,3 +672,15 @@ def picture_svg(figures: Sequence[Any], caption: Sequence[str], title: str = "")
     return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' height='{height:.0f}' "
             f"viewBox='0 0 {WIDTH} {height:.0f}'><rect width='100%' height='100%' "
             f"fill='#ffffff'/>{''.join(parts)}</svg>")
+
+
+def picture_bundle(svg: str, alt: str) -> dict[str, str]:
+    """The picture as output mime types: ``image/svg+xml`` (GitHub, nbviewer, a trusted
+    notebook) and ``text/html`` holding it as an ``<img>`` data URI — the form JupyterLab
+    shows for an untrusted notebook (one opened before it was run), whose sanitiser drops
+    inline SVG and which does not render ``image/svg+xml`` from untrusted outputs."""
+    data = base64.b64encode(svg.encode()).decode("ascii")
+    return {
+        "image/svg+xml": svg,
+        "text/html": f"<img alt='{_esc(alt)}' src='data:image/svg+xml;base64,{data}'/>",
+    }

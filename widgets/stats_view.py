@@ -27,7 +27,7 @@ from .pulsar_stats import (
     subscription_key_hash_ranges,
 )
 from .source import Palette
-from .static import html_to_lines, picture_svg
+from .static import html_to_lines, picture_bundle, picture_svg
 
 __all__ = ["StatsView"]
 
@@ -75,7 +75,7 @@ class StatsView(ipywidgets.VBox):
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = self.describe()
-        bundle["image/svg+xml"] = self.picture()
+        bundle.update(picture_bundle(self.picture(), bundle["text/plain"]))
         return bundle
 
     def update(self, stats: Mapping[str, Any] | str) -> None:

@@ -49,11 +49,11 @@ def test_tutorial_03_widgets_render_and_react_in_chromium(lab: Lab, page: Any, a
     page.screenshot(path=str(artifacts / "01_rendered.png"))
     view.screenshot(path=str(artifacts / "01_view.png"))
 
-    # what-if: type a name and press "add" — the kernel splits C3's range
+    # what-if: type a name and press "add consumer" — the kernel splits C3's range
     name_box = view.locator(".widget-text").filter(has_text="consumer").locator("input")
     name_box.first.fill("C5")
     name_box.first.press("Tab")
-    view.locator("button.jupyter-button", has_text=re.compile(r"^\s*add$")).first.click()
+    view.locator("button.jupyter-button", has_text=re.compile(r"^\s*add consumer$")).first.click()
     expect(first.locator(".gtitle")).to_contain_text("5 consumer(s)", timeout=30_000)
     expect(first.locator("g.trace.bars g.point")).to_have_count(5)
     page.wait_for_timeout(800)  # let the 500 ms range animation finish for the picture

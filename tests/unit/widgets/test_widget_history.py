@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from pulsarlab.widgets import (
@@ -111,6 +113,11 @@ def test_the_display_carries_a_static_svg_and_a_short_text(split):
     assert "step 3: add consumer C3" in svg and "3 consumer(s)" in svg
     assert "C3 [0, 16384]" in svg  # a bar's label, drawn in the picture
     assert "C4" not in svg
+    # an untrusted JupyterLab shows only the html form: the same SVG as an <img> data URI
+    html_form = bundle["text/html"]
+    assert html_form.startswith("<img alt='&lt;HashRangeView step 3")
+    encoded = html_form.split("base64,", 1)[1].rstrip("'/>")
+    assert base64.b64decode(encoded).decode() == svg
     text = bundle["text/plain"]
     assert "children=" not in text and text.startswith("<HashRangeView step 3")
     assert "children=" not in repr(view)
