@@ -1,10 +1,11 @@
 """Make executed tutorials fit to commit: no nbconvert timings, and a picture for every view.
 
 ``nbconvert --execute`` (with ``store_widget_state=False``) leaves each displayed view as a
-bundle of a widget reference, its static SVG and a one-line text. Without saved widget
-state the reference can never be drawn (JupyterLab says "model not found", GitHub and
-nbviewer draw nothing), so it is dropped: the committed output is the view's picture of
-the step its cell pinned. A kernel run replaces it with the live widget again.
+bundle of a widget reference, its static SVG and a one-line text (a progress bar: the
+reference and its last line). Without saved widget state a reference can never be drawn
+(JupyterLab says "model not found", GitHub and nbviewer draw nothing), so it is dropped:
+the committed output is the view's picture of the step its cell pinned, or the bar's line.
+A kernel run replaces them with the live widgets again.
 
 Usage: ``python scripts/finish_notebooks.py notebooks/NN-name.ipynb ...``
 """
@@ -16,7 +17,6 @@ import sys
 import nbformat
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-PICTURES = ("image/svg+xml", "image/png")
 
 
 def finish(path: str) -> int:
@@ -29,7 +29,7 @@ def finish(path: str) -> int:
         cell.metadata.pop("execution", None)
         for output in cell.get("outputs", []):
             data = output.get("data") or {}
-            if WIDGET_VIEW in data and any(kind in data for kind in PICTURES):
+            if WIDGET_VIEW in data:
                 del data[WIDGET_VIEW]
                 dropped += 1
     nbformat.write(book, path)
@@ -38,7 +38,7 @@ def finish(path: str) -> int:
 
 def main(paths: list[str]) -> int:
     for path in paths:
-        print(f"{path}: {finish(path)} view(s) kept as pictures")
+        print(f"{path}: {finish(path)} widget reference(s) dropped")
     return 0
 
 
