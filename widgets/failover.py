@@ -245,8 +245,9 @@ class FailoverView(View):
             heat.hovertext = hover
             self.fig.layout.shapes = outlines
             self.fig.layout.height = max(220, 80 + 45 * len(rows))
+            active = ", ".join(f"P{i}→{n or 'nobody'}" for i, n in sorted(self.active.items()))
             changed = f" — {len(outlines)} cell(s) changed (outlined)" if outlines else ""
-            self.fig.layout.title.text = f"Failover: partitions × consumers{changed}"
+            self.fig.layout.title.text = f"Failover: active {active or 'nowhere'}{changed}"
         self._draw_ring()
         self.table.value = self._table_html()
         if self.source.simulated:
