@@ -203,6 +203,7 @@ def broker_consumer(url, topic, n_entries, batch, ready, out, latency) -> None:
 
 def start_broker(storage: str, data_dir: str) -> tuple[subprocess.Popen, str]:
     args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
+            "--pulsar-port", "0",
             "--storage", storage, "--data-dir", data_dir]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     lines = []

@@ -50,7 +50,15 @@ def _build_parser() -> argparse.ArgumentParser:
         help="address to bind (default loopback; any other needs "
              "--set authentication_enabled=true --set token_secret_key=file:///KEY)",
     )
-    broker.add_argument("--port", type=int, default=6650, help="0 picks a free port")
+    broker.add_argument(
+        "--port", type=int, default=6651,
+        help="ZeroMQ port for pulsarlab clients (0 picks a free port)",
+    )
+    broker.add_argument(
+        "--pulsar-port", type=int, default=6650,
+        help="pulsar:// port for the official pulsar-client, as pulsar standalone "
+             "(broker_service_port; 0 picks a free port)",
+    )
     broker.add_argument("--events-port", type=int, default=0, help="0 picks a free port")
     broker.add_argument(
         "--set", dest="settings", action="append", type=_parse_setting, default=[],
@@ -72,6 +80,7 @@ def _run_broker(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     settings = dict(args.settings)
+    settings.setdefault("broker_service_port", args.pulsar_port)
     if settings.get("authentication_enabled") and not settings.get("token_secret_key"):
         raise ValueError(
             "authentication_enabled needs --set token_secret_key=file:///PATH "
@@ -98,6 +107,7 @@ def _run_broker(args: argparse.Namespace) -> int:
     report = {
         "status": "ready",
         "service_url": broker.service_url,
+        "pulsar_url": broker.pulsar_url,
         "events_url": broker.events_url,
         "storage": args.storage,
         "data_dir": data_dir,

@@ -1,7 +1,7 @@
 """``pulsarlab produce | consume | admin``: the client side of the command line.
 
 Modelled on ``pulsar-client produce/consume`` and ``pulsar-admin topics …``: the broker
-URL comes from ``--url`` or ``$PULSARLAB_URL`` (default ``zmq://127.0.0.1:6650``), admin
+URL comes from ``--url`` or ``$PULSARLAB_URL`` (default ``zmq://127.0.0.1:6651``), admin
 output is the same JSON ``pulsar-admin`` prints.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from .cli_security import add_client_options, add_namespace_commands, client_options, namespace_op
 
-DEFAULT_URL = "zmq://127.0.0.1:6650"
+DEFAULT_URL = "zmq://127.0.0.1:6651"
 SUB_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
 
 

@@ -74,11 +74,17 @@ class Consumer:
         )
         self.key_hash_filter: HashRangeExclusiveStickyKeyConsumerSelector | None = None
         self.is_reader = is_reader
+        # Where it consumes (set when it joins a subscription; for messages and stats).
+        self.topic_name = ""
+        self.subscription_name = ""
         self.connected_since_ms = connected_since_ms
         self.permits = 0
         self.pending_acks: dict[Position, PendingAck] = {}
         self.unacked_messages = 0
         self.blocked_on_unacked = False
+        # Flow permits granted while blocked on unacked messages, handed to the dispatcher when
+        # the consumer is unblocked (Pulsar's permitsReceivedWhileConsumerBlocked).
+        self.permits_received_while_blocked = 0
         self.is_active = False
         self.msg_out_counter = 0
         self.bytes_out_counter = 0
@@ -104,6 +110,16 @@ class Consumer:
         pending, self.pending_acks = self.pending_acks, {}
         self.unacked_messages = 0
         return pending
+
+    def __str__(self) -> str:
+        """As Pulsar's ``Consumer.toString`` prints it (without the connection address)."""
+        if self.subscription_name:
+            return (
+                f"Consumer{{subscription=PersistentSubscription{{topic={self.topic_name}, "
+                f"name={self.subscription_name}}}, consumerId={self.consumer_id}, "
+                f"consumerName={self.consumer_name}}}"
+            )
+        return f"Consumer{{consumerId={self.consumer_id}, consumerName={self.consumer_name}}}"
 
     def __repr__(self) -> str:
         return f"Consumer({self.consumer_name!r}, id={self.consumer_id}, permits={self.permits})"

@@ -213,9 +213,26 @@ class ManagedCursor:
         return max(0, total - acked)
 
     def number_of_entries_since_first_not_acked(self) -> int:
-        """Entries in ``(mark-delete, read position]``: Key_Shared's join-mark rule uses it."""
-        md = self.mark_delete_position
-        return self.ledger.count_entries((md[0], md[1] + 1), self.read_position)
+        """``ManagedCursorImpl.getNumberOfEntriesSinceFirstNotAckedMessage``.
+
+        The managed ledger's count of ``(mark-delete, read position]``, position arithmetic
+        as ``ManagedLedgerImpl.getNumberOfEntries`` does it: the read position itself counts
+        although it is the next entry to read, and individually acked entries are not
+        subtracted. 0 when the mark-delete is not behind the read position. Key_Shared's
+        recently-joined rule compares it with 1.
+        """
+        md, rp = self.mark_delete_position, self.read_position
+        if md >= rp:
+            return 0
+        if md[0] == rp[0]:
+            return rp[1] - md[1]
+        count = rp[1] + 1  # entries of the read position's ledger, up to it
+        for info in self.ledger.ledgers:
+            if info.ledger_id == md[0]:
+                count += info.entries - (md[1] + 1)
+            elif md[0] < info.ledger_id < rp[0]:
+                count += info.entries
+        return count
 
     def internal_stats(self) -> dict[str, Any]:
         md, rp = self.mark_delete_position, self.read_position

@@ -3,7 +3,8 @@
 An entry is a fixed 26-byte prefix with the fields the dispatcher needs on its hot path,
 then the msgpack-encoded :class:`MessageMetadata`, then the payload::
 
-    u8  format version (1)      u8  flags (bit 0: batched, bit 1: null value)
+    u8  format version (1)      u8  flags (bit 0: batched, bit 1: null value,
+                                           bit 2: a batch in Pulsar's layout)
     u32 number of messages      u32 sticky key hash (31-bit murmur3, computed at publish)
     i64 deliver-at time (ms, 0 = immediately)   i64 publish time (ms)   ...
     u32 metadata length | metadata (msgpack map) | payload bytes
@@ -27,6 +28,7 @@ from .selectors.hashing import NONE_KEY, sticky_key, sticky_key_hash
 FORMAT_VERSION = 1
 FLAG_BATCHED = 0x01
 FLAG_NULL_VALUE = 0x02
+FLAG_PULSAR_BATCH = 0x04  # a batch in Pulsar's layout (published over pulsar://)
 
 _PREFIX = struct.Struct(">BBIIqqI")
 PREFIX_SIZE = _PREFIX.size
@@ -57,6 +59,9 @@ class MessageMetadata:
     marker_type: int | None = None
     # For a batch: the sequence id of its last message (``sequence_id`` is the first's).
     highest_sequence_id: int | None = None
+    # The serialized Pulsar ``MessageMetadata`` of an entry published over pulsar:// (its
+    # payload then has Pulsar's batch layout); pulsar:// consumers get it back unchanged.
+    pulsar_metadata: bytes | None = None
 
     @property
     def num_messages(self) -> int:
@@ -121,6 +126,8 @@ class MessageMetadata:
             out["marker_type"] = self.marker_type
         if self.highest_sequence_id is not None:
             out["highest_sequence_id"] = self.highest_sequence_id
+        if self.pulsar_metadata is not None:
+            out["pulsar_metadata"] = self.pulsar_metadata
         return out
 
     @classmethod
@@ -158,12 +165,12 @@ _FIELD_TYPES: dict[str, type] = {
     "uncompressed_size": int, "deliver_at_time": int, "schema_version": bytes,
     "null_value": bool, "uuid": str, "num_chunks_from_msg": int,
     "total_chunk_msg_size": int, "chunk_id": int, "marker_type": int,
-    "highest_sequence_id": int,
+    "highest_sequence_id": int, "pulsar_metadata": bytes,
 }
 _OPTIONAL = frozenset(
     {"partition_key", "ordering_key", "num_messages_in_batch", "schema_version", "uuid",
      "num_chunks_from_msg", "total_chunk_msg_size", "chunk_id", "marker_type",
-     "highest_sequence_id"}
+     "highest_sequence_id", "pulsar_metadata"}
 )
 _U32 = (0, (1 << 32) - 1)
 _INT_RANGES = {
@@ -200,6 +207,8 @@ def encode_entry(metadata: MessageMetadata, payload: bytes) -> bytes:
     flags = (FLAG_BATCHED if num is not None else 0) | (
         FLAG_NULL_VALUE if metadata.null_value else 0
     )
+    if num is not None and metadata.pulsar_metadata is not None:
+        flags |= FLAG_PULSAR_BATCH
     if metadata.ordering_key is None and metadata.partition_key is None:
         key_hash = _NONE_KEY_HASH
     else:

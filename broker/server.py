@@ -1,11 +1,13 @@
 """The ZeroMQ shell around the broker core: sockets, timers, heart-beats, one thread.
 
 ``Broker`` binds a ROUTER socket for client commands (replies and pushed messages go
-back through it) and an XPUB socket for the event stream, then runs one loop on its own
-thread: read a burst of commands, hand them to :class:`BrokerService`, group-commit
-(one fsync for the burst), run due timers, and turn the core's actions into frames. The
-same class serves inside a Jupyter kernel (``start()`` in-process) and as its own process
-(``pulsarlab broker`` calls the very same ``start()``/``stop()``).
+back through it), a STREAM socket for the official client's pulsar:// connections (raw TCP
+bytes, each connection a sans-I/O :class:`~.pulsar_protocol.PulsarSession`) and an XPUB
+socket for the event stream, then runs one loop on its own thread: read a burst of
+commands, hand them to :class:`BrokerService`, group-commit (one fsync for the burst),
+run due timers, and turn the core's actions into frames. The same class serves inside a
+Jupyter kernel (``start()`` in-process) and as its own process (``pulsarlab broker`` calls
+the very same ``start()``/``stop()``).
 
 Other threads never touch the core directly: :meth:`Broker.call` runs a function on the
 broker thread and returns its result.
@@ -34,11 +36,14 @@ from .admin_handler import AdminHandler
 from .clock import WallClock
 from .consumer import KeySharedMeta, KeySharedMode, SubType
 from .curve import apply_server, load_secret_key
-from .entry import MessageMetadata
+from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_entry
 from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, PulsarLabError
 from .events import BrokerEvent
 from .limits import check_connections, check_consumers, check_producers
 from .message_id import MessageId
+from .pulsar_protocol import PulsarSession
+from .pulsar_protocol.metadata import pulsar_entry_for_zmq
+from .pulsar_protocol.schemas import SchemaRegistry
 from .security import Authenticator, check_bind, event_stream_check, events_host
 from .service import BrokerService
 from .settings import BrokerSettings
@@ -113,6 +118,7 @@ class Broker:
         self.dropped_from_refused = 0  # messages dropped from refused connections
         self.host = host
         self.port = port
+        self.pulsar_port = self.settings.broker_service_port
         self.events_port = events_port
         self.storage_kind = storage
         self.keep_alive_ms = int(keep_alive_interval_seconds * 1000)
@@ -141,6 +147,11 @@ class Broker:
     @property
     def service_url(self) -> str:
         return f"zmq://{self.host}:{self.port}"
+
+    @property
+    def pulsar_url(self) -> str:
+        """Where the official ``pulsar-client`` connects: ``pulsar://host:port``."""
+        return f"pulsar://{self.host}:{self.pulsar_port}"
 
     @property
     def events_url(self) -> str:
@@ -266,6 +277,15 @@ class Broker:
             self.router.bind(f"tcp://{self.host}:{self.port}")
         else:
             self.port = self.router.bind_to_random_port(f"tcp://{self.host}")
+        self.stream = ctx.socket(zmq.STREAM)  # pulsar:// connections
+        self._sockets.append(self.stream)
+        self.stream.linger = 0
+        self.stream.sndhwm = 0
+        self.stream.rcvhwm = 0
+        if self.pulsar_port:
+            self.stream.bind(f"tcp://{self.host}:{self.pulsar_port}")
+        else:
+            self.pulsar_port = self.stream.bind_to_random_port(f"tcp://{self.host}")
         self.pub = ctx.socket(zmq.XPUB)
         self._sockets.append(self.pub)
         self.pub.linger = 0
@@ -285,11 +305,20 @@ class Broker:
             open_storage(self.data_dir, self.storage_kind), self.clock, self.settings
         )
         self.connections: dict[bytes, Connection] = {}
+        self.pulsar_sessions: dict[bytes, PulsarSession] = {}
+        # Connections the broker closed (oldest forgotten first): ZeroMQ may still report
+        # their peer leaving, which must not read as a new connection.
+        self._closed_streams: dict[bytes, None] = {}
+        self.schemas = SchemaRegistry()
+        self._exclusive_producers: dict[str, int] = {}
         self.admin = AdminHandler(self.service)
         self._event_subscribers = 0
         self._publishing_events = False
         self._next_ping = self.clock.now_ms() + self.keep_alive_ms
-        log.info("pulsarlab broker serving on %s (events %s)", self.service_url, self.events_url)
+        log.info(
+            "pulsarlab broker serving on %s and %s (events %s)",
+            self.service_url, self.pulsar_url, self.events_url,
+        )
 
     def _teardown(self) -> None:
         try:
@@ -300,7 +329,7 @@ class Broker:
         if self._monitor is not None:
             self.router.disable_monitor()
             self._monitor.close(linger=0)
-        for sock in (self.router, self.pub, self.wake):
+        for sock in (self.router, self.stream, self.pub, self.wake):
             sock.close(linger=0)
         if self._zap is not None:
             self._zap.close()
@@ -309,6 +338,7 @@ class Broker:
     def _loop(self) -> None:
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
+        poller.register(self.stream, zmq.POLLIN)
         poller.register(self.pub, zmq.POLLIN)
         poller.register(self.wake, zmq.POLLIN)
         service = self.service
@@ -324,6 +354,8 @@ class Broker:
                 self._read_event_subscriptions()
             if self.router in ready:
                 self._drain_router()
+            if self.stream in ready:
+                self._drain_stream()
             self._run_calls()
             service.commit()
             service.tick()
@@ -352,6 +384,73 @@ class Broker:
                 frames.append(frame)
                 more = frame.more
             handle(frames)
+
+    def _drain_stream(self) -> None:
+        """Read pulsar:// traffic: bytes for a session, or a connect/disconnect notice
+        (an empty message, as ZeroMQ's STREAM socket reports them)."""
+        recv = self.stream.recv
+        sessions = self.pulsar_sessions
+        for _ in range(_BURST):
+            try:
+                identity = recv(_NOBLOCK)
+            except zmq.Again:
+                return
+            data = recv()
+            session = sessions.get(identity)
+            if not data:
+                if identity in self._closed_streams:  # its notice after we closed it
+                    del self._closed_streams[identity]
+                    continue
+                if session is not None:
+                    del sessions[identity]
+                    if not session.closed:
+                        session.connection_lost()
+                    continue
+                try:
+                    check_connections(self.settings, len(self.connections) + len(sessions))
+                except PulsarLabError as exc:
+                    log.info("refused a pulsar:// connection: %s", exc)
+                    self._stream_send(identity, b"")
+                    continue
+                assert self.service is not None
+                sessions[identity] = PulsarSession(
+                    self.service,
+                    settings=self.settings,
+                    authenticator=self.authenticator,
+                    authorizer=self.admin.authorizer,
+                    schemas=self.schemas,
+                    exclusive_producers=self._exclusive_producers,
+                    service_url=self.pulsar_url,
+                    now_ms=self.clock.now_ms,
+                )
+                continue
+            if session is None:
+                continue
+            try:
+                session.receive_data(data)
+            except Exception:  # a bug must cost this connection, never the broker
+                log.exception("internal error on a pulsar:// connection; closing it")
+                session.connection_lost()
+            self._flush_session(identity, session)
+
+    def _flush_session(self, identity: bytes, session: PulsarSession) -> None:
+        data = session.data_to_send()
+        if data:
+            self._stream_send(identity, data)
+        if session.closed:
+            self._stream_send(identity, b"")  # closes the TCP connection
+            self.pulsar_sessions.pop(identity, None)
+            if len(self._closed_streams) >= _MAX_IGNORED:
+                del self._closed_streams[next(iter(self._closed_streams))]
+            self._closed_streams[identity] = None
+
+    def _stream_send(self, identity: bytes, data: bytes) -> None:
+        # Never blocking: a peer that is going away makes a blocking send wait forever.
+        try:
+            self.stream.send(identity, _SNDMORE | _NOBLOCK)
+            self.stream.send(data, _NOBLOCK, len(data) < _ZERO_COPY_MIN)
+        except zmq.ZMQError as exc:
+            log.info("could not send to a pulsar:// client (%s); it is gone", exc)
 
     @staticmethod
     def _poll_nowait(sock: zmq.Socket) -> bool:
@@ -771,8 +870,13 @@ class Broker:
         # Consecutive receipts for one producer travel as one SEND_RECEIPTS message.
         receipts: list[tuple[int, int, int, int]] = []
         receipts_to: tuple[Connection, int] | None = None
+        pulsar_sessions: set[PulsarSession] = set()
         for action in self.service.take_actions():
             conn = action.conn
+            if type(conn) is PulsarSession:
+                conn.handle_action(action)
+                pulsar_sessions.add(conn)
+                continue
             if not isinstance(conn, Connection) or conn.identity not in connections:
                 continue
             kind = type(action)
@@ -807,7 +911,10 @@ class Broker:
                     "v": wire.PROTOCOL_VERSION, "cmd": "MESSAGE", "rid": 0,
                     "consumer_id": client_id, "entries": entries,
                 })
-                send(conn, [header, *[e.data for e in action.entries]])
+                send(conn, [header, *[
+                    _zmq_layout(e.data) if e.data[1] & FLAG_PULSAR_BATCH else e.data
+                    for e in action.entries
+                ]])
             elif isinstance(action, SendError):
                 client_id = conn.producer_ids.get(action.producer_id)
                 if client_id is not None:
@@ -842,6 +949,10 @@ class Broker:
 
         if receipts:
             self._send_receipts(receipts_to, receipts)
+        if pulsar_sessions:
+            for identity, session in list(self.pulsar_sessions.items()):
+                if session in pulsar_sessions:
+                    self._flush_session(identity, session)
 
     def _send_receipts(
         self, to: tuple[Connection, int] | None, receipts: list[tuple[int, int, int, int]]
@@ -898,6 +1009,15 @@ class Broker:
                 del self.connections[identity]
             else:
                 self._send(conn, wire.encode("PING"))
+        for identity, session in list(self.pulsar_sessions.items()):
+            session.ping(self.keep_alive_ms)
+            self._flush_session(identity, session)
+
+
+def _zmq_layout(data: bytes) -> bytes:
+    """An entry holding a batch in Pulsar's layout, re-laid for a ZeroMQ consumer."""
+    metadata, payload = pulsar_entry_for_zmq(*decode_entry(data))
+    return encode_entry(metadata, payload)
 
 
 def _source_fd(frame: Any) -> int | None:

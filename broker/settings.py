@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from .errors import InvalidArgument
+from .pulsar_version import DEFAULT_PULSAR_VERSION, PulsarVersion
 from .storage.base import LedgerConfig
 
 
@@ -13,7 +14,14 @@ from .storage.base import LedgerConfig
 class BrokerSettings:
     """Every tunable of the broker core. Unknown names are rejected, not ignored."""
 
+    pulsar_version: str = DEFAULT_PULSAR_VERSION
+    """The Pulsar release whose behaviour the broker reproduces where releases differ:
+    ``"3.3"`` (the latest 3.3.x patch) or a patch such as ``"3.3.1"`` (the consistent-hashing
+    ring before PR #23327). See :mod:`pulsarlab.broker.pulsar_version`."""
     max_message_size: int = 5 * 1024 * 1024
+    broker_service_port: int = 0
+    """Port of the pulsar:// listener for the official client (brokerServicePort); 0 picks
+    a free port (``pulsarlab broker`` passes 6650, as ``pulsar standalone`` listens)."""
     # Pulsar's maxNumPartitionsPerPartitionedTopic is 0 (no limit) by default; a notebook
     # broker creates partitions inline, so it refuses absurd counts instead of wedging.
     max_num_partitions_per_partitioned_topic: int = 1000
@@ -23,7 +31,7 @@ class BrokerSettings:
     acknowledgment_at_batch_index_level_enabled: bool = False
     active_consumer_failover_delay_ms: int = 1000
     dispatcher_max_read_batch_size: int = 100
-    # Shared: at most this many entries go to one consumer per round-robin turn (Pulsar's
+    # Shared: at most this many messages go to one consumer per round-robin turn (Pulsar's
     # dispatcherMaxRoundRobinBatchSize), so one read is spread over the consumers.
     dispatcher_max_round_robin_batch_size: int = 20
     max_unacked_messages_per_consumer: int = 50_000
@@ -95,6 +103,7 @@ class BrokerSettings:
             if expected is str and not isinstance(value, str):
                 raise InvalidArgument(f"broker setting {name} must be a string, not {value!r}")
         settings = replace(cls(), **kwargs)
+        PulsarVersion.parse(settings.pulsar_version)
         if settings.max_message_size <= 0:
             raise InvalidArgument("broker setting max_message_size must be > 0")
         if settings.dispatcher_max_read_batch_size <= 0:
@@ -103,6 +112,8 @@ class BrokerSettings:
             raise InvalidArgument(
                 "broker setting dispatcher_max_round_robin_batch_size must be > 0"
             )
+        if not 0 <= settings.broker_service_port <= 65535:
+            raise InvalidArgument("broker setting broker_service_port must be 0..65535")
         for name in ("max_connections", "max_producers_per_connection",
                      "max_consumers_per_connection", "max_topics", "max_topics_per_namespace"):
             if getattr(settings, name) < 0:
@@ -112,6 +123,10 @@ class BrokerSettings:
                 "authorization_enabled needs authentication_enabled: roles come from tokens"
             )
         return settings
+
+    def version(self) -> PulsarVersion:
+        """:attr:`pulsar_version` parsed: ask it which rules apply."""
+        return PulsarVersion.parse(self.pulsar_version)
 
     def ledger_config(self) -> LedgerConfig:
         return LedgerConfig(

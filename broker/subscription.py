@@ -2,11 +2,13 @@
 
 The type is fixed by the first consumer and may change only when no consumer is
 connected. Acknowledgements land here: individual and batch-index acks on any type,
-cumulative acks only on Exclusive and Failover.
+cumulative acks only on Exclusive and Failover (on Shared and Key_Shared one is logged and
+ignored, as Pulsar's broker does; the client refuses to send it).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -17,11 +19,7 @@ from .dispatchers.base import Dispatcher
 from .dispatchers.key_shared import KeySharedDispatcher
 from .dispatchers.shared import SharedDispatcher
 from .dispatchers.single_active import SingleActiveConsumerDispatcher
-from .errors import (
-    CumulativeAcknowledgementNotAllowed,
-    InvalidArgument,
-    SubscriptionTypeMismatch,
-)
+from .errors import InvalidArgument, SubscriptionTypeMismatch
 from .events import EventType
 from .selectors.sticky import HashRangeExclusiveStickyKeyConsumerSelector
 from .storage.base import Position
@@ -30,6 +28,8 @@ if TYPE_CHECKING:
     from .service import TimerHandle
     from .settings import BrokerSettings
     from .topic import PersistentTopic
+
+log = logging.getLogger("pulsarlab.broker.subscription")
 
 
 class Subscription:
@@ -125,6 +125,8 @@ class Subscription:
                 )
             self.dispatcher.close()
             self.dispatcher = None
+        consumer.topic_name = self.topic.name
+        consumer.subscription_name = self.name
         if consumer.key_hash_ranges and sub_type in (SubType.Exclusive, SubType.Failover):
             selector = HashRangeExclusiveStickyKeyConsumerSelector()
             selector.add_consumer(consumer)
@@ -200,13 +202,15 @@ class Subscription:
                 f"{last[0]}:{last[1]} of {self.topic.name}"
             )
         if cumulative:
-            if self.sub_type in (SubType.Shared, SubType.Key_Shared):
-                raise CumulativeAcknowledgementNotAllowed(
-                    f"cumulative ack is not allowed on a {self.sub_type} subscription "
-                    f"({self.name!r} on {self.topic.name})"
-                )
             if len(positions) != 1:
                 raise InvalidArgument("a cumulative ack carries exactly one message id")
+            if self.sub_type in (SubType.Shared, SubType.Key_Shared):
+                # Consumer.messageAcked: warn and ignore, no error to the client.
+                log.warning(
+                    "[%s] [%s] Received cumulative ack on %s subscription, ignoring",
+                    self.topic.name, self.name, self.sub_type,
+                )
+                return
             position = positions[0]
             ack_set = (ack_sets or {}).get(position)
             batch_acks = consumer is not None and self.batch_index_ack_enabled(consumer)
@@ -280,6 +284,7 @@ class Subscription:
         if self.dispatcher is not None:
             for consumer in self.dispatcher.consumers:
                 consumer.take_all_pending()
+            self.dispatcher.on_unacked_changed()
             replay = getattr(self.dispatcher, "replay", None)
             if replay is not None:
                 for p in replay.positions():
@@ -316,6 +321,9 @@ class Subscription:
             "unackedMessages": sum(c.unacked_messages for c in consumers),
             "msgOutCounter": sum(c.msg_out_counter for c in consumers),
             "isDurable": self.durable,
+            "blockedSubscriptionOnUnackedMsgs": bool(
+                dispatcher is not None and dispatcher.blocked_dispatcher_on_unacked
+            ),
             "activeConsumerName": active.consumer_name if active else None,
             "consumers": [self._consumer_stats(c) for c in consumers],
         }

@@ -2,15 +2,16 @@
 
 Answers "how much of the key space does each consumer own?" and "which keys move when a
 consumer joins or leaves?" — on a ring a newcomer takes a little from everybody, unlike
-AUTO_SPLIT's halving. Each consumer's points (100 by default,
-``murmur(name + "\\0" + i)`` on the 31-bit ring) sit on the outer circle; the band inside
-is one arc per run of ring the same consumer owns (a legend names the colours); keys sit on
-the inner circle, coloured by owner, and a key typed in the lookup box is marked and named.
-After a change, the arcs that changed owner are outlined and the keys that moved ringed.
-The table gives each consumer's exact keyspace share (they sum to 1) from the broker's own
-selector. Typing a consumer name highlights the keys that would move if it joined (or
-left); in what-if mode the buttons make the change. :meth:`HashRingView.zoom` shows one
-sector of the ring. The ring is a pure function of the consumer
+AUTO_SPLIT's halving. Each consumer's points (100 by default on the 31-bit ring,
+``murmur(name + "\\0" + nameIndex + "\\0" + i)`` since 3.3.2, ``murmur(name + "\\0" + i)``
+before) sit on the outer circle; the band inside is one arc per run of ring the same
+consumer owns (a legend names the colours); keys sit on the inner circle, coloured by
+owner, and a key typed in the lookup box is marked and named. After a change, the arcs
+that changed owner are outlined and the keys that moved ringed. The table gives each
+consumer's exact keyspace share (they sum to 1) from the broker's own selector. Typing a
+consumer name highlights the keys that would move if it joined (or left); in what-if mode
+the buttons make the change. :meth:`HashRingView.zoom` shows one sector of the ring. The
+ring is a pure function of the consumer
 names, so live mode rebuilds it with the broker's selector class from the names in stats.
 """
 
@@ -27,7 +28,7 @@ import plotly.graph_objects as go
 from pulsarlab.broker.selectors import (
     DEFAULT_NUMBER_OF_POINTS,
     RING_SIZE,
-    ConsistentHashingStickyKeyConsumerSelector,
+    ConsistentHashRing,
 )
 
 from .base import View
@@ -112,7 +113,7 @@ class HashRingView(View):
         self.changed: list[tuple[int, int, str, str]] = []
         """Stretches of ring that changed owner in the step shown: (start, end, old, new)."""
         self.sector: tuple[float, float] | None = None
-        self.selector: ConsistentHashingStickyKeyConsumerSelector | None = None
+        self.selector: ConsistentHashRing | None = None
         self._legend: dict[str, int] = {}
         self.fig = go.FigureWidget(
             data=[
@@ -234,7 +235,7 @@ class HashRingView(View):
         selector = None
         if self.whatif is not None:
             real = self.whatif.selector()
-            if isinstance(real, ConsistentHashingStickyKeyConsumerSelector):
+            if isinstance(real, ConsistentHashRing):  # either 3.3 ring, as the broker has it
                 selector = real
         self.selector = selector or ring_of(names, count)
         consumers = [c.consumer_name for c in self.selector.consumers]

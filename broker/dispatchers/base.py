@@ -62,6 +62,9 @@ class Dispatcher(ABC):
     """Base of the subscription dispatchers."""
 
     sub_type: SubType
+    # Reads of new entries stop while the subscription is at its unacked limit (Pulsar's
+    # blockedDispatcherOnUnackedMsgs); only the Shared dispatchers ever set it.
+    blocked_dispatcher_on_unacked = False
 
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
@@ -83,6 +86,17 @@ class Dispatcher(ABC):
         """Drop a consumer; what it had not acknowledged goes to the others."""
 
     def consumer_flow(self, consumer: Consumer, permits: int) -> None:
+        """The consumer grants permits (Pulsar's ``Consumer.flowPermits``).
+
+        A Shared/Key_Shared consumer at its unacked limit is blocked, and permits it grants
+        while blocked are held back until it is unblocked.
+        """
+        limit = self.max_unacked_messages(consumer)
+        if limit > 0 and consumer.unacked_messages >= limit:
+            consumer.blocked_on_unacked = True
+        if consumer.blocked_on_unacked:
+            consumer.permits_received_while_blocked += permits
+            return
         consumer.permits += permits
         self.dispatch()
 
@@ -141,6 +155,51 @@ class Dispatcher(ABC):
     def close(self) -> None:
         self.consumers.clear()
 
+    # -- unacked-message limits -----------------------------------------------------------
+
+    def max_unacked_messages(self, consumer: Consumer) -> int:
+        """The consumer's unacked-message limit, 0 for none (``Consumer.getMaxUnackedMessages``).
+
+        Only Shared and Key_Shared consumers (individual-ack mode) are limited, and only on a
+        durable subscription.
+        """
+        if self.sub_type not in _SHARED_TYPES or not self.cursor.durable:
+            return 0
+        return self.subscription.settings.max_unacked_messages_per_consumer
+
+    def available_permits(self, consumer: Consumer) -> int:
+        """Messages the consumer may get now: its permits cut to what its unacked limit leaves.
+
+        As ``PersistentDispatcherMultipleConsumers.trySendMessagesToConsumers`` computes it
+        for every turn: ``min(permits, max(limit - unacked, 0))`` when a limit is set.
+        """
+        permits = max(consumer.permits, 0)
+        limit = self.max_unacked_messages(consumer)
+        if limit > 0:
+            return min(permits, max(limit - consumer.unacked_messages, 0))
+        return permits
+
+    def on_unacked_changed(self) -> None:  # noqa: B027 - optional hook
+        """Consumers' unacked counts changed; dispatchers with a subscription limit check it."""
+
+    def _unblock(self, consumer: Consumer) -> None:
+        """Unblock the consumer and hand over the permits it granted while blocked."""
+        consumer.blocked_on_unacked = False
+        held = consumer.permits_received_while_blocked
+        if held:
+            consumer.permits_received_while_blocked = 0
+            consumer.permits += held
+
+    def _maybe_unblock(self, consumer: Consumer) -> None:
+        """Unblock once acks bring the consumer to half its limit or below.
+
+        ``Consumer.updateBlockedConsumerOnUnackedMsgs``; the caller dispatches afterwards.
+        """
+        if consumer.blocked_on_unacked:
+            limit = self.max_unacked_messages(consumer)
+            if limit <= 0 or consumer.unacked_messages <= limit // 2:
+                self._unblock(consumer)
+
     # -- helpers --------------------------------------------------------------------------
 
     def entries_to_read(self, permits: int) -> int:
@@ -169,10 +228,13 @@ class Dispatcher(ABC):
 
     def send_entries(
         self, consumer: Consumer, entries: list[tuple[Position, bytes, EntryHeader]]
-    ) -> None:
-        """Deliver entries to a consumer, charging its permits and recording pending acks."""
+    ) -> int:
+        """Deliver entries to a consumer, charging its permits and recording pending acks.
+
+        Returns the number of messages sent.
+        """
         if not entries:
-            return
+            return 0
         subscription = self.subscription
         settings = subscription.settings
         partition = subscription.partition_index
@@ -211,16 +273,12 @@ class Dispatcher(ABC):
         self._avg_messages_per_entry = max(
             1.0, 0.9 * self._avg_messages_per_entry + 0.1 * (total_messages / n)
         )
-        limit = settings.max_unacked_messages_per_consumer
-        if 0 < limit <= consumer.unacked_messages and self.sub_type in _SHARED_TYPES:
+        limit = self.max_unacked_messages(consumer)
+        if 0 < limit <= consumer.unacked_messages:
             consumer.blocked_on_unacked = True
+        self.on_unacked_changed()
         subscription.deliver(consumer, delivered)
-
-    def _maybe_unblock(self, consumer: Consumer) -> None:
-        if consumer.blocked_on_unacked:
-            limit = self.subscription.settings.max_unacked_messages_per_consumer
-            if consumer.unacked_messages <= limit // 2:
-                consumer.blocked_on_unacked = False
+        return total_messages
 
     @staticmethod
     def can_receive(consumer: Consumer) -> bool:

@@ -65,6 +65,7 @@ class KeySharedDispatcher(SharedDispatcher):
                 "sticky" if mode is KeySharedMode.STICKY else "auto_split",
                 settings.key_shared_use_consistent_hashing,
                 settings.subscription_key_shared_consistent_hashing_replica_points,
+                settings.version(),
             )
         else:
             selector = self.selector
@@ -140,6 +141,8 @@ class KeySharedDispatcher(SharedDispatcher):
                         self._stuck_on_replays = True
                     continue
                 self._stuck_on_replays = False
+                if self.blocked_dispatcher_on_unacked:
+                    return
                 batch = self.read_new(n)
                 if batch is None or not self.send_read_entries(batch, is_replay=False):
                     return
@@ -200,17 +203,17 @@ class KeySharedDispatcher(SharedDispatcher):
         return sent_any
 
     def _restricted_max_entries(self, consumer: Consumer, group: SendList, is_replay: bool) -> int:
-        """How many of ``group`` (in order) ``consumer`` may receive now."""
-        # can_receive(), spelled out: this runs once per consumer of every read.
-        budget = consumer.permits
-        if budget <= 0 or consumer.blocked_on_unacked or consumer.closed:
+        """How many of ``group`` (in order) ``consumer`` may receive now.
+
+        ``getRestrictedMaxEntriesForConsumer`` of Pulsar 3.3's Key_Shared dispatcher: at most
+        ``min(entries, getAvailablePermits(consumer))`` entries, where the available permits
+        are cut to what the consumer's unacked limit leaves; then the ordering rules.
+        """
+        if consumer.closed:
             return 0
-        max_entries = 0
-        for _position, _data, header in group:
-            if budget <= 0:
-                break
-            budget -= header.num_messages
-            max_entries += 1
+        max_entries = min(len(group), self.available_permits(consumer))
+        if max_entries <= 0:
+            return 0
         if (
             not is_replay
             and len(self.replay)

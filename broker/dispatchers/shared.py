@@ -2,10 +2,13 @@
 
 Pulsar's ``PersistentDispatcherMultipleConsumers``: a read is sized by the permits of all
 consumers; its entries go to the next consumer (highest priority level first, round-robin
-within it) up to that consumer's permits and at most ``dispatcher_max_round_robin_batch_size``
-entries per turn, then to the next one. Entries nobody can take,
+within it) in turns of at most ``dispatcher_max_round_robin_batch_size`` messages (within the
+consumer's permits and unacked limit, converted to entries by the read's average batch size),
+then to the next one. Entries nobody can take,
 and the unacknowledged entries of a consumer that leaves, wait in the replay set and are
-sent before new entries.
+sent before new entries. When the subscription's consumers together hold
+``max_unacked_messages_per_subscription`` unacknowledged messages, reads of new entries stop
+(replays go on) until acks bring the count below half the limit.
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ class SharedDispatcher(Dispatcher):
             else None
         )
         self._delayed_timer: TimerHandle | None = None
+        self.total_unacked_messages = 0
 
     # -- consumers ------------------------------------------------------------------------
 
@@ -110,6 +114,7 @@ class SharedDispatcher(Dispatcher):
             return
         self.consumers.remove(consumer)
         pending = consumer.take_all_pending()
+        self.on_unacked_changed()
         for position, ack in sorted(pending.items()):
             self.replay.add(position, ack.sticky_key_hash)
         if pending:
@@ -143,7 +148,10 @@ class SharedDispatcher(Dispatcher):
             ack = consumer.remove_pending(position)
             if ack is not None and self.replay.add(position, ack.sticky_key_hash):
                 self.redelivery_tracker.increment(position)
-        self._maybe_unblock(consumer)
+        # Consumer.redeliverUnacknowledgedMessages (both overloads): a redelivery request
+        # unblocks the consumer and flows the permits it granted while blocked.
+        self._unblock(consumer)
+        self.on_unacked_changed()
         if chosen:
             consumer.msg_redeliver_counter += len(chosen)
             self.subscription.emit(
@@ -165,11 +173,30 @@ class SharedDispatcher(Dispatcher):
             for position in positions:
                 self.delayed.remove(position)
         super().on_acknowledged(positions)
+        self.on_unacked_changed()
 
     def on_mark_delete_moved(self) -> None:
         super().on_mark_delete_moved()
+        self.on_unacked_changed()
         if self.delayed is not None:
             self.delayed.remove_up_to(self.cursor.mark_delete_position)
+
+    def on_unacked_changed(self) -> None:
+        """Block or unblock reads on the subscription's unacked total.
+
+        ``PersistentDispatcherMultipleConsumers.addUnAckedMessages``: blocked once the total
+        reaches ``max_unacked_messages_per_subscription`` (> 0), unblocked when it falls
+        below half of it, or at once if the limit is 0.
+        """
+        total = sum(c.unacked_messages for c in self.consumers)
+        self.total_unacked_messages = total
+        limit = self.subscription.settings.max_unacked_messages_per_subscription
+        if limit <= 0:
+            self.blocked_dispatcher_on_unacked = False
+        elif total >= limit:
+            self.blocked_dispatcher_on_unacked = True
+        elif total < limit // 2:
+            self.blocked_dispatcher_on_unacked = False
 
     def close(self) -> None:
         if self._delayed_timer is not None:
@@ -208,6 +235,8 @@ class SharedDispatcher(Dispatcher):
         batch = self.read_replay(n)
         if batch is not None:
             return batch, True
+        if self.blocked_dispatcher_on_unacked:
+            return None, False
         return self.read_new(n), False
 
     def read_replay(self, n: int) -> SendList | None:
@@ -298,25 +327,26 @@ class SharedDispatcher(Dispatcher):
         return None
 
     def send_read_entries(self, entries: SendList, is_replay: bool) -> bool:
-        """Hand ``entries`` out; those nobody can take go to the replay set.
+        """Hand ``entries`` out in round-robin turns; those nobody can take go to the replay set.
 
-        Returns whether anything was sent.
+        ``PersistentDispatcherMultipleConsumers.trySendMessagesToConsumers``: a turn is
+        counted in messages, ``min(messages left in this read, the consumer's available
+        permits, dispatcher_max_round_robin_batch_size)``, then turned into entries by the
+        read's average batch size (at least one entry). Returns whether anything was sent.
         """
+        remaining = sum(header.num_messages for _p, _d, header in entries)
+        avg_batch_size = max(remaining // len(entries), 1) if remaining > 0 else 1
+        turn = self.subscription.settings.dispatcher_max_round_robin_batch_size
         sent_any = False
         i = 0
-        turn = self.subscription.settings.dispatcher_max_round_robin_batch_size
         while i < len(entries):
             consumer = self.next_consumer()
             if consumer is None:
                 break
-            chunk: SendList = []
-            budget = consumer.permits
-            end = min(i + turn, len(entries))
-            while i < end and budget > 0:
-                chunk.append(entries[i])
-                budget -= entries[i][2].num_messages
-                i += 1
-            self.send_entries(consumer, chunk)
+            messages = min(remaining, self.available_permits(consumer), turn)
+            n = max(messages // avg_batch_size, 1)
+            remaining -= self.send_entries(consumer, entries[i:i + n])
+            i += n
             sent_any = True
         for position, _data, header in entries[i:]:
             self.replay.add(position, header.sticky_key_hash)

@@ -3,11 +3,13 @@
 :func:`make_selector` chooses a selector the way Pulsar's Key_Shared dispatcher does: STICKY
 mode → :class:`HashRangeExclusiveStickyKeyConsumerSelector`; AUTO_SPLIT mode → consistent
 hashing when the broker setting ``subscriptionKeySharedUseConsistentHashing`` is on (Pulsar's
-default since 2.10), else the auto-split hash ranges.
+default since 2.10), else the auto-split hash ranges. Which consistent-hashing ring depends on
+the broker's ``pulsar_version`` (:mod:`pulsarlab.broker.pulsar_version`).
 """
 
 from __future__ import annotations
 
+from ..pulsar_version import DEFAULT_PULSAR_VERSION, PulsarVersion
 from .auto_split import HashRangeAutoSplitStickyKeyConsumerSelector
 from .base import (
     HashRange,
@@ -20,7 +22,10 @@ from .consistent_hashing import (
     DEFAULT_NUMBER_OF_POINTS,
     RING_SIZE,
     ConsistentHashingStickyKeyConsumerSelector,
+    ConsistentHashRing,
+    LegacyConsistentHashingStickyKeyConsumerSelector,
     consumer_point_hash,
+    consumer_point_hash_with_name_index,
 )
 from .failover import (
     CONSUMER_CONSISTENT_HASH_REPLICAS,
@@ -52,6 +57,7 @@ __all__ = [
     "NONE_KEY",
     "RANGE_SIZE",
     "RING_SIZE",
+    "ConsistentHashRing",
     "ConsistentHashingStickyKeyConsumerSelector",
     "HashRange",
     "HashRangeAutoSplitStickyKeyConsumerSelector",
@@ -59,10 +65,13 @@ __all__ = [
     "HashRangeExclusiveStickyKeyConsumerSelector",
     "HashingScheme",
     "KeySharedConsumer",
+    "LegacyConsistentHashingStickyKeyConsumerSelector",
     "PriorityConsumer",
     "StickyKeyConsumerSelector",
     "active_consumer_hash_ring",
+    "consistent_hashing_selector",
     "consumer_point_hash",
+    "consumer_point_hash_with_name_index",
     "eligible_consumers",
     "format_range",
     "java_string_hash",
@@ -84,17 +93,29 @@ def make_selector(
     mode: str,
     use_consistent_hashing: bool,
     consistent_hashing_points: int = DEFAULT_NUMBER_OF_POINTS,
+    version: PulsarVersion | None = None,
 ) -> StickyKeyConsumerSelector:
     """A fresh selector for a Key_Shared subscription in ``mode`` (``"auto_split"``/``"sticky"``).
 
     ``mode`` is case-insensitive and may also be an enum member named ``AUTO_SPLIT`` or
-    ``STICKY``. ``use_consistent_hashing`` only matters for AUTO_SPLIT.
+    ``STICKY``. ``use_consistent_hashing`` only matters for AUTO_SPLIT; ``version`` (default:
+    the latest 3.3) picks the consistent-hashing ring.
     """
     name = str(getattr(mode, "name", mode)).lower()
     if name == "sticky":
         return HashRangeExclusiveStickyKeyConsumerSelector()
     if name == "auto_split":
         if use_consistent_hashing:
-            return ConsistentHashingStickyKeyConsumerSelector(consistent_hashing_points)
+            return consistent_hashing_selector(consistent_hashing_points, version)
         return HashRangeAutoSplitStickyKeyConsumerSelector()
     raise ValueError(f"unknown Key_Shared mode {mode!r}; expected one of {_MODES}")
+
+
+def consistent_hashing_selector(
+    points: int = DEFAULT_NUMBER_OF_POINTS, version: PulsarVersion | None = None
+) -> ConsistentHashRing:
+    """The consistent-hashing selector of ``version`` (default: the latest 3.3)."""
+    version = version or PulsarVersion.parse(DEFAULT_PULSAR_VERSION)
+    if version.consistent_hashing_replaces_on_collision:
+        return ConsistentHashingStickyKeyConsumerSelector(points)
+    return LegacyConsistentHashingStickyKeyConsumerSelector(points)

@@ -6,16 +6,22 @@ The same class filters Exclusive/Failover consumers and readers that declare key
 ranges: register the one consumer, and an entry whose :meth:`select` is ``None`` is skipped.
 
 Validation, in this order, each failure a one-line
-:class:`~pulsarlab.broker.errors.ConsumerAssignError` that leaves the selector unchanged:
+:class:`~pulsarlab.broker.errors.ConsumerAssignError` that leaves the selector unchanged,
+worded as Pulsar words it (the broker's own messages print ranges as ``[s,e]``, the
+client's ``KeySharedPolicy`` check uses ``Range.toString``, ``[s, e]``):
 
 1. ranges missing or empty — "Ranges for KeyShared policy must not be empty."
-2. a range with start > end — "Fixed hash range start > end for range: [s, e]"
+2. a range with start > end — "Fixed hash range start > end for range: [s,e]"
 3. a range outside ``[0, 65535]`` — "Ranges must be [0, 65535] but provided range is [s, e]"
    (Pulsar checks this in the client; the broker here checks it too)
-4. two of the consumer's own ranges overlap — "Consumer's own ranges conflict: [a, b]
-   overlaps with [c, d]"
-5. a range overlaps another consumer's — "Range conflict with consumer <name>: [a, b]
-   overlaps with [c, d]" (ranges are inclusive: ``[0, 10]`` and ``[10, 20]`` conflict).
+4. two of the consumer's own ranges overlap — "Consumer's own ranges conflict: [a,b]
+   overlaps with [c,d]"
+5. a range overlaps another consumer's — "Range conflict with consumer <consumer>", the
+   consumer as its ``str()`` prints it (the broker's consumers print like Pulsar's
+   ``Consumer.toString``); ranges are inclusive: ``[0, 10]`` and ``[10, 20]`` conflict.
+   The declared ranges are checked in the order given, each against the registered range
+   starting at or before it, then the one starting after it
+   (``findConflictingConsumer``).
 
 Selection is the fixed rule of Pulsar 3.3.9+ (PR #24730): the consumer whose range contains
 ``hash % range_size``, else ``None``. :meth:`legacy_floor_ceiling_select` reproduces the buggy
@@ -39,6 +45,11 @@ __all__ = ["HashRangeExclusiveStickyKeyConsumerSelector"]
 
 def _overlaps(a: HashRange, b: HashRange) -> bool:
     return max(a[0], b[0]) <= min(a[1], b[1])
+
+
+def _broker_range(r: HashRange) -> str:
+    """A range as the broker's validation messages print it: ``[s,e]``, no space."""
+    return f"[{r[0]},{r[1]}]"
 
 
 class HashRangeExclusiveStickyKeyConsumerSelector(StickyKeyConsumerSelector[HashRangeConsumer]):
@@ -124,7 +135,7 @@ class HashRangeExclusiveStickyKeyConsumerSelector(StickyKeyConsumerSelector[Hash
         for r in ranges:
             if r[0] > r[1]:
                 raise ConsumerAssignError(
-                    f"Fixed hash range start > end for range: {format_range(r)}"
+                    f"Fixed hash range start > end for range: {_broker_range(r)}"
                 )
         top = self.range_size - 1
         for r in ranges:
@@ -132,22 +143,18 @@ class HashRangeExclusiveStickyKeyConsumerSelector(StickyKeyConsumerSelector[Hash
                 raise ConsumerAssignError(
                     f"Ranges must be [0, {top}] but provided range is {format_range(r)}"
                 )
-        ranges.sort()
-        for current, following in pairwise(ranges):
+        ordered = sorted(ranges)
+        for current, following in pairwise(ordered):
             if _overlaps(current, following):
                 raise ConsumerAssignError(
-                    f"Consumer's own ranges conflict: {format_range(current)} overlaps with "
-                    f"{format_range(following)}"
+                    f"Consumer's own ranges conflict: {_broker_range(current)} overlaps with "
+                    f"{_broker_range(following)}"
                 )
-        for r in ranges:
+        for r in ranges:  # in the declared order, as findConflictingConsumer iterates
             conflict = self._first_overlap(r)
             if conflict is not None:
-                existing, owner = conflict
-                raise ConsumerAssignError(
-                    f"Range conflict with consumer {owner.consumer_name}: "
-                    f"{format_range(r)} overlaps with {format_range(existing)}"
-                )
-        return ranges
+                raise ConsumerAssignError(f"Range conflict with consumer {conflict[1]}")
+        return ordered
 
     def _first_overlap(self, r: HashRange) -> tuple[HashRange, HashRangeConsumer] | None:
         """The registered range overlapping ``r`` that starts lowest, with its owner."""

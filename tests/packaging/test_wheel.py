@@ -55,7 +55,8 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(wheel, tmp_path):
     )
     assert result.stdout.strip() == "1"
     cli = subprocess.run(
-        [str(venv / "bin" / "pulsarlab"), "broker", "--storage", "memory", "--port", "0", "--once"],
+        [str(venv / "bin" / "pulsarlab"), "broker", "--storage", "memory", "--port", "0",
+         "--pulsar-port", "0", "--once"],
         check=True, capture_output=True, text=True, cwd=tmp_path,
     )
     assert '"status": "ready"' in cli.stdout

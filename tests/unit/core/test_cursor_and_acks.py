@@ -3,7 +3,7 @@
 import pytest
 
 from pulsarlab.broker import SubType
-from pulsarlab.broker.errors import CumulativeAcknowledgementNotAllowed, InvalidArgument
+from pulsarlab.broker.errors import InvalidArgument
 from pulsarlab.broker.events import EventType
 
 T = "acks"
@@ -64,14 +64,20 @@ def test_cumulative_ack_on_exclusive_moves_mark_delete(harness):
 
 
 @pytest.mark.parametrize("sub_type", [SubType.Shared, SubType.Key_Shared])
-def test_cumulative_ack_refused_on_shared_types(harness, sub_type):
+def test_cumulative_ack_ignored_on_shared_types(harness, sub_type, caplog):
+    """``Consumer.messageAcked``: a cumulative ack on an individual-ack subscription is
+    logged ("Received cumulative ack on shared subscription, ignoring") and ignored; the
+    broker answers no error."""
     c = harness.subscribe(T, "s", "c", sub_type, permits=10)
     msgs = harness.publish(T, 3)
     harness.take(c)
-    with pytest.raises(CumulativeAcknowledgementNotAllowed, match="not allowed"):
+    with caplog.at_level("WARNING", logger="pulsarlab.broker.subscription"):
         harness.ack(c, [msgs[2]], cumulative=True)
+    assert "Received cumulative ack" in caplog.text and "ignoring" in caplog.text
     cursor = harness.service.topics[f"persistent://public/default/{T}"].subscriptions["s"].cursor
     assert cursor.mark_delete_position < msgs[0]
+    assert len(c.pending_acks) == 3
+    assert not harness.events_of(EventType.ACKED)
 
 
 def test_ack_beyond_end_is_a_clear_error(harness):

@@ -106,11 +106,18 @@ def test_sticky_ranges_and_conflicts(harness):
     )
     (m,) = h.publish(T, 1, key="Order-3459134")  # slot 6067 -> C1
     assert h.take(c1) == [m]
-    with pytest.raises(ConsumerAssignError, match="Range conflict"):
+    # HashRangeExclusiveStickyKeyConsumerSelector.internalAddConsumer: "Range conflict with
+    # consumer " + Consumer.toString()
+    with pytest.raises(ConsumerAssignError) as info:
         h.subscribe(
             T, "s", "C3", SubType.Key_Shared,
             key_shared_meta=KeySharedMeta(KeySharedMode.STICKY, ((100, 200),)),
         )
+    assert str(info.value) == (
+        "Range conflict with consumer Consumer{subscription=PersistentSubscription{"
+        f"topic=persistent://public/default/{T}, name=s}}, consumerId={c1.consumer_id}, "
+        "consumerName=C1}"
+    )
     assert [c.consumer_name for c in _sub(h).consumers] == ["C1", "C2"]
     stats = h.service.topic_stats(T)["subscriptions"]["s"]["consumers"]
     assert stats[0]["keyHashRanges"] == ["[0, 16383]", "[32768, 49151]"]
@@ -180,3 +187,75 @@ def test_redelivery_goes_out_at_once_after_a_blocked_replay_is_acked(harness):
     assert h.take_full(b) == [(mine[0], 1, None)]
     h.flow(a, 5)
     assert h.take(a) == []  # acked while waiting: never delivered
+
+
+def test_entries_since_first_not_acked_counts_the_read_position(harness):
+    """``ManagedCursorImpl.getNumberOfEntriesSinceFirstNotAckedMessage`` counts
+    ``(markDelete, readPosition]`` with ``ManagedLedgerImpl.getNumberOfEntries``' position
+    arithmetic, the read position included: one delivered, unacked message counts 2, so
+    ``PersistentStickyKeyDispatcherMultipleConsumers.addConsumer`` (``> 1``) records a
+    consumer joining now as recently joined."""
+    a = harness.subscribe(T, "s", "A", SubType.Key_Shared, permits=10)
+    (m,) = harness.publish(T, 1, key="k")
+    assert harness.take(a) == [m]
+    cursor = harness.service.internal_stats(T)["cursors"]["s"]
+    assert cursor["numberOfEntriesSinceFirstNotAckedMessage"] == 2
+    harness.subscribe(T, "s", "B", SubType.Key_Shared, permits=10)
+    stats = harness.service.topic_stats(T)["subscriptions"]["s"]
+    mark = f"{m[0]}:{m[1] + 1}"
+    assert stats["consumersAfterMarkDeletePosition"] == {"B": mark}
+
+
+def test_entries_since_first_not_acked_across_ledgers(make_harness):
+    """Across ledgers ``getNumberOfEntries`` adds the read position's entry id + 1, the
+    rest of the mark-delete's ledger and every ledger in between."""
+    harness = make_harness(managed_ledger_max_entries_per_ledger=2,
+                           managed_ledger_min_ledger_rollover_time_minutes=0)
+    a = harness.subscribe(T, "s", "A", SubType.Key_Shared, permits=10)
+    msgs = [p for _ in range(5) for p in harness.publish(T, 1, key="k")]
+    assert harness.take(a) == msgs
+    ledgers = sorted({p[0] for p in msgs})
+    assert len(ledgers) == 3  # 2 + 2 + 1 entries
+    cursor = harness.service.internal_stats(T)["cursors"]["s"]
+    read = cursor["readPosition"]
+    assert read == f"{ledgers[2]}:1"
+    assert cursor["numberOfEntriesSinceFirstNotAckedMessage"] == (1 + 1) + 2 + 2
+    harness.ack(a, msgs[:3])  # mark-delete in the second ledger, entry 0
+    cursor = harness.service.internal_stats(T)["cursors"]["s"]
+    assert cursor["numberOfEntriesSinceFirstNotAckedMessage"] == (1 + 1) + (2 - 1)
+
+
+@pytest.mark.parametrize("version", ["3.3", "3.3.2", "3.3.1", "3.3.0"])
+def test_key_hash_ranges_in_stats_look_like_the_versions(make_harness, version):
+    """``PersistentSubscription.getStats`` prints ``selector.getConsumerKeyHashRanges()`` with
+    ``Range.toString``; which ``ConsistentHashingStickyKeyConsumerSelector`` depends on the
+    release: 3.3.2+ reports one range per point plus the wrap range ``[last + 1,
+    2147483646]`` on the first point's consumer; 3.3.0/3.3.1 one range per point, no wrap."""
+    from pulsarlab.broker.selectors import (
+        consumer_point_hash,
+        consumer_point_hash_with_name_index,
+    )
+
+    harness = make_harness(pulsar_version=version)
+    for name in ("C1", "C2"):
+        harness.subscribe(T, "s", name, SubType.Key_Shared, permits=10)
+    stats = harness.service.topic_stats(T)["subscriptions"]["s"]["consumers"]
+    ranges = {c["consumerName"]: c["keyHashRanges"] for c in stats}
+    replacing = version not in ("3.3.1", "3.3.0")
+    points = {
+        name: sorted(
+            consumer_point_hash_with_name_index(name, 0, i) if replacing
+            else consumer_point_hash(name, i)
+            for i in range(100)
+        )
+        for name in ("C1", "C2")
+    }
+    ring = sorted((p, n) for n, ps in points.items() for p in ps)
+    expected: dict[str, list[str]] = {"C1": [], "C2": []}
+    start = 0
+    for point, name in ring:
+        expected[name].append(f"[{start}, {point}]")
+        start = point + 1
+    if replacing:
+        expected[ring[0][1]].append(f"[{ring[-1][0] + 1}, 2147483646]")
+    assert ranges == expected

@@ -122,3 +122,27 @@ def test_shared_round_robin_turn_size_is_a_setting(make_harness):
     assert len(harness.take(a)) == len(harness.take(b)) == 10
     with pytest.raises(Exception, match="dispatcher_max_round_robin_batch_size must be > 0"):
         make_harness(dispatcher_max_round_robin_batch_size=0)
+
+
+def test_shared_round_robin_turns_count_messages_not_entries(harness):
+    """``PersistentDispatcherMultipleConsumers.trySendMessagesToConsumers``: a turn is
+    ``min(remainingMessages, permits, dispatcherMaxRoundRobinBatchSize)`` messages divided
+    by the read's ``avgBatchSizePerMsg`` — 20 / 10 = 2 batches of 10 per consumer."""
+    a = harness.subscribe(T, "s", "A", SubType.Shared, permits=1000)
+    b = harness.subscribe(T, "s", "B", SubType.Shared, permits=1000)
+    msgs = harness.publish(T, 10, batch=10, commit=False)
+    harness.commit()
+    got_a, got_b = harness.take(a), harness.take(b)
+    first, second = (got_a, got_b) if got_a[0] == msgs[0] else (got_b, got_a)
+    assert first == msgs[0:2] + msgs[4:6] + msgs[8:10]
+    assert second == msgs[2:4] + msgs[6:8]
+
+
+def test_shared_turn_is_at_least_one_entry(harness):
+    """``messagesForC = Math.max(messagesForC / avgBatchSizePerMsg, 1)``: a consumer with
+    fewer permits than a batch still gets one whole batch."""
+    a = harness.subscribe(T, "s", "A", SubType.Shared, permits=3)
+    msgs = harness.publish(T, 2, batch=10, commit=False)
+    harness.commit()
+    assert harness.take(a) == msgs[:1]
+    assert a.permits == 3 - 10

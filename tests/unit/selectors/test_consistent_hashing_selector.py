@@ -1,4 +1,4 @@
-"""ConsistentHashingStickyKeyConsumerSelector (Pulsar 3.3.0/3.3.1): ring points, shared points,
+"""LegacyConsistentHashingStickyKeyConsumerSelector (Pulsar 3.2.1-3.3.1): points, shared points,
 wrap-around, reported ranges and keyspace shares."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from pulsarlab.broker.errors import ConsumerAssignError
 from pulsarlab.broker.selectors import (
     RING_SIZE,
-    ConsistentHashingStickyKeyConsumerSelector,
+    LegacyConsistentHashingStickyKeyConsumerSelector,
     consumer_point_hash,
     murmur3_32_hash,
 )
@@ -29,14 +29,14 @@ class FakeConsumer:
 
 
 def make(names: list[str], points: int = 100):
-    selector = ConsistentHashingStickyKeyConsumerSelector(points)
+    selector = LegacyConsistentHashingStickyKeyConsumerSelector(points)
     consumers = [FakeConsumer(n) for n in names]
     for c in consumers:
         selector.add_consumer(c)
     return selector, consumers
 
 
-def reference_select(selector: ConsistentHashingStickyKeyConsumerSelector, h: int):
+def reference_select(selector: LegacyConsistentHashingStickyKeyConsumerSelector, h: int):
     """Pulsar's select, spelled out: ceiling point or the first one, then ``list[h % n]``."""
     ring = selector.ring()
     at_or_after = [members for point, members in ring if point >= h]
@@ -53,7 +53,7 @@ def test_point_string_is_name_nul_index() -> None:
 
 
 def test_empty_ring_selects_nobody() -> None:
-    selector = ConsistentHashingStickyKeyConsumerSelector()
+    selector = LegacyConsistentHashingStickyKeyConsumerSelector()
     assert selector.select(5) is None
     assert selector.consumer_key_hash_ranges() == {}
     assert selector.keyspace_shares() == {}
@@ -77,7 +77,10 @@ def test_wrap_around_goes_to_the_first_point() -> None:
     assert selector.select(last_point + 1) is first_members[0]
     ranges = selector.consumer_key_hash_ranges()[first_members[0]]
     assert ranges[0][0] == 0 and selector.select(first_point) in first_members
-    assert ranges[-1][1] == TOP
+    # 3.3.0/3.3.1's getConsumerKeyHashRanges leaves the wrap-around slice out
+    assert max(e for rs in selector.consumer_key_hash_ranges().values() for _, e in rs) == (
+        last_point
+    )
 
 
 def test_order_3459134_on_the_ring() -> None:
@@ -87,17 +90,20 @@ def test_order_3459134_on_the_ring() -> None:
     assert selector.select(h) is reference_select(selector, h)
 
 
-def test_reported_ranges_tile_the_ring() -> None:
+def test_reported_ranges_are_one_per_point_up_to_the_last() -> None:
+    """``ConsistentHashingStickyKeyConsumerSelector.getConsumerKeyHashRanges`` (3.3.0/3.3.1):
+    ``Range.of(start, point)`` per point and consumer, ``start = previous point + 1``, not
+    merged, and nothing after the last point."""
     selector, consumers = make(["C1", "C2", "C3", "C4"])
     ranges = selector.consumer_key_hash_ranges()
     rows = sorted((r, c) for c, rs in ranges.items() for r in rs)
-    assert rows[0][0][0] == 0 and rows[-1][0][1] == TOP
+    assert rows[0][0][0] == 0 and rows[-1][0][1] == selector.ring()[-1][0]
     for (a, _), (b, _) in itertools.pairwise(rows):
         assert a[1] + 1 == b[0]
     for (start, end), owner in rows:
         assert selector.select(start) is owner and selector.select(end) is owner
-    for rs in ranges.values():  # adjacent slices of one consumer are merged
-        assert all(x[1] + 1 < y[0] for x, y in itertools.pairwise(rs))
+    assert all(len(rs) == 100 for rs in ranges.values())  # no collisions here: one per point
+    assert [end for _, end in ranges[consumers[0]]] == selector.consumer_points()[consumers[0]]
     assert set(ranges) == set(consumers)
     fmt = selector.formatted_key_hash_ranges()
     assert fmt[consumers[0]][0].startswith("[") and ", " in fmt[consumers[0]][0]
@@ -107,8 +113,11 @@ def test_keyspace_shares_sum_to_one_and_match_ranges() -> None:
     selector, _ = make(["C1", "C2", "C3"])
     shares = selector.keyspace_shares()
     assert sum(shares.values()) == pytest.approx(1.0, abs=1e-12)
+    wrap_owner = selector.ring()[0][1][0]
+    wrap = TOP - selector.ring()[-1][0]
     for c, rs in selector.consumer_key_hash_ranges().items():
-        assert shares[c] == sum(e - s + 1 for s, e in rs) / RING_SIZE
+        own = sum(e - s + 1 for s, e in rs) + (wrap if c is wrap_owner else 0)
+        assert shares[c] == own / RING_SIZE
 
 
 def test_adding_a_consumer_takes_a_little_from_all() -> None:
@@ -149,8 +158,9 @@ def test_equal_names_share_every_point() -> None:
     assert len(ring) == 100 and all(members == (a, b) for _, members in ring)
     assert selector.select(10) is a and selector.select(11) is b
     assert selector.keyspace_shares() == {a: 0.5, b: 0.5}
-    # Interleaved slices cannot be drawn as ranges: both are reported with the whole slice.
-    assert selector.consumer_key_hash_ranges() == {a: [(0, TOP)], b: [(0, TOP)]}
+    # Each shared point's range is reported for both consumers of its list.
+    ranges = selector.consumer_key_hash_ranges()
+    assert ranges[a] == ranges[b] and len(ranges[a]) == 100
     selector.remove_consumer(a)
     assert all(members == (b,) for _, members in selector.ring())
 
@@ -169,7 +179,7 @@ def test_shared_point_list_is_sorted_by_name() -> None:
 @pytest.mark.parametrize("points", [0, -1])
 def test_number_of_points_must_be_positive(points: int) -> None:
     with pytest.raises(ValueError):
-        ConsistentHashingStickyKeyConsumerSelector(points)
+        LegacyConsistentHashingStickyKeyConsumerSelector(points)
 
 
 def test_one_point_per_consumer() -> None:
@@ -177,6 +187,7 @@ def test_one_point_per_consumer() -> None:
     p1, p2 = consumer_point_hash("C1", 0), consumer_point_hash("C2", 0)
     low, high = sorted([(p1, c1), (p2, c2)], key=lambda t: t[0])
     assert selector.consumer_key_hash_ranges() == {
-        low[1]: [(0, low[0]), (high[0] + 1, TOP)],
+        low[1]: [(0, low[0])],
         high[1]: [(low[0] + 1, high[0])],
     }
+    assert selector.select(high[0] + 1) is low[1]  # the wrap-around, unreported

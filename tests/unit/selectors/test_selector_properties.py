@@ -25,6 +25,7 @@ from pulsarlab.broker.selectors import (
     HashRangeAutoSplitStickyKeyConsumerSelector,
     HashRangeExclusiveStickyKeyConsumerSelector,
     consumer_point_hash,
+    consumer_point_hash_with_name_index,
 )
 
 
@@ -55,14 +56,15 @@ def assert_one_live_owner(owners: list, selector) -> None:
 
 
 def assert_ring_ranges_partition(selector) -> None:
-    """The reported ring ranges tile ``[0, 2**31 - 1]`` with no overlap and agree with select."""
+    """The reported ranges (3.3.2+) tile ``[0, 2**31 - 2]`` — Pulsar's wrap range stops one
+    short of the top — with no overlap, and agree with select."""
     rows = sorted(
         (r, c) for c, ranges in selector.consumer_key_hash_ranges().items() for r in ranges
     )
     if not selector.consumers:
         assert rows == []
         return
-    assert rows[0][0][0] == 0 and rows[-1][0][1] == RING_SIZE - 1
+    assert rows[0][0][0] == 0 and rows[-1][0][1] == RING_SIZE - 2
     for (a, _), (b, _) in itertools.pairwise(rows):
         assert a[1] + 1 == b[0]
     for (start, end), owner in rows:
@@ -143,6 +145,8 @@ def test_auto_split_full_range_layout_is_consistent(ops) -> None:
 def test_pool_has_no_ring_collisions() -> None:
     """Precondition of the properties below: with distinct names no two points coincide."""
     points = [consumer_point_hash(n, i) for n in POOL_NAMES for i in range(100)]
+    assert len(set(points)) == len(points)
+    points = [consumer_point_hash_with_name_index(n, 0, i) for n in POOL_NAMES for i in range(100)]
     assert len(set(points)) == len(points)
 
 

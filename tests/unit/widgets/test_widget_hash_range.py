@@ -91,7 +91,8 @@ def test_sticky_ranges_as_declared_and_a_conflict_is_refused():
     assert view.key_owners == {"Order-3459134": "C1"}
     view.name_box.value = "C3"
     view.ranges_box.value = "10-20"  # the preview runs the real validation
-    assert "Range conflict with consumer C1" in view.message.value
+    assert "Range conflict with consumer Consumer{" in view.message.value
+    assert "consumerName=C1}" in view.message.value
     view._act(view.add_consumer, "C3", [(10, 20)])
     assert "Range conflict" in view.message.value
     assert whatif.consumer_names == ["C1", "C2"]

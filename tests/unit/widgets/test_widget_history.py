@@ -216,3 +216,15 @@ def test_html_to_lines_reads_a_table_row_by_row():
         "<b>x</b> &amp; y<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr>"
         "</table><p>done</p>"
     ) == ["x & y", "a b", "1 2", "done"]
+
+
+def test_ring_arcs_give_every_hash_the_owner_the_brokers_selector_gives():
+    whatif = WhatIf("Key_Shared")
+    view = HashRingView(whatif, ["a"])
+    for name in ("C1", "C2", "C3", "C4"):
+        whatif.add_consumer(name)
+    selector = whatif.selector()
+    step = 2**31 // 5003
+    for h in range(0, 2**31, step):
+        assert view.owner_of_hash(h) == selector.select(h).consumer_name
+    assert view.arcs[0][0] == 0 and view.arcs[-1][1] == 2**31 - 1

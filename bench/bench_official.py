@@ -1,0 +1,207 @@
+"""The official pulsar-client against pulsarlab's pulsar:// and, in the same run, pulsar-lite.
+
+Each broker runs in its own process; this script is the client process (the official
+client's C++ core). The load is the one of the team's client-level peer measurement:
+
+* batched produce: ``create_producer(batching_enabled=True, batching_max_messages=100,
+  batching_max_publish_delay_ms=1, block_if_queue_full=True)``, N ``send_async`` of 100 B
+  and ``flush`` -> msgs/s;
+* consume: a subscription made before the produce (so every message waits for it),
+  N ``receive`` + ``acknowledge`` -> msgs/s;
+* synchronous unbatched send: M ``send`` of 100 B one after the other -> msgs/s and the
+  latency p50 / p99 (µs).
+
+Brokers: pulsarlab with the memory store and with the durable store (fsync per group
+commit, its default), and ``pulsar-lite --addr 127.0.0.1:PORT --db-path DIR`` (the PyPI
+package of the ``bench`` extra; ``"skipped"`` with the reason when it is missing). Ratios
+against pulsar-lite and the issue's targets (batched produce and consume >= 50 % of
+pulsar-lite's, sync send p50 <= pulsar-lite's) close the JSON.
+
+    .venv/bin/python bench/bench_official.py [--messages N] [--sync M] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pulsar
+
+PAYLOAD = b"x" * 100
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s")
+
+
+@contextmanager
+def pulsarlab_broker(storage: str) -> Iterator[str]:
+    """A ``pulsarlab broker`` process; yields its pulsar:// URL."""
+    data_dir = tempfile.mkdtemp(prefix="bench-official-")
+    args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
+            "--pulsar-port", "0", "--storage", storage, "--data-dir", data_dir]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = []
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"pulsarlab broker exited with {proc.wait(10)}")
+            lines.append(line)
+            if line.rstrip("\n") == "}":
+                break
+        yield json.loads("".join(lines))["pulsar_url"]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def pulsar_lite_binary() -> str:
+    """The pulsar-lite executable, or ``RuntimeError`` saying why there is none."""
+    try:
+        from pulsar_lite.binary_finder import find_pulsar_lite_binary
+    except ImportError:
+        raise RuntimeError("pulsar-lite is not installed (pip install -e '.[bench]')") from None
+    binary = find_pulsar_lite_binary()
+    if not os.access(binary, os.X_OK):
+        raise RuntimeError(f"{binary} is not executable (chmod +x it)")
+    return binary
+
+
+@contextmanager
+def pulsar_lite() -> Iterator[str]:
+    """A pulsar-lite process on a free port; yields its pulsar:// URL."""
+    binary = pulsar_lite_binary()
+    port = _free_port()
+    db = tempfile.mkdtemp(prefix="bench-pulsar-lite-")
+    proc = subprocess.Popen(
+        [binary, "--addr", f"127.0.0.1:{port}", "--db-path", db, "--log-level", "error"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for_port(port)
+        yield f"pulsar://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        shutil.rmtree(db, ignore_errors=True)
+
+
+def run_load(url: str, messages: int, sync_sends: int) -> dict[str, Any]:
+    """The three measurements against one broker."""
+    client = pulsar.Client(url, operation_timeout_seconds=60,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        topic = f"bench-official-{time.time_ns()}"
+        consumer = client.subscribe(topic, "bench", receiver_queue_size=1000)
+        producer = client.create_producer(
+            topic, batching_enabled=True, batching_max_messages=100,
+            batching_max_publish_delay_ms=1, block_if_queue_full=True,
+        )
+        failed = []
+
+        def done(result: pulsar.Result, _mid: pulsar.MessageId) -> None:
+            if result != pulsar.Result.Ok:
+                failed.append(result)
+
+        start = time.perf_counter()
+        for _ in range(messages):
+            producer.send_async(PAYLOAD, done)
+        producer.flush()
+        produce_s = time.perf_counter() - start
+
+        start = time.perf_counter()
+        for _ in range(messages):
+            consumer.acknowledge(consumer.receive(timeout_millis=30_000))
+        consume_s = time.perf_counter() - start
+
+        sync_producer = client.create_producer(f"{topic}-sync", batching_enabled=False)
+        latencies = []
+        start = time.perf_counter()
+        for _ in range(sync_sends):
+            t0 = time.perf_counter()
+            sync_producer.send(PAYLOAD)
+            latencies.append(time.perf_counter() - t0)
+        sync_s = time.perf_counter() - start
+        latencies.sort()
+        return {
+            "batched_produce_msgs_per_s": round(messages / produce_s),
+            "produce_failures": len(failed),
+            "consume_receive_ack_msgs_per_s": round(messages / consume_s),
+            "sync_send_msgs_per_s": round(sync_sends / sync_s),
+            "sync_send_p50_us": round(statistics.median(latencies) * 1e6),
+            "sync_send_p99_us": round(latencies[int(len(latencies) * 0.99) - 1] * 1e6),
+        }
+    finally:
+        client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--sync", type=int, default=5_000)
+    parser.add_argument("--quick", action="store_true", help="10k batched, 1k sync")
+    args = parser.parse_args()
+    if args.quick:
+        args.messages, args.sync = 10_000, 1_000
+    out: dict[str, Any] = {
+        "messages": args.messages, "sync_sends": args.sync, "payload_bytes": len(PAYLOAD),
+        "client": f"pulsar-client {pulsar.__version__}",
+    }
+    for storage in ("memory", "durable"):
+        with pulsarlab_broker(storage) as url:
+            out[f"pulsarlab_{storage}"] = run_load(url, args.messages, args.sync)
+    try:
+        with pulsar_lite() as url:
+            out["pulsar_lite"] = run_load(url, args.messages, args.sync)
+    except RuntimeError as exc:
+        out["pulsar_lite"] = {"skipped": str(exc)}
+    lite = out["pulsar_lite"]
+    if "skipped" not in lite:
+        for storage in ("memory", "durable"):
+            ours = out[f"pulsarlab_{storage}"]
+            produce = ours["batched_produce_msgs_per_s"] / lite["batched_produce_msgs_per_s"]
+            consume = (ours["consume_receive_ack_msgs_per_s"]
+                       / lite["consume_receive_ack_msgs_per_s"])
+            out[f"{storage}_vs_pulsar_lite"] = {
+                "batched_produce": round(produce, 3),
+                "consume": round(consume, 3),
+                "sync_send_p50": round(ours["sync_send_p50_us"] / lite["sync_send_p50_us"], 3),
+                "targets_met": {
+                    "batched_produce_ge_50pct": produce >= 0.5,
+                    "consume_ge_50pct": consume >= 0.5,
+                    "sync_p50_le_pulsar_lite": ours["sync_send_p50_us"]
+                    <= lite["sync_send_p50_us"],
+                },
+            }
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Pulsar frames: cut a byte stream into commands, lay out outgoing commands.
+
+A simple command is ``[total_size u32][command_size u32][BaseCommand]``; a payload command
+(SEND, MESSAGE) continues after the command with ``[magic 0x0e01 u16][CRC32C u32]
+[metadata_size u32][MessageMetadata][payload]``, the checksum covering everything from
+``metadata_size`` to the end. Sizes are big-endian. The decoder is sans-I/O: feed it bytes
+as they arrive, take the complete frames; a frame that cannot be valid raises
+:class:`FrameError` and the connection is closed (Pulsar does the same).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+import google_crc32c
+from google.protobuf.message import DecodeError
+
+from .PulsarApi_pb2 import BaseCommand
+
+MAGIC_CRC32C = 0x0E01
+MAX_FRAME_OVERHEAD = 10 * 1024  # Pulsar allows max_message_size + 10 KiB per frame
+
+_U32 = struct.Struct(">I")
+_HEAD = struct.Struct(">II")
+_CHECKSUM_HEAD = struct.Struct(">HI")
+_crc32c = google_crc32c.value
+
+__all__ = [
+    "MAGIC_CRC32C",
+    "Frame",
+    "FrameDecoder",
+    "FrameError",
+    "encode_command",
+    "encode_payload_command",
+]
+
+
+class FrameError(Exception):
+    """A frame that breaks the framing rules: the connection cannot continue."""
+
+
+class Frame(NamedTuple):
+    """One decoded frame: the command and, for payload commands, what follows it."""
+
+    command: BaseCommand
+    metadata: bytes | None = None  # serialized MessageMetadata
+    payload: bytes | None = None
+    checksum_ok: bool = True
+
+
+class FrameDecoder:
+    """Reassembles frames from a TCP byte stream."""
+
+    def __init__(self, max_frame_size: int) -> None:
+        self.max_frame_size = max_frame_size
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Add received bytes; return every frame now complete (in order)."""
+        buffer = self._buffer
+        buffer += data
+        frames: list[Frame] = []
+        offset = 0
+        end = len(buffer)
+        while end - offset >= 4:
+            (total,) = _U32.unpack_from(buffer, offset)
+            if total < 4 or total > self.max_frame_size:
+                raise FrameError(
+                    f"frame size {total} is outside 4..{self.max_frame_size} bytes"
+                )
+            if end - offset - 4 < total:
+                break
+            start = offset + 4
+            offset = start + total
+            frames.append(_decode_frame(bytes(buffer[start:offset])))
+        if offset:
+            del buffer[:offset]
+        return frames
+
+
+def _decode_frame(frame: bytes) -> Frame:
+    total = len(frame)
+    (command_size,) = _U32.unpack_from(frame, 0)
+    if command_size == 0 or command_size > total - 4:
+        raise FrameError(f"command size {command_size} does not fit a {total}-byte frame")
+    command = BaseCommand()
+    try:
+        command.ParseFromString(frame[4 : 4 + command_size])
+    except DecodeError as exc:
+        raise FrameError(f"the command is not a valid BaseCommand: {exc}") from None
+    rest = 4 + command_size
+    if rest == total:
+        return Frame(command)
+    if total - rest < 10:
+        raise FrameError("a payload command is too short for its checksum and metadata size")
+    magic, checksum = _CHECKSUM_HEAD.unpack_from(frame, rest)
+    if magic != MAGIC_CRC32C:
+        raise FrameError(f"payload magic is {magic:#06x}, not {MAGIC_CRC32C:#06x}")
+    body = frame[rest + 6 :]
+    (metadata_size,) = _U32.unpack_from(body, 0)
+    if metadata_size > len(body) - 4:
+        raise FrameError(f"metadata size {metadata_size} runs past the frame")
+    checksum_ok = _crc32c(body) == checksum
+    metadata = body[4 : 4 + metadata_size]
+    payload = body[4 + metadata_size :]
+    return Frame(command, metadata, payload, checksum_ok)
+
+
+def encode_command(command: BaseCommand) -> bytes:
+    """A simple command frame."""
+    body = command.SerializeToString()
+    size = len(body)
+    return _HEAD.pack(size + 4, size) + body
+
+
+def encode_payload_command(command: BaseCommand, metadata: bytes, payload: bytes) -> bytes:
+    """A payload command frame (MESSAGE, SEND) with its CRC32C checksum."""
+    body = command.SerializeToString()
+    size = len(body)
+    checked = b"".join((_U32.pack(len(metadata)), metadata, payload))
+    return b"".join((
+        _HEAD.pack(size + 4 + 6 + len(checked), size),
+        body,
+        _CHECKSUM_HEAD.pack(MAGIC_CRC32C, _crc32c(checked)),
+        checked,
+    ))

@@ -1,0 +1,817 @@
+"""One pulsar:// connection: Pulsar's commands in, core calls, Pulsar's answers out.
+
+:class:`PulsarSession` is sans-I/O (the h11 shape): the socket shell hands it the bytes it
+read (:meth:`receive_data`), drains what to write (:meth:`data_to_send`) and closes the
+socket when :attr:`closed` says so. In between it keeps the connection's state (handshake,
+role, the client's producer and consumer ids mapped to the core's) and turns the core's
+actions addressed to it (:meth:`handle_action`) into frames. The session object itself is
+the ``conn`` the core records on producers and consumers.
+
+Behaviour follows Pulsar 3.3's broker: LOOKUP answers authoritatively with this broker,
+a SEND whose checksum does not match gets ``ChecksumError`` and stores nothing, a SEEK
+disconnects the subscription's consumer (CLOSE_CONSUMER) so the client re-subscribes with
+an empty queue, and commands pulsarlab does not serve (transactions) get an ERROR naming
+them. A frame that breaks the framing closes the connection after an ERROR saying why.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import google_crc32c
+
+from ..actions import ActiveConsumerChange, ConsumerClosed, Deliver, SendError, SendReceipt
+from ..consumer import KeySharedMeta, KeySharedMode, SubType
+from ..entry import decode_entry
+from ..errors import (
+    AuthenticationError,
+    ConsumerNotFound,
+    InvalidArgument,
+    PulsarLabError,
+    TopicNotFound,
+)
+from ..limits import check_consumers, check_producers
+from ..message_id import MessageId
+from ..topic_name import TopicName
+from . import PulsarApi_pb2 as api
+from .framing import (
+    MAX_FRAME_OVERHEAD,
+    Frame,
+    FrameDecoder,
+    FrameError,
+    encode_command,
+    encode_payload_command,
+)
+from .metadata import from_pulsar, to_pulsar
+from .schemas import SchemaInfo, SchemaRegistry
+
+log = logging.getLogger("pulsarlab.broker.pulsar")
+
+__all__ = ["SERVER_VERSION", "PulsarSession"]
+
+SERVER_VERSION = "pulsarlab-0.1"
+PROTOCOL_VERSION = 20  # the highest protocol version this broker speaks
+_U64 = (1 << 64) - 1
+_I64_MAX = (1 << 63) - 1
+_T = api.BaseCommand
+
+_SUB_TYPES = {
+    api.CommandSubscribe.Exclusive: SubType.Exclusive,
+    api.CommandSubscribe.Shared: SubType.Shared,
+    api.CommandSubscribe.Failover: SubType.Failover,
+    api.CommandSubscribe.Key_Shared: SubType.Key_Shared,
+}
+_SERVER_ERRORS = frozenset(api.ServerError.keys())
+_ERROR_ALIASES = {
+    "InvalidConfiguration": "NotAllowedError",
+    "CumulativeAcknowledgementNotAllowedError": "NotAllowedError",
+    "MessageTooBig": "NotAllowedError",
+    "ProducerNotFound": "NotAllowedError",
+    "TopicAlreadyExists": "NotAllowedError",
+    "ConnectError": "ServiceNotReady",
+}
+_UNSUPPORTED = {
+    _T.NEW_TXN: "newTxn",
+    _T.ADD_PARTITION_TO_TXN: "addPartitionToTxn",
+    _T.ADD_SUBSCRIPTION_TO_TXN: "addSubscriptionToTxn",
+    _T.END_TXN: "endTxn",
+    _T.END_TXN_ON_PARTITION: "endTxnOnPartition",
+    _T.END_TXN_ON_SUBSCRIPTION: "endTxnOnSubscription",
+    _T.TC_CLIENT_CONNECT_REQUEST: "tcClientConnectRequest",
+}
+
+
+def server_error(code: str) -> int:
+    """Pulsar's ``ServerError`` number for a core error code."""
+    code = _ERROR_ALIASES.get(code, code)
+    return api.ServerError.Value(code) if code in _SERVER_ERRORS else api.UnknownError
+
+
+def _signed(value: int) -> int:
+    """A uint64 id field as the signed number Pulsar means (-1 for "none")."""
+    return value - (1 << 64) if value > _I64_MAX else value
+
+
+def _words_to_bits(words: Any) -> int:
+    bits = 0
+    for index, word in enumerate(words):
+        bits |= (word & _U64) << (64 * index)
+    return bits
+
+
+def _bits_to_words(bits: int) -> list[int]:
+    words = []
+    while bits:
+        word = bits & _U64
+        words.append(word - (1 << 64) if word > _I64_MAX else word)
+        bits >>= 64
+    return words
+
+
+class PulsarSession:
+    """The protocol state of one pulsar:// connection (no I/O: bytes in, bytes out)."""
+
+    def __init__(
+        self,
+        service: Any,
+        *,
+        settings: Any,
+        authenticator: Any,
+        authorizer: Any,
+        schemas: SchemaRegistry,
+        exclusive_producers: dict[str, int],
+        service_url: str,
+        now_ms: Callable[[], int],
+        peer: str = "",
+    ) -> None:
+        self.service = service
+        self.settings = settings
+        self.authenticator = authenticator
+        self.authorizer = authorizer
+        self.schemas = schemas
+        self.exclusive_producers = exclusive_producers  # topic -> its Exclusive producer
+        self.service_url = service_url
+        self.now_ms = now_ms
+        self.peer = peer
+        self.decoder = FrameDecoder(settings.max_message_size + MAX_FRAME_OVERHEAD)
+        self.connected = False
+        self.closed = False
+        self.close_reason = ""
+        self.role: str | None = None
+        self.protocol_version = 0
+        self.last_seen_ms = now_ms()
+        self.producers: dict[int, int] = {}  # client id -> core id
+        self.producer_ids: dict[int, int] = {}  # core id -> client id
+        self.consumers: dict[int, int] = {}
+        self.consumer_ids: dict[int, int] = {}
+        self._highest_sequence: dict[tuple[int, int], int] = {}  # (core producer, seq) -> highest
+        self._out: list[bytes] = []
+
+    # -- the shell's side -----------------------------------------------------------------
+
+    def receive_data(self, data: bytes) -> None:
+        """Bytes read from the socket; every complete command is handled at once."""
+        if self.closed:
+            return
+        self.last_seen_ms = self.now_ms()
+        try:
+            frames = self.decoder.feed(data)
+        except FrameError as exc:
+            self._fail(f"invalid frame: {exc}")
+            return
+        for frame in frames:
+            if self.closed:
+                return
+            self._handle(frame)
+
+    def data_to_send(self) -> bytes:
+        """Everything queued for the socket since the last call."""
+        if not self._out:
+            return b""
+        out = b"".join(self._out)
+        self._out.clear()
+        return out
+
+    def connection_lost(self) -> None:
+        """The socket closed: the core closes this connection's producers and consumers."""
+        self.closed = True
+        self.service.close_connection(self)
+
+    def ping(self, keep_alive_ms: int) -> None:
+        """A keep-alive turn: PING the client, or give up on one silent for two periods."""
+        if self.closed:
+            return
+        if self.now_ms() - self.last_seen_ms > 2 * keep_alive_ms:
+            self._close("the client stopped answering keep-alive pings")
+            return
+        self._command(_T.PING, "ping", api.CommandPing())
+
+    # -- core actions ---------------------------------------------------------------------
+
+    def handle_action(self, action: Any) -> None:
+        """Frames for one core action addressed to this connection."""
+        if self.closed:
+            return
+        kind = type(action)
+        if kind is Deliver:
+            client_id = self.consumer_ids.get(action.consumer_id)
+            if client_id is not None:
+                self._deliver(client_id, action)
+        elif kind is SendReceipt:
+            client_id = self.producer_ids.get(action.producer_id)
+            if client_id is None:
+                return
+            receipt = api.CommandSendReceipt(
+                producer_id=client_id,
+                sequence_id=action.sequence_id,
+                message_id=api.MessageIdData(
+                    ledgerId=action.ledger_id & _U64, entryId=action.entry_id & _U64,
+                    partition=action.partition,
+                ),
+            )
+            highest = self._highest_sequence.pop((action.producer_id, action.sequence_id), None)
+            if highest is not None:
+                receipt.highest_sequence_id = highest
+            self._command(_T.SEND_RECEIPT, "send_receipt", receipt)
+        elif kind is SendError:
+            client_id = self.producer_ids.get(action.producer_id)
+            if client_id is not None:
+                self._highest_sequence.pop((action.producer_id, action.sequence_id), None)
+                self._send_error(client_id, action.sequence_id, action.code, action.message)
+        elif kind is ActiveConsumerChange:
+            client_id = self.consumer_ids.get(action.consumer_id)
+            if client_id is not None:
+                self._command(
+                    _T.ACTIVE_CONSUMER_CHANGE, "active_consumer_change",
+                    api.CommandActiveConsumerChange(
+                        consumer_id=client_id, is_active=action.is_active
+                    ),
+                )
+        elif kind is ConsumerClosed:
+            client_id = self.consumer_ids.pop(action.consumer_id, None)
+            if client_id is not None:
+                self.consumers.pop(client_id, None)
+                self._command(
+                    _T.CLOSE_CONSUMER, "close_consumer",
+                    api.CommandCloseConsumer(consumer_id=client_id, request_id=_U64),
+                )
+
+    def close_producer(self, core_id: int) -> None:
+        """The broker closed a producer (its topic went away): tell the client."""
+        client_id = self.producer_ids.pop(core_id, None)
+        if client_id is not None:
+            self.producers.pop(client_id, None)
+            self._command(
+                _T.CLOSE_PRODUCER, "close_producer",
+                api.CommandCloseProducer(producer_id=client_id, request_id=_U64),
+            )
+
+    def _deliver(self, client_id: int, action: Deliver) -> None:
+        out = self._out
+        for entry in action.entries:
+            md, payload = decode_entry(entry.data)
+            metadata, payload = to_pulsar(md, payload)
+            message = api.CommandMessage(
+                consumer_id=client_id,
+                message_id=api.MessageIdData(
+                    ledgerId=entry.position[0] & _U64, entryId=entry.position[1] & _U64,
+                    partition=entry.partition,
+                ),
+                redelivery_count=entry.redelivery_count,
+            )
+            if entry.ack_set is not None:
+                message.ack_set.extend(_bits_to_words(entry.ack_set))
+            out.append(
+                encode_payload_command(_T(type=_T.MESSAGE, message=message), metadata, payload)
+            )
+
+    # -- commands -------------------------------------------------------------------------
+
+    def _command(self, type_: int, field: str, body: Any) -> None:
+        command = _T(type=type_)
+        getattr(command, field).CopyFrom(body)
+        self._out.append(encode_command(command))
+
+    def _error(self, request_id: int, code: str, message: str) -> None:
+        self._command(
+            _T.ERROR, "error",
+            api.CommandError(request_id=request_id, error=server_error(code), message=message),
+        )
+
+    def _send_error(self, client_id: int, sequence_id: int, code: str, message: str) -> None:
+        self._command(
+            _T.SEND_ERROR, "send_error",
+            api.CommandSendError(
+                producer_id=client_id, sequence_id=sequence_id, error=server_error(code),
+                message=message,
+            ),
+        )
+
+    def _success(self, request_id: int) -> None:
+        self._command(_T.SUCCESS, "success", api.CommandSuccess(request_id=request_id))
+
+    def _close(self, reason: str) -> None:
+        if not self.closed:
+            log.info("closing a pulsar:// connection%s: %s", self.peer and f" ({self.peer})",
+                     reason)
+            self.closed = True
+            self.close_reason = reason
+            self.service.close_connection(self)
+
+    def _fail(self, reason: str) -> None:
+        """An ERROR saying why, then the connection closes (the framing is lost)."""
+        self._error(_U64, "UnknownError", reason)
+        self._close(reason)
+
+    def _handle(self, frame: Frame) -> None:
+        command = frame.command
+        type_ = command.type
+        if type_ == _T.PING:
+            self._command(_T.PONG, "pong", api.CommandPong())
+            return
+        if type_ == _T.PONG:
+            return
+        if not self.connected:
+            if type_ == _T.CONNECT and command.HasField("connect"):
+                self._connect(command.connect)
+            else:
+                name = _T.Type.Name(type_) if type_ in _T.Type.values() else str(type_)
+                self._error(_U64, "NotAllowedError", f"{name} before CONNECT")
+                self._close(f"{name} before CONNECT")
+            return
+        handler = _HANDLERS.get(type_)
+        if handler is None:
+            self._unsupported(command)
+            return
+        method, field = handler
+        if not command.HasField(field):
+            self._fail(f"{_T.Type.Name(type_)} without its {field} body")
+            return
+        body = getattr(command, field)
+        request_id = getattr(body, "request_id", _U64) if field != "ack" else _U64
+        try:
+            if type_ == _T.SEND:
+                self._send(body, frame)
+            else:
+                method(self, body)
+        except PulsarLabError as exc:
+            self._request_failed(type_, body, request_id, exc.code, str(exc))
+        except (ValueError, TypeError, KeyError) as exc:
+            self._request_failed(
+                type_, body, request_id, "UnknownError",
+                f"{_T.Type.Name(type_)}: {type(exc).__name__}: {exc}",
+            )
+        except Exception as exc:  # a bug must cost one request, never the broker
+            log.exception("internal error while handling %s", _T.Type.Name(type_))
+            self._request_failed(
+                type_, body, request_id, "UnknownError",
+                f"{_T.Type.Name(type_)}: internal error ({type(exc).__name__})",
+            )
+
+    def _request_failed(self, type_: int, body: Any, request_id: int, code: str, msg: str) -> None:
+        if type_ == _T.PARTITIONED_METADATA:
+            self._command(
+                _T.PARTITIONED_METADATA_RESPONSE, "partitionMetadataResponse",
+                api.CommandPartitionedTopicMetadataResponse(
+                    request_id=request_id,
+                    response=api.CommandPartitionedTopicMetadataResponse.Failed,
+                    error=server_error(code), message=msg,
+                ),
+            )
+        elif type_ == _T.LOOKUP:
+            self._command(
+                _T.LOOKUP_RESPONSE, "lookupTopicResponse",
+                api.CommandLookupTopicResponse(
+                    request_id=request_id, response=api.CommandLookupTopicResponse.Failed,
+                    error=server_error(code), message=msg,
+                ),
+            )
+        elif type_ == _T.ACK:
+            if body.HasField("request_id"):
+                self._command(
+                    _T.ACK_RESPONSE, "ackResponse",
+                    api.CommandAckResponse(
+                        consumer_id=body.consumer_id, request_id=body.request_id,
+                        error=server_error(code), message=msg,
+                    ),
+                )
+            else:
+                log.info("ack refused: %s", msg)
+        elif type_ in (_T.FLOW, _T.REDELIVER_UNACKNOWLEDGED_MESSAGES):
+            log.info("%s refused: %s", _T.Type.Name(type_), msg)
+        elif type_ in (_T.GET_SCHEMA, _T.GET_OR_CREATE_SCHEMA):
+            response = (
+                api.CommandGetSchemaResponse if type_ == _T.GET_SCHEMA
+                else api.CommandGetOrCreateSchemaResponse
+            )
+            field = "getSchemaResponse" if type_ == _T.GET_SCHEMA else "getOrCreateSchemaResponse"
+            self._command(
+                type_ + 1, field,
+                response(request_id=request_id, error_code=server_error(code), error_message=msg),
+            )
+        else:
+            self._error(request_id, code, msg)
+
+    def _unsupported(self, command: api.BaseCommand) -> None:
+        type_ = command.type
+        name = _T.Type.Name(type_) if type_ in _T.Type.values() else f"command type {type_}"
+        field = _UNSUPPORTED.get(type_)
+        request_id = _U64
+        if field is not None and command.HasField(field):
+            request_id = getattr(command, field).request_id
+        if type_ in _UNSUPPORTED:
+            message = f"{name}: transactions are not supported by pulsarlab"
+        else:
+            message = f"{name} is not supported by pulsarlab"
+        log.info("refused %s from a pulsar:// client", name)
+        self._error(request_id, "NotAllowedError", message)
+
+    # -- handshake and lookups ------------------------------------------------------------
+
+    def _connect(self, connect: api.CommandConnect) -> None:
+        if self.authenticator.enabled:
+            try:
+                if connect.auth_method_name != "token":
+                    raise AuthenticationError(
+                        "authentication required: connect with "
+                        "authentication=pulsar.AuthenticationToken(token)"
+                    )
+                self.role = self.authenticator.authenticate(
+                    connect.auth_data.decode("utf-8", "replace")
+                )
+            except AuthenticationError as exc:
+                self._error(_U64, exc.code, str(exc))
+                self._close(str(exc))
+                return
+        self.connected = True
+        self.protocol_version = min(connect.protocol_version, PROTOCOL_VERSION)
+        self._command(
+            _T.CONNECTED, "connected",
+            api.CommandConnected(
+                server_version=SERVER_VERSION,
+                protocol_version=self.protocol_version,
+                max_message_size=self.settings.max_message_size,
+            ),
+        )
+
+    def _partitioned_metadata(self, body: api.CommandPartitionedTopicMetadata) -> None:
+        self.authorizer.check_topic(self.role, body.topic, "lookup")
+        partitions = self.service.get_partitioned_topic_metadata(body.topic)
+        self._command(
+            _T.PARTITIONED_METADATA_RESPONSE, "partitionMetadataResponse",
+            api.CommandPartitionedTopicMetadataResponse(
+                request_id=body.request_id, partitions=partitions,
+                response=api.CommandPartitionedTopicMetadataResponse.Success,
+            ),
+        )
+
+    def _lookup(self, body: api.CommandLookupTopic) -> None:
+        self.authorizer.check_topic(self.role, body.topic, "lookup")
+        TopicName.get(body.topic)
+        self._command(
+            _T.LOOKUP_RESPONSE, "lookupTopicResponse",
+            api.CommandLookupTopicResponse(
+                request_id=body.request_id, brokerServiceUrl=self.service_url,
+                response=api.CommandLookupTopicResponse.Connect, authoritative=True,
+            ),
+        )
+
+    def _get_topics(self, body: api.CommandGetTopicsOfNamespace) -> None:
+        self.authorizer.check(self.role, body.namespace, "consume")
+        names = self.service.list_topics(body.namespace)
+        mode = body.mode
+        if mode == api.CommandGetTopicsOfNamespace.PERSISTENT:
+            names = [n for n in names if n.startswith("persistent://")]
+        elif mode == api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
+            names = [n for n in names if n.startswith("non-persistent://")]
+        response = api.CommandGetTopicsOfNamespaceResponse(request_id=body.request_id)
+        if body.HasField("topics_pattern"):
+            try:
+                pattern = re.compile(_strip_domain(body.topics_pattern))
+            except re.error as exc:
+                raise InvalidArgument(f"topics_pattern does not compile: {exc}") from None
+            names = [n for n in names if pattern.fullmatch(_strip_domain(n))]
+            response.filtered = True
+        topics_hash = topics_list_hash(names)
+        response.topics_hash = topics_hash
+        if body.HasField("topics_hash") and body.topics_hash == topics_hash:
+            response.changed = False
+        else:
+            response.topics.extend(names)
+        self._command(_T.GET_TOPICS_OF_NAMESPACE_RESPONSE, "getTopicsOfNamespaceResponse",
+                      response)
+
+    # -- schemas --------------------------------------------------------------------------
+
+    def _register_schema(self, topic: str, schema: api.Schema) -> bytes:
+        info = SchemaInfo(
+            schema.type, schema.name, schema.schema_data,
+            tuple((kv.key, kv.value) for kv in schema.properties),
+        )
+        return self.schemas.get_or_create(topic, info)
+
+    def _get_schema(self, body: api.CommandGetSchema) -> None:
+        self.authorizer.check_topic(self.role, body.topic, "lookup")
+        found = self.schemas.get(
+            body.topic, body.schema_version if body.HasField("schema_version") else None
+        )
+        if found is None:
+            raise TopicNotFound(f"{body.topic} has no schema")
+        info, version = found
+        schema = api.Schema(name=info.name, schema_data=info.data, type=info.type)
+        for key, value in info.properties:
+            schema.properties.append(api.KeyValue(key=key, value=value))
+        self._command(
+            _T.GET_SCHEMA_RESPONSE, "getSchemaResponse",
+            api.CommandGetSchemaResponse(
+                request_id=body.request_id, schema=schema, schema_version=version
+            ),
+        )
+
+    def _get_or_create_schema(self, body: api.CommandGetOrCreateSchema) -> None:
+        self.authorizer.check_topic(self.role, body.topic, "produce")
+        version = self._register_schema(body.topic, body.schema)
+        self._command(
+            _T.GET_OR_CREATE_SCHEMA_RESPONSE, "getOrCreateSchemaResponse",
+            api.CommandGetOrCreateSchemaResponse(
+                request_id=body.request_id, schema_version=version
+            ),
+        )
+
+    # -- producers ------------------------------------------------------------------------
+
+    def _producer(self, body: api.CommandProducer) -> None:
+        client_id = body.producer_id
+        if client_id in self.producers:
+            # The client repeats PRODUCER after a timeout; the producer is already open.
+            core_id = self.producers[client_id]
+            producer = self.service.producers[core_id]
+            self._producer_success(body, producer, None)
+            return
+        self.authorizer.check_topic(self.role, body.topic, "produce")
+        check_producers(self.settings, len(self.producers))
+        mode = body.producer_access_mode
+        topic = self.service.get_topic(body.topic)
+        owner = self.exclusive_producers.get(topic.name)
+        if owner is not None and owner in topic.producers:
+            raise _ProducerBusy(f"{topic.name} has an exclusive producer")
+        if mode != api.Shared and topic.producers:
+            raise _ProducerBusy(
+                f"{topic.name} already has a producer: "
+                f"{api.ProducerAccessMode.Name(mode)} access is refused"
+            )
+        version = None
+        if body.HasField("schema"):
+            version = self._register_schema(body.topic, body.schema)
+        name = body.producer_name if body.HasField("producer_name") else None
+        producer = self.service.create_producer(body.topic, name or None, self)
+        if mode != api.Shared:
+            self.exclusive_producers[topic.name] = producer.producer_id
+        self.producers[client_id] = producer.producer_id
+        self.producer_ids[producer.producer_id] = client_id
+        self._producer_success(body, producer, version)
+
+    def _producer_success(self, body: api.CommandProducer, producer: Any,
+                          version: bytes | None) -> None:
+        success = api.CommandProducerSuccess(
+            request_id=body.request_id,
+            producer_name=producer.producer_name,
+            last_sequence_id=producer.last_sequence_id,
+            producer_ready=True,
+        )
+        if version is not None:
+            success.schema_version = version
+        if body.producer_access_mode != api.Shared:
+            success.topic_epoch = 0
+        self._command(_T.PRODUCER_SUCCESS, "producer_success", success)
+
+    def _send(self, body: api.CommandSend, frame: Frame) -> None:
+        client_id = body.producer_id
+        core_id = self.producers.get(client_id)
+        if core_id is None:
+            self._send_error(
+                client_id, body.sequence_id, "NotAllowedError",
+                f"producer {client_id} is not open on this connection",
+            )
+            return
+        if frame.metadata is None:
+            self._send_error(client_id, body.sequence_id, "UnknownError",
+                             "SEND without metadata and payload")
+            return
+        if not frame.checksum_ok:
+            self._send_error(client_id, body.sequence_id, "ChecksumError",
+                             "the message's checksum does not match; nothing was stored")
+            return
+        try:
+            metadata = from_pulsar(frame.metadata)
+        except ValueError as exc:
+            self._send_error(client_id, body.sequence_id, "UnknownError", f"SEND: {exc}")
+            return
+        if metadata.sequence_id != body.sequence_id:
+            metadata.sequence_id = body.sequence_id
+        if body.highest_sequence_id > body.sequence_id:
+            self._highest_sequence[(core_id, body.sequence_id)] = body.highest_sequence_id
+        try:
+            self.service.send(core_id, metadata, frame.payload or b"")
+        except PulsarLabError as exc:
+            self._highest_sequence.pop((core_id, body.sequence_id), None)
+            self._send_error(client_id, body.sequence_id, exc.code, str(exc))
+
+    def _close_producer(self, body: api.CommandCloseProducer) -> None:
+        core_id = self.producers.pop(body.producer_id, None)
+        if core_id is not None:
+            self.producer_ids.pop(core_id, None)
+            self.service.close_producer(core_id)
+        self._success(body.request_id)
+
+    # -- consumers ------------------------------------------------------------------------
+
+    def _subscribe(self, body: api.CommandSubscribe) -> None:
+        client_id = body.consumer_id
+        if client_id in self.consumers:
+            self._success(body.request_id)  # a repeated SUBSCRIBE: already subscribed
+            return
+        self.authorizer.check_topic(self.role, body.topic, "consume")
+        check_consumers(self.settings, len(self.consumers))
+        sub_type = _SUB_TYPES.get(body.subType)
+        if sub_type is None:
+            raise InvalidArgument(f"unknown subscription type {body.subType}")
+        if not body.force_topic_creation:
+            self.service.get_topic(body.topic, create=False)
+        key_shared_meta = None
+        if sub_type is SubType.Key_Shared and body.HasField("keySharedMeta"):
+            meta = body.keySharedMeta
+            mode = (
+                KeySharedMode.STICKY if meta.keySharedMode == api.STICKY
+                else KeySharedMode.AUTO_SPLIT
+            )
+            key_shared_meta = KeySharedMeta(
+                mode,
+                tuple((r.start, r.end) for r in meta.hashRanges),
+                meta.allowOutOfOrderDelivery,
+            )
+        start_id = None
+        inclusive = False
+        if body.HasField("start_message_id"):
+            start_id, inclusive = _start_message_id(body.start_message_id)
+        if body.HasField("schema"):
+            self._register_schema(body.topic, body.schema)
+        consumer = self.service.subscribe(
+            body.topic,
+            body.subscription,
+            body.consumer_name or None,
+            sub_type,
+            initial_position_earliest=body.initialPosition == api.CommandSubscribe.Earliest,
+            durable=body.durable,
+            priority_level=body.priority_level,
+            key_shared_meta=key_shared_meta,
+            start_message_id=start_id,
+            start_message_id_inclusive=inclusive,
+            batch_index_ack_enabled=True,
+            is_reader=not body.durable,
+            conn=self,
+        )
+        self.consumers[client_id] = consumer.consumer_id
+        self.consumer_ids[consumer.consumer_id] = client_id
+        self._success(body.request_id)
+
+    def _core_consumer(self, client_id: int) -> int:
+        core_id = self.consumers.get(client_id)
+        if core_id is None:
+            raise ConsumerNotFound(f"consumer {client_id} is not open on this connection")
+        return core_id
+
+    def _flow(self, body: api.CommandFlow) -> None:
+        if body.messagePermits:
+            self.service.flow(self._core_consumer(body.consumer_id), body.messagePermits)
+
+    def _ack(self, body: api.CommandAck) -> None:
+        core_id = self._core_consumer(body.consumer_id)
+        positions = []
+        ack_sets: dict[tuple[int, int], tuple[int, int]] = {}
+        for mid in body.message_id:
+            position = (_signed(mid.ledgerId), _signed(mid.entryId))
+            positions.append(position)
+            if mid.ack_set:
+                bits = _words_to_bits(mid.ack_set)
+                size = mid.batch_size if mid.batch_size > 0 else max(bits.bit_length(), 1)
+                ack_sets[position] = (bits, size)
+        self.service.ack(
+            core_id, positions,
+            cumulative=body.ack_type == api.CommandAck.Cumulative,
+            ack_sets=ack_sets or None,
+        )
+        if body.HasField("request_id"):
+            self._command(
+                _T.ACK_RESPONSE, "ackResponse",
+                api.CommandAckResponse(consumer_id=body.consumer_id, request_id=body.request_id),
+            )
+
+    def _redeliver(self, body: api.CommandRedeliverUnacknowledgedMessages) -> None:
+        core_id = self._core_consumer(body.consumer_id)
+        positions = None
+        if body.message_ids:
+            positions = [(_signed(m.ledgerId), _signed(m.entryId)) for m in body.message_ids]
+        self.service.redeliver_unacknowledged(core_id, positions)
+
+    def _close_consumer(self, body: api.CommandCloseConsumer) -> None:
+        core_id = self.consumers.pop(body.consumer_id, None)
+        if core_id is not None:
+            self.consumer_ids.pop(core_id, None)
+            self.service.close_consumer(core_id)
+        self._success(body.request_id)
+
+    def _unsubscribe(self, body: api.CommandUnsubscribe) -> None:
+        core_id = self._core_consumer(body.consumer_id)
+        self.service.unsubscribe(core_id)
+        self.consumers.pop(body.consumer_id, None)
+        self.consumer_ids.pop(core_id, None)
+        self._success(body.request_id)
+
+    def _seek(self, body: api.CommandSeek) -> None:
+        core_id = self._core_consumer(body.consumer_id)
+        if body.HasField("message_id"):
+            mid = body.message_id
+            message_id, _ = _start_message_id(mid)
+            self.service.seek(core_id, message_id=message_id)
+        elif body.HasField("message_publish_time"):
+            self.service.seek(core_id, publish_time=body.message_publish_time)
+        else:
+            raise InvalidArgument("SEEK needs a message id or a publish time")
+        # As Pulsar's broker: the consumer is disconnected and re-subscribes, so what it
+        # had queued before the seek is dropped and its permits start afresh.
+        self.consumers.pop(body.consumer_id, None)
+        self.consumer_ids.pop(core_id, None)
+        self.service.close_consumer(core_id)
+        self._command(
+            _T.CLOSE_CONSUMER, "close_consumer",
+            api.CommandCloseConsumer(consumer_id=body.consumer_id, request_id=_U64),
+        )
+        self._success(body.request_id)
+
+    def _get_last_message_id(self, body: api.CommandGetLastMessageId) -> None:
+        core_id = self._core_consumer(body.consumer_id)
+        _consumer, sub = self.service.consumers[core_id]
+        ledger_id, entry_id = sub.topic.ledger.last_confirmed
+        partition = sub.topic.partition_index
+        md_ledger, md_entry = sub.cursor.mark_delete_position
+        self._command(
+            _T.GET_LAST_MESSAGE_ID_RESPONSE, "getLastMessageIdResponse",
+            api.CommandGetLastMessageIdResponse(
+                request_id=body.request_id,
+                last_message_id=api.MessageIdData(
+                    ledgerId=ledger_id & _U64, entryId=entry_id & _U64, partition=partition
+                ),
+                consumer_mark_delete_position=api.MessageIdData(
+                    ledgerId=md_ledger & _U64, entryId=md_entry & _U64, partition=partition
+                ),
+            ),
+        )
+
+    def _consumer_stats(self, body: api.CommandConsumerStats) -> None:
+        core_id = self._core_consumer(body.consumer_id)
+        consumer, sub = self.service.consumers[core_id]
+        stats = api.CommandConsumerStatsResponse(
+            request_id=body.request_id,
+            consumerName=consumer.consumer_name,
+            availablePermits=max(consumer.permits, 0),
+            unackedMessages=max(consumer.unacked_messages, 0),
+            blockedConsumerOnUnackedMsgs=consumer.blocked_on_unacked,
+            type=str(sub.sub_type),
+            connectedSince=str(consumer.connected_since_ms),
+            address=self.peer,
+            msgBacklog=sub.cursor.number_of_entries_in_backlog(),
+        )
+        self._command(_T.CONSUMER_STATS_RESPONSE, "consumerStatsResponse", stats)
+
+
+class _ProducerBusy(PulsarLabError):
+    code = "ProducerBusy"
+
+
+def _start_message_id(mid: api.MessageIdData) -> tuple[MessageId, bool]:
+    """The core id and inclusiveness of a start/seek message id, as Pulsar's broker reads
+    it: reading starts AT the id's entry (the batch it is in may be partly unread), and the
+    client discards what it should not see (the id itself, unless inclusive)."""
+    ledger, entry = _signed(mid.ledgerId), _signed(mid.entryId)
+    if ledger < 0 or entry < 0:
+        return MessageId.earliest, False
+    if ledger == _I64_MAX and entry == _I64_MAX:
+        return MessageId.latest, False
+    batch = mid.batch_index if mid.HasField("batch_index") else -1
+    return MessageId(mid.partition, ledger, entry, batch), True
+
+
+def _strip_domain(name: str) -> str:
+    return name.split("://", 1)[1] if "://" in name else name
+
+
+def topics_list_hash(names: list[str]) -> str:
+    """A hash of a topic list, compared by the client to skip unchanged answers."""
+    return format(google_crc32c.value("".join(sorted(names)).encode()), "x")
+
+
+_HANDLERS: dict[int, tuple[Callable[[PulsarSession, Any], None], str]] = {
+    _T.PARTITIONED_METADATA: (PulsarSession._partitioned_metadata, "partitionMetadata"),
+    _T.LOOKUP: (PulsarSession._lookup, "lookupTopic"),
+    _T.PRODUCER: (PulsarSession._producer, "producer"),
+    _T.SEND: (PulsarSession._send, "send"),
+    _T.CLOSE_PRODUCER: (PulsarSession._close_producer, "close_producer"),
+    _T.SUBSCRIBE: (PulsarSession._subscribe, "subscribe"),
+    _T.FLOW: (PulsarSession._flow, "flow"),
+    _T.ACK: (PulsarSession._ack, "ack"),
+    _T.REDELIVER_UNACKNOWLEDGED_MESSAGES: (
+        PulsarSession._redeliver, "redeliverUnacknowledgedMessages"
+    ),
+    _T.CLOSE_CONSUMER: (PulsarSession._close_consumer, "close_consumer"),
+    _T.UNSUBSCRIBE: (PulsarSession._unsubscribe, "unsubscribe"),
+    _T.SEEK: (PulsarSession._seek, "seek"),
+    _T.GET_LAST_MESSAGE_ID: (PulsarSession._get_last_message_id, "getLastMessageId"),
+    _T.CONSUMER_STATS: (PulsarSession._consumer_stats, "consumerStats"),
+    _T.GET_TOPICS_OF_NAMESPACE: (PulsarSession._get_topics, "getTopicsOfNamespace"),
+    _T.GET_SCHEMA: (PulsarSession._get_schema, "getSchema"),
+    _T.GET_OR_CREATE_SCHEMA: (PulsarSession._get_or_create_schema, "getOrCreateSchema"),
+}
