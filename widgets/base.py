@@ -35,7 +35,7 @@ from .static import html_to_lines, picture_bundle, picture_svg
 if TYPE_CHECKING:
     from .whatif import WhatIf
 
-__all__ = ["View", "error_html"]
+__all__ = ["Still", "View", "error_html"]
 
 
 def error_html(message: str) -> str:
@@ -186,6 +186,33 @@ class View(ipywidgets.VBox):
         self._show(index)
         return self
 
+    def pin(self) -> View:
+        """Pin the view to the step it shows now (a tutorial's view cell ends with this,
+        so later cells that change the source do not change what this output shows)."""
+        return self.at(self.step.index)
+
+    def still(self, step: int | str = -1) -> Still:
+        """A picture of one step (a number or a label) that stays as it is: to show the same
+        view at two steps in two cells (a pinned view is one widget, shown once)."""
+        with self._lock:
+            chosen = self.history.find(step) if isinstance(step, str) else self.history[step]
+            swapped = {name: getattr(self, name) for name in ("fig", "ring_fig", "table")
+                       if hasattr(self, name)}
+            try:
+                for name, value in swapped.items():
+                    setattr(self, name, _Text(value.value) if name == "table"
+                            else go.Figure(value))
+                with self._showing(chosen):
+                    self._draw()
+                    svg = picture_svg(self.figures(), self.caption(),
+                                      f"step {chosen.index}: {chosen.label}")
+                    title = self.describe_step(chosen)
+            finally:
+                for name, value in swapped.items():
+                    setattr(self, name, value)
+            self._redraw()
+            return Still(svg, title)
+
     def show_step(self, label: str) -> View:
         """Pin the view to the latest step labelled ``label`` (or containing it)."""
         return self.at(self.history.find(label).index)
@@ -227,9 +254,11 @@ class View(ipywidgets.VBox):
 
     def describe(self) -> str:
         """One line for ``text/plain``: class, shown step and the figure's title."""
+        return self.describe_step(self.step if len(self.history) else None)
+
+    def describe_step(self, step: Step | None) -> str:
         figs = self.figures()
         title = figs[0].layout.title.text if figs and figs[0].layout.title.text else ""
-        step = self.step if len(self.history) else None
         where = f" step {step.index} ({step.label!r})" if step else ""
         return f"<{type(self).__name__}{where}: {title}>"
 
@@ -264,3 +293,24 @@ class View(ipywidgets.VBox):
     def seconds(self, time_ms: int) -> float:
         """A broker timestamp as seconds since the source started."""
         return (time_ms - self.source.start_ms) / 1000.0
+
+
+class _Text:
+    """Stands in for an HTML widget while a still is drawn (no widget, no comm)."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+class Still:
+    """A picture of one step of a view, displayed as an image (no widget)."""
+
+    def __init__(self, svg: str, text: str) -> None:
+        self.svg = svg
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return {"text/plain": self.text, **picture_bundle(self.svg, self.text)}

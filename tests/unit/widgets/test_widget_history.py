@@ -228,3 +228,38 @@ def test_ring_arcs_give_every_hash_the_owner_the_brokers_selector_gives():
     for h in range(0, 2**31, step):
         assert view.owner_of_hash(h) == selector.select(h).consumer_name
     assert view.arcs[0][0] == 0 and view.arcs[-1][1] == 2**31 - 1
+
+
+@pytest.mark.parametrize("make", [CursorView, FlowView, Dashboard, FailoverView,
+                                  RedeliveryTimeline, HashRingView, HashRangeView])
+def test_a_still_pictures_one_step_and_leaves_the_live_view_alone(make):
+    whatif = WhatIf("Key_Shared", key_shared_use_consistent_hashing=False)
+    view = make(whatif)
+    whatif.add_consumer("C1")
+    whatif.add_consumer("C2")
+    whatif.publish(["a", "b"])
+    view.pin()
+    shown = view.describe()
+    figure = view.figures()[0] if view.figures() else None
+    title = figure.layout.title.text if figure is not None else None
+    still = view.still("add consumer C1")
+    assert repr(still).startswith(f"<{type(view).__name__} step ") and "add consumer C1" in repr(
+        still)
+    bundle = still._repr_mimebundle_()
+    assert bundle["image/svg+xml"].startswith("<svg") and "add consumer C1" in bundle[
+        "image/svg+xml"]
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
+    assert view.describe() == shown
+    if figure is not None:
+        assert view.figures()[0] is figure and figure.layout.title.text == title
+
+
+def test_pin_keeps_the_current_step():
+    whatif = WhatIf("Key_Shared", key_shared_use_consistent_hashing=False)
+    view = HashRangeView(whatif, KEYS)
+    whatif.add_consumer("C1")
+    assert view.pin() is view and view.pinned == 1
+    whatif.add_consumer("C2")
+    assert view.step.label == "add consumer C1"
+    still = view.still()
+    assert "add consumer C2" in repr(still) and "2 consumer(s)" in repr(still)
