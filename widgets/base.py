@@ -198,6 +198,9 @@ class View(ipywidgets.VBox):
             chosen = self.history.find(step) if isinstance(step, str) else self.history[step]
             swapped = {name: getattr(self, name) for name in ("fig", "ring_fig", "table")
                        if hasattr(self, name)}
+            # traces a draw adds to the copies must not be looked up in the real figures
+            registries = {name: dict(getattr(self, name)) for name in _TRACE_REGISTRIES
+                          if hasattr(self, name)}
             try:
                 for name, value in swapped.items():
                     setattr(self, name, _Text(value.value) if name == "table"
@@ -206,9 +209,9 @@ class View(ipywidgets.VBox):
                     self._draw()
                     svg = picture_svg(self.figures(), self.caption(),
                                       f"step {chosen.index}: {chosen.label}")
-                    title = self.describe_step(chosen)
+                    title = "<picture of " + self.describe_step(chosen)[1:]
             finally:
-                for name, value in swapped.items():
+                for name, value in (swapped | registries).items():
                     setattr(self, name, value)
             self._redraw()
             return Still(svg, title)
@@ -293,6 +296,10 @@ class View(ipywidgets.VBox):
     def seconds(self, time_ms: int) -> float:
         """A broker timestamp as seconds since the source started."""
         return (time_ms - self.source.start_ms) / 1000.0
+
+
+_TRACE_REGISTRIES = ("_legend", "_ring_legend", "_trace_of", "_traces")
+"""Views' maps from a name to the index of a trace they added to their figure."""
 
 
 class _Text:

@@ -67,8 +67,8 @@ def test_tutorial_03_widgets_render_and_react_in_chromium(lab: Lab, page: Any, a
 
 
 def _failover_view(panel: Any, variable: str) -> Any:
-    """The FailoverView displayed by the cell ``variable`` (its outermost widget box)."""
-    return _cell(panel, variable).locator(".jp-OutputArea-output .widget-vbox").first
+    """The FailoverView displayed by the cell ``variable.pin()`` (its outermost widget box)."""
+    return _cell(panel, f"{variable}.pin()").locator(".jp-OutputArea-output .widget-vbox").first
 
 
 def _grid_shape(view: Any) -> tuple[int, int]:

@@ -243,8 +243,8 @@ def test_a_still_pictures_one_step_and_leaves_the_live_view_alone(make):
     figure = view.figures()[0] if view.figures() else None
     title = figure.layout.title.text if figure is not None else None
     still = view.still("add consumer C1")
-    assert repr(still).startswith(f"<{type(view).__name__} step ") and "add consumer C1" in repr(
-        still)
+    assert repr(still).startswith(f"<picture of {type(view).__name__} step ")
+    assert "add consumer C1" in repr(still)
     bundle = still._repr_mimebundle_()
     assert bundle["image/svg+xml"].startswith("<svg") and "add consumer C1" in bundle[
         "image/svg+xml"]
@@ -263,3 +263,16 @@ def test_pin_keeps_the_current_step():
     assert view.step.label == "add consumer C1"
     still = view.still()
     assert "add consumer C2" in repr(still) and "2 consumer(s)" in repr(still)
+
+
+def test_a_still_of_a_later_step_than_the_pinned_one_adds_no_trace_to_the_view():
+    whatif = WhatIf("Key_Shared")
+    view = HashRingView(whatif, ["a", "b"])
+    whatif.add_consumer("C1")
+    view.pin()
+    whatif.add_consumer("C2")
+    traces = len(view.fig.data)
+    assert "C2" in repr(view.still("add consumer C2"))
+    assert len(view.fig.data) == traces
+    view.follow()  # draws C2 into the real figure, with its own legend entry
+    assert [t.name for t in view.fig.data if t.meta == "legend"] == ["C1", "C2"]
