@@ -71,7 +71,8 @@ class FlowView(View):
         figure.add_trace(go.Scatter(name="holds mark-delete back", mode="markers",
                                     marker={"symbol": "x", "size": 12, "color": "#c62828"}),
                          row=2, col=1)
-        figure.update_layout(height=420, margin={"l": 50, "r": 50, "t": 50, "b": 40},
+        figure.update_layout(height=440, margin={"l": 50, "r": 50, "t": 70, "b": 40},
+                             title={"font": {"size": 13}},
                              legend={"orientation": "h", "y": -0.15})
         figure.update_xaxes(title_text="frame" if source.simulated else "seconds", row=2, col=1)
         self.fig = go.FigureWidget(figure)
@@ -173,7 +174,17 @@ class FlowView(View):
             self.fig.data[1].x, self.fig.data[1].y = hold_x, hold_y
             if self.source.simulated:
                 self.fig.layout.xaxis.dtick = self.fig.layout.xaxis2.dtick = 1
+            self.fig.layout.title.text = self._title()
         self.table.value = self._table_html()
+
+    def _title(self) -> str:
+        parts = [f"{n}: {c['permits']} permits, {c['unacked']} unacked"
+                 for n, c in self.current.items()]
+        if self.waiting:
+            parts.append("waiting: " + ", ".join(self.waiting))
+        if self.holding:
+            parts.append("holding the mark-delete: " + ", ".join(self.holding))
+        return "flow — " + (" · ".join(parts) or "no consumers")
 
     def _add_consumer_traces(self, name: str) -> None:
         color = self.source.palette.color(name)

@@ -11,11 +11,11 @@ pixel copy of plotly's rendering.
 
 from __future__ import annotations
 
-import base64
 import html
 import math
 import re
 import textwrap
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -679,8 +679,8 @@ def picture_bundle(svg: str, alt: str) -> dict[str, str]:
     notebook) and ``text/html`` holding it as an ``<img>`` data URI — the form JupyterLab
     shows for an untrusted notebook (one opened before it was run), whose sanitiser drops
     inline SVG and which does not render ``image/svg+xml`` from untrusted outputs."""
-    data = base64.b64encode(svg.encode()).decode("ascii")
+    data = urllib.parse.quote(svg, safe=" ='/:;,.-()@!*$+&?")  # ~5% larger, not base64's 33%
     return {
         "image/svg+xml": svg,
-        "text/html": f"<img alt='{_esc(alt)}' src='data:image/svg+xml;base64,{data}'/>",
+        "text/html": f'<img alt="{_esc(alt)}" src="data:image/svg+xml,{data}"/>',
     }

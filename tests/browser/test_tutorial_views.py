@@ -72,7 +72,7 @@ def test_committed_tutorials_show_pictures_before_running(lab: Lab, page: Any, a
         expect(outputs.filter(has_text="model not found")).to_have_count(0)
         for index, line in _view_cells(notebook).items():
             cell = cells.nth(index)
-            picture = cell.locator(".jp-OutputArea-output img[src^='data:image/svg+xml']")
+            picture = cell.locator(".jp-OutputArea-output img[src^='data:image/svg+xml,']")
             expect(picture).to_have_count(1)
             cell.scroll_into_view_if_needed()
             width = picture.evaluate("img => img.complete ? img.naturalWidth : 0")
