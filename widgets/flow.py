@@ -180,11 +180,13 @@ class FlowView(View):
     def _title(self) -> str:
         parts = [f"{n}: {c['permits']} permits, {c['unacked']} unacked"
                  for n, c in self.current.items()]
+        notes = []
         if self.waiting:
-            parts.append("waiting: " + ", ".join(self.waiting))
+            notes.append("waiting for the mark-delete: " + ", ".join(self.waiting))
         if self.holding:
-            parts.append("holding the mark-delete: " + ", ".join(self.holding))
-        return "flow — " + (" · ".join(parts) or "no consumers")
+            notes.append("holding it back: " + ", ".join(self.holding))
+        title = "flow — " + (" · ".join(parts) or "no consumers")
+        return title + ("<br>" + " · ".join(notes) if notes else "")
 
     def _add_consumer_traces(self, name: str) -> None:
         color = self.source.palette.color(name)

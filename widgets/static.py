@@ -285,8 +285,11 @@ def _figure_svg(fig: Any, top: float) -> tuple[list[str], float]:
     legend_rows = max((row for row, *_ in legend), default=-1) + 1
     out: list[str] = []
     title = _get(layout, "title", "text")
-    if title:
-        out.append(_text(WIDTH / 2, top + 18, title, 13, weight="bold"))
+    lines = [part for line in re.split(r"<br\s*/?>", title or "", flags=re.IGNORECASE)
+             for part in textwrap.wrap(line, 100)]
+    for number, line in enumerate(lines):
+        out.append(_text(WIDTH / 2, top + 18 + 16 * number, line, 13, weight="bold"))
+    top += 16 * max(0, len(lines) - 1)
     plot_top = top + max(m_t, 30)
     plot_bottom = top + height - m_b
     if any(t.type in ("barpolar", "scatterpolar") for t in fig.data):
@@ -301,7 +304,7 @@ def _figure_svg(fig: Any, top: float) -> tuple[list[str], float]:
         else:
             out.append(_marker(x + 9, y + 8, symbol, 10, color))
         out.append(_text(x + 24, y + 12, name, 11, anchor="start"))
-    return out, height + 4 + legend_rows * 18
+    return out, height + 4 + legend_rows * 18 + 16 * max(0, len(lines) - 1)
 
 
 def _legend_layout(
