@@ -597,9 +597,15 @@ def _polar(fig: Any, left: float, top: float, right: float, bottom: float) -> li
                 shape = _wedge(point, base, base + float(r), float(theta) - width / 2,
                                float(theta) + width / 2)
                 color = str(_at(colors, i, "#888"))
-                if lw:
-                    fill = "none" if color.replace(" ", "") == "rgba(0,0,0,0)" else color
-                    out.append(f"<path d='{shape}' fill='{_esc(fill)}' "
+                if lw and color.replace(" ", "") == "rgba(0,0,0,0)":  # an outline only:
+                    t0, t1 = float(theta) - width / 2, float(theta) + width / 2  # two edges
+                    edges = (_arc(point, base, t0, t1, clockwise)
+                             + _arc(point, base + float(r), t0, t1, clockwise))
+                    out.append(f"<path d='{edges}' fill='none' "
+                               f"stroke='{_esc(_at(line_colors, i, '#000'))}' "
+                               f"stroke-width='{lw:.1f}'/>")
+                elif lw:
+                    out.append(f"<path d='{shape}' fill='{_esc(color)}' "
                                f"stroke='{_esc(_at(line_colors, i, '#000'))}' "
                                f"stroke-width='{lw:.1f}'/>")
                 else:
