@@ -2,10 +2,13 @@
 
 Every run uses three processes on 127.0.0.1: a producer, a consumer and the middle — either
 a pulsarlab broker (the real ``pulsarlab broker`` command) or a bare ZeroMQ relay (ROUTER
-in, DEALER out, no logic) forwarding the same frames. Clients speak the wire protocol
-directly, so this measures the broker, not the client library. Prints one JSON document:
-msgs/s per configuration and ``broker / relay`` ratios, plus latency p50/p99/p999 at a fixed
-moderate rate (unbatched).
+in, DEALER out, no logic) forwarding the same payloads. The relay the ratios divide by is the
+fastest bare Python relay, a plain ``recv()``/``send()`` loop; the idiomatic
+``recv_multipart``/``send_multipart`` relay runs too, as a second column
+(``relay_multipart_*``, ``*_vs_multipart_relay``). Both consumers count messages from the
+first received to the last. Clients speak the wire protocol directly, so this measures the
+broker, not the client library. Prints one JSON document: msgs/s per configuration and
+``broker / relay`` ratios, plus latency p50/p99/p999 at a fixed moderate rate (unbatched).
 
     python bench/bench_e2e.py [--messages N] [--quick]
 """
@@ -35,19 +38,33 @@ def _batch_payload(size: int, count: int) -> bytes:
 
 # -- the bare relay -----------------------------------------------------------------------
 
-def relay_main(front_port, back_port, ready) -> None:
+def relay_main(front_port, back_port, ready, loop="fast") -> None:
+    """The middle without logic. ``fast``: a plain ``recv()``/``send()`` loop, the fastest
+    Python relay (the baseline the ratios use); ``multipart``: ``recv_multipart`` /
+    ``send_multipart`` with zero-copy frames, the idiomatic loop (a second column)."""
     ctx = zmq.Context()
     front = ctx.socket(zmq.ROUTER)
     back = ctx.socket(zmq.DEALER)
     front.bind(f"tcp://127.0.0.1:{front_port}")
     back.bind(f"tcp://127.0.0.1:{back_port}")
     ready.set()
-    while True:
-        frames = front.recv_multipart(copy=False)
-        if frames[1].bytes == b"STOP":
-            back.send(b"STOP")
-            break
-        back.send_multipart(frames[1:], copy=False)
+    if loop == "fast":
+        # The producer sends one frame per message: the ROUTER hands over [identity, frame].
+        recv, send = front.recv, back.send
+        while True:
+            recv()
+            frame = recv()
+            if frame == b"STOP":
+                send(b"STOP")
+                break
+            send(frame)
+    else:
+        while True:
+            frames = front.recv_multipart(copy=False)
+            if frames[1].bytes == b"STOP":
+                back.send(b"STOP")
+                break
+            back.send_multipart(frames[1:], copy=False)
     front.close()
     back.close()  # default linger: the queued frames and STOP still go out
     ctx.term()
@@ -69,24 +86,26 @@ def relay_consumer(port, out) -> None:
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
     sock.connect(f"tcp://127.0.0.1:{port}")
+    recv, clock = sock.recv, time.perf_counter
     count = 0
-    first = None
-    while True:
-        msg = sock.recv()
-        if msg == b"STOP":
-            break
-        if first is None:
-            first = time.perf_counter()
-        count += 1
-    out.put((count, time.perf_counter() - first))
+    first = last = 0.0
+    # Counted as the broker's consumer counts: from the first message to the last one.
+    msg = recv()
+    if msg != b"STOP":
+        first = last = clock()
+        count = 1
+        while (msg := recv()) != b"STOP":
+            last = clock()
+            count += 1
+    out.put((count, last - first))
     ctx.destroy(linger=0)
 
 
-def run_relay(n: int, payload: bytes, per_frame: int) -> float:
+def run_relay(n: int, payload: bytes, per_frame: int, loop: str = "fast") -> float:
     ctx = mp.get_context("spawn")
     front, back = _free_port(), _free_port()
     ready, start, out = ctx.Event(), ctx.Event(), ctx.Queue()
-    relay = ctx.Process(target=relay_main, args=(front, back, ready))
+    relay = ctx.Process(target=relay_main, args=(front, back, ready, loop))
     relay.start()
     ready.wait(30)
     consumer = ctx.Process(target=relay_consumer, args=(back, out))
@@ -203,7 +222,7 @@ def broker_consumer(url, topic, n_entries, batch, ready, out, latency) -> None:
 
 def start_broker(storage: str, data_dir: str) -> tuple[subprocess.Popen, str]:
     args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
-            "--pulsar-port", "0",
+            "--pulsar-port", "0", "--web-port", "0",
             "--storage", storage, "--data-dir", data_dir]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     lines = []
@@ -270,6 +289,10 @@ def main() -> None:
         relay_batched = run_relay(max(1, n // 100), batched, 100)
         results["runs"][f"relay_{size}B_unbatched"] = round(relay_single)
         results["runs"][f"relay_{size}B_batched100"] = round(relay_batched)
+        multi_single = run_relay(n, single, 1, "multipart")
+        multi_batched = run_relay(max(1, n // 100), batched, 100, "multipart")
+        results["runs"][f"relay_multipart_{size}B_unbatched"] = round(multi_single)
+        results["runs"][f"relay_multipart_{size}B_batched100"] = round(multi_batched)
         for storage in ("memory", "durable"):
             unb, _ = run_broker(storage, n, single, 1)
             bat, _ = run_broker(storage, max(1, n // 100), batched, 100)
@@ -277,6 +300,10 @@ def main() -> None:
             results["runs"][f"broker_{storage}_{size}B_batched100"] = round(bat)
             results["ratios"][f"{storage}_{size}B_unbatched"] = round(unb / relay_single, 3)
             results["ratios"][f"{storage}_{size}B_batched100"] = round(bat / relay_batched, 3)
+            results["ratios"][f"{storage}_{size}B_unbatched_vs_multipart_relay"] = round(
+                unb / multi_single, 3)
+            results["ratios"][f"{storage}_{size}B_batched100_vs_multipart_relay"] = round(
+                bat / multi_batched, 3)
     rate = 5000
     count = 2_000 if args.quick else 25_000
     _, lat = run_broker("durable", count, b"x" * 100, 1, rate=rate)

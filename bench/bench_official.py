@@ -63,7 +63,8 @@ def pulsarlab_broker(storage: str) -> Iterator[str]:
     """A ``pulsarlab broker`` process; yields its pulsar:// URL."""
     data_dir = tempfile.mkdtemp(prefix="bench-official-")
     args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
-            "--pulsar-port", "0", "--storage", storage, "--data-dir", data_dir]
+            "--pulsar-port", "0", "--web-port", "0", "--storage", storage,
+            "--data-dir", data_dir]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None

@@ -31,7 +31,7 @@ from typing import Any
 
 def start_broker() -> tuple[subprocess.Popen, str]:
     args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
-            "--pulsar-port", "0",
+            "--pulsar-port", "0", "--web-port", "0",
             "--storage", "memory"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None

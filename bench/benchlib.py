@@ -34,7 +34,7 @@ def start_broker(
 ) -> tuple[subprocess.Popen, str, float]:
     """A broker process on ``data_dir``: (process, tcp service url, seconds to ready)."""
     args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
-            "--pulsar-port", "0",
+            "--pulsar-port", "0", "--web-port", "0",
             "--data-dir", str(data_dir)]
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     started = time.perf_counter()

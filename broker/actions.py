@@ -70,4 +70,15 @@ class ConsumerClosed:
     reason: str
 
 
-Action = Deliver | SendReceipt | SendError | ActiveConsumerChange | ConsumerClosed
+@dataclass(slots=True)
+class ProducerClosed:
+    """The broker closed a producer (its topic was deleted)."""
+
+    producer_id: int
+    conn: Any
+    reason: str
+
+
+Action = (
+    Deliver | SendReceipt | SendError | ActiveConsumerChange | ConsumerClosed | ProducerClosed
+)

@@ -74,6 +74,8 @@ class Admin:
         self._socket: zmq.Socket | None = None
         self.topics = Topics(self)
         self.namespaces = Namespaces(self)
+        self.tenants = Tenants(self)
+        self.clusters = Clusters(self)
 
     def _connect(self) -> zmq.Socket:
         sock = self._ctx.socket(zmq.DEALER)
@@ -143,8 +145,19 @@ class Topics:
     def create_non_partitioned_topic(self, topic: str) -> None:
         self._admin.call("topics.create_non_partitioned_topic", topic=topic)
 
+    def update_partitioned_topic(self, topic: str, partitions: int) -> None:
+        """Grow a partitioned topic (partition counts never shrink)."""
+        self._admin.call("topics.update_partitioned_topic", topic=topic, partitions=partitions)
+
     def get_partitioned_topic_metadata(self, topic: str) -> dict[str, int]:
         return self._admin.call("topics.get_partitioned_topic_metadata", topic=topic)
+
+    def get_partitioned_topic_list(self, namespace: str = "public/default") -> list[str]:
+        return self._admin.call("topics.get_partitioned_topic_list", namespace=namespace)
+
+    def get_last_message_id(self, topic: str) -> dict[str, int]:
+        """``{"ledgerId", "entryId", "partitionIndex", "batchIndex"}`` of the last message."""
+        return self._admin.call("topics.get_last_message_id", topic=topic)
 
     def get_list(self, namespace: str = "public/default", include_system: bool = False) -> list:
         return self._admin.call(
@@ -180,6 +193,17 @@ class Topics:
         self._admin.call("topics.skip_messages", topic=topic, subscription=subscription,
                          count=count)
 
+    def skip_all_messages(self, topic: str, subscription: str) -> None:
+        """Acknowledge the subscription's whole backlog (``pulsar-admin topics skip-all``)."""
+        self._admin.call("topics.skip_all_messages", topic=topic, subscription=subscription)
+
+    def examine_message(self, topic: str, initial_position: str = "latest",
+                        message_position: int = 1) -> dict:
+        """The n-th stored message from the earliest or back from the latest."""
+        return self._admin.call("topics.examine_message", topic=topic,
+                                initial_position=initial_position,
+                                message_position=message_position)
+
     def peek_messages(self, topic: str, subscription: str, count: int = 1) -> list[dict]:
         return self._admin.call(
             "topics.peek_messages", topic=topic, subscription=subscription, count=count
@@ -212,8 +236,34 @@ class Namespaces:
     def __init__(self, admin: Admin) -> None:
         self._admin = admin
 
+    def get_namespaces(self, tenant: str) -> list[str]:
+        return self._admin.call("namespaces.get_namespaces", tenant=tenant)
+
+    def create_namespace(self, namespace: str) -> None:
+        self._admin.call("namespaces.create_namespace", namespace=namespace)
+
+    def delete_namespace(self, namespace: str, force: bool = False) -> None:
+        """Delete an empty namespace (``force``: its topics too) with its policies."""
+        self._admin.call("namespaces.delete_namespace", namespace=namespace, force=force)
+
+    def get_topics(self, namespace: str) -> list[str]:
+        """Every topic of ``namespace``, partitions by their own names."""
+        return self._admin.call("namespaces.get_topics", namespace=namespace)
+
     def get_policies(self, namespace: str) -> dict[str, Any]:
         return self._admin.call("namespaces.get_policies", namespace=namespace)
+
+    def remove_retention(self, namespace: str) -> None:
+        self._admin.call("namespaces.remove_retention", namespace=namespace)
+
+    def remove_message_ttl(self, namespace: str) -> None:
+        self._admin.call("namespaces.remove_message_ttl", namespace=namespace)
+
+    def remove_deduplication_status(self, namespace: str) -> None:
+        self._admin.call("namespaces.remove_deduplication_status", namespace=namespace)
+
+    def remove_backlog_quota(self, namespace: str) -> None:
+        self._admin.call("namespaces.remove_backlog_quota", namespace=namespace)
 
     def set_retention(self, namespace: str, retention_time_in_minutes: int,
                       retention_size_in_mb: int) -> None:
@@ -250,6 +300,41 @@ class Namespaces:
     def get_permissions(self, namespace: str) -> dict[str, list[str]]:
         """``{role: [actions]}`` on ``namespace``."""
         return self._admin.call("namespaces.get_permissions", namespace=namespace)
+
+
+class Tenants:
+    """``admin.tenants``: tenants and their ``TenantInfo`` (adminRoles, allowedClusters)."""
+
+    def __init__(self, admin: Admin) -> None:
+        self._admin = admin
+
+    def get_tenants(self) -> list[str]:
+        return self._admin.call("tenants.get_tenants")
+
+    def get_tenant_info(self, tenant: str) -> dict[str, Any]:
+        return self._admin.call("tenants.get_tenant_info", tenant=tenant)
+
+    def create_tenant(self, tenant: str, config: dict[str, Any] | None = None) -> None:
+        self._admin.call("tenants.create_tenant", tenant=tenant, config=config)
+
+    def update_tenant(self, tenant: str, config: dict[str, Any]) -> None:
+        self._admin.call("tenants.update_tenant", tenant=tenant, config=config)
+
+    def delete_tenant(self, tenant: str, force: bool = False) -> None:
+        self._admin.call("tenants.delete_tenant", tenant=tenant, force=force)
+
+
+class Clusters:
+    """``admin.clusters``: the one cluster, ``standalone``."""
+
+    def __init__(self, admin: Admin) -> None:
+        self._admin = admin
+
+    def get_clusters(self) -> list[str]:
+        return self._admin.call("clusters.get_clusters")
+
+    def get_cluster(self, cluster: str) -> dict[str, Any]:
+        return self._admin.call("clusters.get_cluster", cluster=cluster)
 
 
 def _id_arg(message_id: Any) -> Any:

@@ -11,9 +11,10 @@ from typing import Any
 
 from .authorization import Authorizer
 from .entry import decode_entry
-from .errors import InvalidArgument
+from .errors import InvalidArgument, NotAllowed
 from .message_id import MessageId
 from .service import BrokerService
+from .tenants import Tenants
 from .topic_name import TopicName
 
 
@@ -38,7 +39,25 @@ class AdminHandler:
         self.service = service
         # Namespace permissions (granted here, checked by the server on every open).
         self.authorizer = Authorizer(service.settings, service.storage.metadata)
+        self.tenants = Tenants(service, self.authorizer)
+        tenants = self.tenants
         self._ops: dict[str, Callable[..., Any]] = {
+            "clusters.get_clusters": tenants.get_clusters,
+            "clusters.get_cluster": tenants.get_cluster,
+            "tenants.get_tenants": tenants.get_tenants,
+            "tenants.get_tenant_info": tenants.get_tenant_info,
+            "tenants.create_tenant": tenants.create_tenant,
+            "tenants.update_tenant": tenants.update_tenant,
+            "tenants.delete_tenant": tenants.delete_tenant,
+            "namespaces.get_namespaces": tenants.get_namespaces,
+            "namespaces.create_namespace": tenants.create_namespace,
+            "namespaces.delete_namespace": tenants.delete_namespace,
+            "namespaces.get_topics": self.get_topics,
+            "topics.update_partitioned_topic": self.update_partitioned_topic,
+            "topics.get_partitioned_topic_list": self.get_partitioned_topic_list,
+            "topics.get_last_message_id": self.get_last_message_id,
+            "topics.skip_all_messages": self.skip_all_messages,
+            "topics.examine_message": self.examine_message,
             "topics.create_partitioned_topic": self.create_partitioned_topic,
             "topics.create_non_partitioned_topic": self.create_non_partitioned_topic,
             "topics.get_partitioned_topic_metadata": self.get_partitioned_topic_metadata,
@@ -60,7 +79,13 @@ class AdminHandler:
             "namespaces.set_message_ttl": self._policy_setter("message_ttl_in_seconds"),
             "namespaces.set_deduplication_status": self._policy_setter("deduplication_enabled"),
             "namespaces.set_backlog_quota": self._policy_setter("backlog_quota"),
-            "namespaces.grant_permission": self.authorizer.grant_permission,
+            "namespaces.remove_retention": self._policy_remover("retention_policies"),
+            "namespaces.remove_message_ttl": self._policy_remover("message_ttl_in_seconds"),
+            "namespaces.remove_deduplication_status": self._policy_remover(
+                "deduplication_enabled"
+            ),
+            "namespaces.remove_backlog_quota": self._policy_remover("backlog_quota"),
+            "namespaces.grant_permission": self.grant_permission,
             "namespaces.revoke_permission": self.authorizer.revoke_permission,
             "namespaces.get_permissions": self.authorizer.get_permissions,
         }
@@ -85,8 +110,42 @@ class AdminHandler:
     def get_partitioned_topic_metadata(self, topic: str) -> dict[str, int]:
         return {"partitions": self.service.get_partitioned_topic_metadata(topic)}
 
+    def update_partitioned_topic(self, topic: str, partitions: int) -> None:
+        self.service.update_partitioned_topic(topic, partitions)
+
     def get_list(self, namespace: str, include_system: bool = False) -> list[str]:
         return self.service.list_topics(namespace, include_system)
+
+    def get_topics(self, namespace: str, include_system: bool = False) -> list[str]:
+        """Every topic of an existing namespace, each partition by its own name (as
+        Pulsar lists them), not the partitioned topics' parent names."""
+        self.tenants.require_namespace(namespace)
+        out = []
+        for name in self.service.list_topics(namespace, include_system):
+            partitions = self.service.get_partitioned_topic_metadata(name)
+            if partitions:
+                parsed = TopicName.get(name)
+                out.extend(str(parsed.partition(i)) for i in range(partitions))
+            else:
+                out.append(name)
+        return out
+
+    def get_partitioned_topic_list(self, namespace: str) -> list[str]:
+        """The partitioned topics of ``namespace`` (their parent names)."""
+        return [
+            name for name in self.service.list_topics(namespace)
+            if self.service.get_partitioned_topic_metadata(name)
+        ]
+
+    def get_last_message_id(self, topic: str) -> dict[str, int]:
+        """The id of the topic's last message, as Pulsar's ``lastMessageId`` JSON."""
+        ledger_id, entry_id = self.service.last_message_id(topic)
+        return {
+            "ledgerId": ledger_id,
+            "entryId": entry_id,
+            "partitionIndex": TopicName.get(topic).partition_index,
+            "batchIndex": -1,
+        }
 
     def delete(self, topic: str, force: bool = False) -> None:
         self.service.delete_topic(topic, force)
@@ -124,21 +183,44 @@ class AdminHandler:
         for part in self._partitions(topic):
             self.service.skip_messages(part, subscription, count)
 
+    def skip_all_messages(self, topic: str, subscription: str) -> None:
+        for part in self._partitions(topic):
+            self.service.skip_all_messages(part, subscription)
+
     def peek_messages(self, topic: str, subscription: str, count: int = 1) -> list[dict]:
         out = []
         for part in self._partitions(topic):
-            partition = TopicName.get(part).partition_index
             for position, data in self.service.peek_messages(part, subscription, count):
-                metadata, payload = decode_entry(data)
-                out.append(
-                    {
-                        "messageId": f"{position[0]}:{position[1]}:{partition}",
-                        "topic": part,
-                        "metadata": metadata.to_dict(),
-                        "payload": payload,
-                    }
-                )
+                out.append(_message(part, position, data))
         return out[:count]
+
+    def examine_message(
+        self, topic: str, initial_position: str = "latest", message_position: int = 1
+    ) -> dict[str, Any]:
+        """The ``message_position``-th stored message (1 = first) counted from the earliest
+        or back from the latest, as ``pulsar-admin topics examine-message``."""
+        if initial_position not in ("earliest", "latest"):
+            raise InvalidArgument(
+                f"initial position must be 'earliest' or 'latest', not {initial_position!r}"
+            )
+        if not isinstance(message_position, int) or message_position < 1:
+            raise InvalidArgument(f"message position must be >= 1, not {message_position!r}")
+        t = self.service.get_topic(topic, create=False)
+        ledger = t.ledger
+        first, last = ledger.first_position(), ledger.last_confirmed
+        if last < first:
+            raise NotAllowed(f"topic {t.name} has no messages to examine")
+        forward = initial_position == "earliest"
+        position = first if forward else last
+        for _ in range(message_position - 1):
+            step = ledger.next_position(position) if forward else ledger.previous_position(position)
+            if not first <= step <= last:
+                break
+            position = step
+        data = ledger.read_entry(position)
+        if data is None:
+            raise NotAllowed(f"the entry at {position[0]}:{position[1]} of {t.name} is unreadable")
+        return _message(t.name, position, data)
 
     def expire_messages(self, topic: str, subscription: str, expire_time_seconds: int) -> None:
         for part in self._partitions(topic):
@@ -186,5 +268,29 @@ class AdminHandler:
     def _policy_setter(self, key: str) -> Callable[..., None]:
         def setter(namespace: str, value: Any) -> None:
             self.service.set_namespace_policy(namespace, key, value)
+            self.tenants.record_namespace(namespace)
 
         return setter
+
+    def grant_permission(self, namespace: str, role: str, actions: Any) -> None:
+        self.authorizer.grant_permission(namespace, role, actions)
+        self.tenants.record_namespace(namespace)
+
+    def _policy_remover(self, key: str) -> Callable[..., None]:
+        def remover(namespace: str) -> None:
+            self.tenants.require_namespace(namespace)
+            self.service.remove_namespace_policy(namespace, key)
+
+        return remover
+
+
+def _message(topic: str, position: tuple[int, int], data: bytes) -> dict[str, Any]:
+    """One stored entry as admin shows it: id, metadata (Pulsar's field names), payload."""
+    metadata, payload = decode_entry(data)
+    partition = TopicName.get(topic).partition_index
+    return {
+        "messageId": f"{position[0]}:{position[1]}:{partition}",
+        "topic": topic,
+        "metadata": metadata.to_dict(),
+        "payload": payload,
+    }

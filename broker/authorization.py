@@ -34,7 +34,9 @@ _LOOKUP_OPS = frozenset({
     "topics.get_partitioned_topic_metadata", "topics.get_stats",
     "topics.get_partitioned_stats",
 })
-_CONSUME_NAMESPACE_OPS = frozenset({"topics.get_list"})
+_CONSUME_NAMESPACE_OPS = frozenset({
+    "topics.get_list", "topics.get_partitioned_topic_list", "namespaces.get_topics",
+})
 
 
 def _namespace(namespace: Any) -> str:
@@ -79,6 +81,10 @@ class Authorizer:
     def revoke_permission(self, namespace: str, role: str) -> None:
         """Take every action on ``namespace`` away from ``role``."""
         self._update(_namespace(namespace), lambda auth: auth.pop(role, None))
+
+    def forget_namespace(self, namespace: str) -> None:
+        """Drop what is cached for a deleted namespace (its policies went with it)."""
+        self._cache.pop(namespace, None)
 
     def _update(self, namespace: str, change: Any) -> None:
         stored = self._metadata.get_policies(namespace) or {}

@@ -1,9 +1,10 @@
 """The ``pulsarlab`` command line.
 
 ``pulsarlab broker`` opens (and, after a crash, recovers) a broker data directory and
-serves it over ZeroMQ, printing its service and event URLs; ``produce``, ``consume`` and
-``admin`` talk to a running broker like ``pulsar-client`` and ``pulsar-admin`` do; ``token``
-and ``curve`` make auth keys and tokens (like ``pulsar tokens``) and CurveZMQ key pairs.
+serves it over ZeroMQ, and its admin REST API over HTTP, printing their URLs; ``produce``,
+``consume`` and ``admin`` talk to a running broker like ``pulsar-client`` and
+``pulsar-admin`` do; ``token`` and ``curve`` make auth keys and tokens (like ``pulsar
+tokens``) and CurveZMQ key pairs.
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     broker.add_argument("--events-port", type=int, default=0, help="0 picks a free port")
     broker.add_argument(
+        "--web-port", type=int, default=8080,
+        help="port of the admin REST API, /admin/v2 (default 8080 like pulsar standalone; "
+             "0 picks a free port)",
+    )
+    broker.add_argument(
         "--set", dest="settings", action="append", type=_parse_setting, default=[],
         metavar="NAME=VALUE", help="a broker setting in broker.conf's snake_case names",
     )
@@ -87,6 +93,7 @@ def _run_broker(args: argparse.Namespace) -> int:
             "(make one with: pulsarlab token create-secret-key --output PATH)"
         )
     data_dir = None if args.storage == "memory" else args.data_dir
+    settings.setdefault("web_service_port", args.web_port)
     broker = Broker(
         data_dir, args.host, args.port, storage=args.storage, events_port=args.events_port,
         **settings,
@@ -109,6 +116,7 @@ def _run_broker(args: argparse.Namespace) -> int:
         "service_url": broker.service_url,
         "pulsar_url": broker.pulsar_url,
         "events_url": broker.events_url,
+        "web_url": broker.web_url,
         "storage": args.storage,
         "data_dir": data_dir,
         "topics": broker.call(summary),

@@ -112,3 +112,49 @@ class TooManyConnections(PulsarLabError):
     """The broker serves ``max_connections`` connections already; the client sees ConnectError."""
 
     code = "ConnectError"
+
+
+class ClusterNotFound(PulsarLabError):
+    """Admin named a cluster other than this broker's (``standalone``)."""
+
+    code = "ClusterNotFound"
+
+
+class TenantNotFound(PulsarLabError):
+    code = "TenantNotFound"
+
+
+class TenantAlreadyExists(PulsarLabError):
+    code = "TenantAlreadyExists"
+
+
+class TenantNotEmpty(PulsarLabError):
+    """A tenant that still has namespaces cannot be deleted."""
+
+    code = "TenantNotEmpty"
+
+
+class NamespaceNotFound(PulsarLabError):
+    code = "NamespaceNotFound"
+
+
+class NamespaceAlreadyExists(PulsarLabError):
+    code = "NamespaceAlreadyExists"
+
+
+class NamespaceNotEmpty(PulsarLabError):
+    """A namespace that still has topics cannot be deleted (unless forced)."""
+
+    code = "NamespaceNotEmpty"
+
+
+class SubscriptionAlreadyExists(NotAllowed):
+    """Admin created a subscription the topic already has."""
+
+
+class TopicBusy(NotAllowed):
+    """A topic (or subscription) with connected producers or consumers, deleted unforced."""
+
+
+class PartitionsNotIncreased(NotAllowed):
+    """A partitioned topic's partition count can only grow."""

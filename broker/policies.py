@@ -18,6 +18,14 @@ BACKLOG_QUOTA_POLICIES = (
     "consumer_backlog_eviction",
 )
 
+# The namespace policies admin may set (stored under these keys, Pulsar's field names).
+POLICY_KEYS = (
+    "retention_policies",
+    "message_ttl_in_seconds",
+    "deduplication_enabled",
+    "backlog_quota",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Policies:

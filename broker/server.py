@@ -48,6 +48,7 @@ from .security import Authenticator, check_bind, event_stream_check, events_host
 from .service import BrokerService
 from .settings import BrokerSettings
 from .storage import open_storage
+from .web import WebServer
 from .zap import EVENTS_DOMAIN, ZapHandler
 
 log = logging.getLogger("pulsarlab.broker.server")
@@ -141,6 +142,7 @@ class Broker:
         self._wake_sender: zmq.Socket | None = None
         self._sockets: list[zmq.Socket] = []
         self._burst_ms = 0
+        self.web: WebServer | None = None  # the admin REST API (broker/web), bound in _setup
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -156,6 +158,13 @@ class Broker:
     @property
     def events_url(self) -> str:
         return f"tcp://{self.events_host}:{self.events_port}"
+
+    @property
+    def web_url(self) -> str:
+        """``http://host:port`` of the admin REST API (``/admin/v2/...``)."""
+        if self.web is None:
+            raise RuntimeError("the broker is not running")
+        return self.web.url
 
     def create_token(self, role: str, expires_in_seconds: int | None = None) -> str:
         """A token for ``role`` signed with this broker's secret key (authentication on)."""
@@ -177,12 +186,16 @@ class Broker:
             raise RuntimeError("pulsarlab broker did not start in time")
         if self._startup_error is not None:
             raise self._startup_error
+        assert self.web is not None
+        self.web.start()
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving, persist cursors and close the storage."""
         if self._thread is None:
             return
+        if self.web is not None:
+            self.web.stop()
         self._stop.set()
         self._wake()
         self._thread.join(timeout)
@@ -204,12 +217,16 @@ class Broker:
 
     def call(self, fn: Callable[[BrokerService], T], timeout: float = 30.0) -> T:
         """Run ``fn(service)`` on the broker thread and return its result."""
+        return self.submit(fn).result(timeout)
+
+    def submit(self, fn: Callable[[BrokerService], T]) -> Future:
+        """Queue ``fn(service)`` for the broker thread; its result arrives in the future."""
         if not self.running:
             raise RuntimeError("the broker is not running")
         future: Future = Future()
         self._calls.put((fn, future))
         self._wake()
-        return future.result(timeout)
+        return future
 
     def _wake(self) -> None:
         ctx = self._ctx
@@ -235,6 +252,8 @@ class Broker:
             self._startup_error = exc
             for sock in self._sockets:
                 sock.close(linger=0)
+            if self.web is not None:
+                self.web.stop()
             if self._zap is not None:
                 self._zap.close()
                 self._zap = None
@@ -315,9 +334,13 @@ class Broker:
         self._event_subscribers = 0
         self._publishing_events = False
         self._next_ping = self.clock.now_ms() + self.keep_alive_ms
+        self.web = WebServer(self, self.host, self.settings.web_service_port)
+        self.admin.tenants.cluster_data.update(
+            serviceUrl=self.web.url, brokerServiceUrl=self.pulsar_url
+        )
         log.info(
-            "pulsarlab broker serving on %s and %s (events %s)",
-            self.service_url, self.pulsar_url, self.events_url,
+            "pulsarlab broker serving on %s and %s (events %s, admin REST API %s)",
+            self.service_url, self.pulsar_url, self.events_url, self.web_url,
         )
 
     def _teardown(self) -> None:

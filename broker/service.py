@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .actions import Action, ConsumerClosed, SendError, SendReceipt
+from .actions import Action, ConsumerClosed, ProducerClosed, SendError, SendReceipt
 from .clock import Clock
 from .consumer import Consumer, KeySharedMeta, SubType
 from .entry import MessageMetadata, read_header
@@ -26,18 +26,21 @@ from .errors import (
     ConsumerNotFound,
     InvalidArgument,
     NotAllowed,
+    PartitionsNotIncreased,
     ProducerNotFound,
     PulsarLabError,
     StorageError,
+    SubscriptionAlreadyExists,
     SubscriptionNotFound,
     TopicAlreadyExists,
+    TopicBusy,
     TopicNotFound,
 )
 from .events import BrokerEvent, EventListener, EventType
 from .limits import check_topic_quota
 from .message_id import MessageId
 from .non_persistent import NonPersistentTopic
-from .policies import Policies, validate_policy
+from .policies import POLICY_KEYS, Policies, validate_policy
 from .settings import BrokerSettings
 from .storage import MemoryStorage
 from .storage.base import Position, Storage
@@ -242,6 +245,43 @@ class BrokerService:
         self.emit(EventType.TOPIC_CREATED, key, partitions=partitions)
         return key
 
+    def update_partitioned_topic(self, topic: str, partitions: int) -> None:
+        """Grow a partitioned topic to ``partitions`` partitions (Pulsar never shrinks one).
+
+        The new partitions get the durable subscriptions of partition 0, from the earliest
+        message, as Pulsar's ``updatePartitionedTopic`` does."""
+        name = TopicName.get(topic)
+        key = str(name)
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise InvalidArgument(f"number of partitions must be an int >= 1, not {partitions!r}")
+        metadata = self.storage_for(name).metadata
+        current = metadata.get_topic(key)
+        if current is None:
+            raise TopicNotFound(f"topic {key} does not exist")
+        if current == 0:
+            raise NotAllowed(f"topic {key} is not a partitioned topic")
+        if partitions < current:
+            raise PartitionsNotIncreased(
+                f"expected partitions {partitions} can't be less than the current {current}"
+            )
+        limit = self.settings.max_num_partitions_per_partitioned_topic
+        if 0 < limit < partitions:
+            raise PartitionsNotIncreased(
+                f"{partitions} partitions exceed max_num_partitions_per_partitioned_topic={limit}"
+            )
+        if partitions == current:
+            return
+        check_topic_quota(self.settings, self.topics, name, partitions - current)
+        first = self.get_topic(str(name.partition(0)), create=True)
+        durable = [n for n, sub in first.subscriptions.items() if sub.durable]
+        metadata.put_topic(key, partitions)
+        for i in range(current, partitions):
+            part = str(name.partition(i))
+            self.get_topic(part, create=True)
+            for sub_name in durable:
+                self.create_subscription(part, sub_name, MessageId.earliest)
+        self.emit(EventType.TOPIC_CREATED, key, partitions=partitions)
+
     def get_partitioned_topic_metadata(self, topic: str) -> int:
         """Number of partitions (0 for a non-partitioned topic)."""
         name = TopicName.get(topic)
@@ -278,13 +318,15 @@ class BrokerService:
         if not force:
             for t in targets:
                 if t.producers or any(s.consumers for s in t.subscriptions.values()):
-                    raise NotAllowed(f"topic {t.name} has connected producers or consumers")
+                    raise TopicBusy(f"topic {t.name} has connected producers or consumers")
         for t in targets:
             for consumer, _sub in [v for v in self.consumers.values() if v[1].topic is t]:
                 self.outbox.append(ConsumerClosed(consumer.consumer_id, consumer.conn, "deleted"))
                 del self.consumers[consumer.consumer_id]
             for producer_id in list(t.producers):
-                self.producers.pop(producer_id, None)
+                producer = self.producers.pop(producer_id, None)
+                if producer is not None:
+                    self.outbox.append(ProducerClosed(producer_id, producer.conn, "deleted"))
             for subscription in t.subscriptions.values():
                 subscription.close()
             t.ledger.delete()
@@ -597,7 +639,9 @@ class BrokerService:
         """Create a durable subscription with no consumer (admin)."""
         t = self.get_topic(topic)
         if subscription in t.subscriptions:
-            raise NotAllowed(f"subscription {subscription!r} already exists on {t.name}")
+            raise SubscriptionAlreadyExists(
+                f"subscription {subscription!r} already exists on {t.name}"
+            )
         if message_id in (MessageId.earliest, MessageId.latest):
             sub, _ = t.get_or_create_subscription(
                 subscription, durable=True, earliest=message_id == MessageId.earliest
@@ -615,7 +659,7 @@ class BrokerService:
     def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
         sub = self.subscription(topic, subscription)
         if sub.consumers and not force:
-            raise NotAllowed(f"subscription {subscription!r} has connected consumers")
+            raise TopicBusy(f"subscription {subscription!r} has connected consumers")
         for consumer in list(sub.consumers):
             self.outbox.append(ConsumerClosed(consumer.consumer_id, consumer.conn, "unsubscribed"))
             self.consumers.pop(consumer.consumer_id, None)
@@ -634,6 +678,17 @@ class BrokerService:
             position = cursor.ledger.next_position(position)
         if chosen:
             sub.acknowledge_by_broker(chosen)
+
+    def skip_all_messages(self, topic: str, subscription: str) -> None:
+        """Acknowledge the subscription's whole backlog (Pulsar's skip-all / clear-backlog)."""
+        sub = self.subscription(topic, subscription)
+        last = sub.topic.ledger.last_confirmed
+        if last > sub.cursor.mark_delete_position:
+            sub.mark_delete_by_broker(last)
+
+    def last_message_id(self, topic: str) -> Position:
+        """The position of the topic's last stored entry (``(ledger, -1)`` when empty)."""
+        return self.get_topic(topic, create=False).ledger.last_confirmed
 
     def peek_messages(self, topic: str, subscription: str, count: int) -> list[tuple]:
         """The next ``count`` unacknowledged entries, without moving anything."""
@@ -689,6 +744,22 @@ class BrokerService:
         stored = store.get_policies(namespace) or {}
         stored[key] = value
         store.put_policies(namespace, stored)
+        self._policies.pop(namespace, None)
+
+    def remove_namespace_policy(self, namespace: str, key: str) -> None:
+        """Drop one namespace policy: the broker default applies again."""
+        if key not in POLICY_KEYS:
+            raise InvalidArgument(f"unknown namespace policy {key!r}")
+        store = self.storage.metadata
+        stored = store.get_policies(namespace) or {}
+        if stored.pop(key, None) is not None:
+            store.put_policies(namespace, stored)
+        self._policies.pop(namespace, None)
+
+    def forget_namespace_policies(self, namespace: str) -> None:
+        """A deleted namespace takes its policies with it."""
+        if self.storage.metadata.get_policies(namespace):
+            self.storage.metadata.put_policies(namespace, {})
         self._policies.pop(namespace, None)
 
     def topic_stats(self, topic: str) -> dict[str, Any]:

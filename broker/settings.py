@@ -87,6 +87,9 @@ class BrokerSettings:
     more is refused with NotAllowedError."""
     max_topics_per_namespace: int = 0
     """Topics (each partition counts) per namespace (maxTopicsPerNamespace; 0 = no limit)."""
+    web_service_port: int = 0
+    """Port of the admin REST API, http://host:PORT/admin/v2 (webServicePort; 0 = a free
+    port; ``pulsarlab broker`` defaults to 8080 like ``pulsar standalone``)."""
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> BrokerSettings:
@@ -118,6 +121,8 @@ class BrokerSettings:
                      "max_consumers_per_connection", "max_topics", "max_topics_per_namespace"):
             if getattr(settings, name) < 0:
                 raise InvalidArgument(f"broker setting {name} must be >= 0 (0 = no limit)")
+        if not 0 <= settings.web_service_port <= 65535:
+            raise InvalidArgument("broker setting web_service_port must be 0..65535 (0 = free)")
         if settings.authorization_enabled and not settings.authentication_enabled:
             raise InvalidArgument(
                 "authorization_enabled needs authentication_enabled: roles come from tokens"

@@ -240,7 +240,7 @@ class BrokerRuntime:
         cmd = [
             sys.executable, "-m", "pulsarlab.broker.cli", "broker",
             "--storage", storage, "--port", str(port), "--events-port", str(events_port),
-            "--pulsar-port", "0",
+            "--pulsar-port", "0", "--web-port", "0",
         ]
         if not memory:
             cmd += ["--data-dir", str(data_dir)]

@@ -8,8 +8,10 @@ holds everybody there). The top chart is each consumer's available permits
 (``availablePermits``), the bottom one its receiver-queue fill (what-if: the simulated
 client's queue) and unacknowledged messages (``unackedMessages``, dotted). An hourglass
 marks samples where a consumer waits on its join mark (``consumersAfterMarkDeletePosition``),
-a red cross the consumer holding the mark-delete back. The x axis counts frames in what-if
-mode (one per action) and seconds in live mode.
+a red cross the consumer holding the mark-delete back. The table says when a consumer, or
+the whole subscription, is blocked on unacked messages (``blockedConsumerOnUnackedMsgs``,
+``blockedSubscriptionOnUnackedMsgs``). The x axis counts frames in what-if mode (one per
+action) and seconds in live mode.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class Series:
 class FlowView(View):
     """Permits, receiver-queue fill and unacked messages per consumer over time."""
 
-    _history_fields = ("extent", "current", "waiting", "holding", "mark_delete")
+    _history_fields = ("extent", "current", "waiting", "holding", "mark_delete",
+                       "subscription_blocked")
 
     def __init__(self, source: Source, *, topic: str | None = None, controls: bool = True) -> None:
         super().__init__(source)
@@ -58,6 +61,7 @@ class FlowView(View):
         self.holding: list[str] = []
         self.mark_delete: Position | None = None
         self.current: dict[str, dict[str, Any]] = {}
+        self.subscription_blocked = False
         self._traces: dict[str, tuple[int, int, int]] = {}
         self.extent: dict[str, int] = {}
         """Samples per consumer in the step shown."""
@@ -89,8 +93,10 @@ class FlowView(View):
         consumers: dict[str, dict[str, Any]] = {}
         waiting: dict[str, Position] = {}
         topics = [self.topic] if self.topic else list(snapshot.topics)
+        subscription_blocked = False
         for topic in topics:
             sub = snapshot.subscription(self.source.subscription, topic) or {}
+            subscription_blocked |= bool(sub.get("blockedSubscriptionOnUnackedMsgs"))
             for c in sub.get("consumers") or ():
                 name = str(c.get("consumerName"))
                 now = consumers.setdefault(name, {"permits": 0, "unacked": 0, "blocked": False})
@@ -102,6 +108,7 @@ class FlowView(View):
         cursor = snapshot.cursor(self.source.subscription, topics[0] if topics else None)
         self.mark_delete = parse_position(cursor["markDeletePosition"]) if cursor else None
         self.waiting = waiting
+        self.subscription_blocked = subscription_blocked
         self.holding = self._holders(snapshot, consumers) if waiting else []
         self.current = consumers
         self._step += 1
@@ -137,6 +144,7 @@ class FlowView(View):
             "consumers": {n: dict(c) for n, c in self.current.items()},
             "waiting": {n: format_position(p) for n, p in self.waiting.items()},
             "holding": list(self.holding),
+            "subscription_blocked": self.subscription_blocked,
             "mark_delete": format_position(self.mark_delete) if self.mark_delete else None,
             "samples": {n: len(s.x) for n, s in self.series.items()},
         }
@@ -225,8 +233,11 @@ class FlowView(View):
                 f"{html.escape(name)}</b></td><td>{now['permits']}</td><td>{queue}</td>"
                 f"<td>{now['unacked']}</td><td>{html.escape(state)}</td></tr>"
             )
+        blocked = ("<p>subscription blocked: too many unacked messages — no new entries are "
+                   "read until acks bring it below half its limit</p>"
+                   if self.subscription_blocked else "")
         return ("<table><tr><th>consumer</th><th>permits</th><th>queue</th><th>unacked</th>"
-                f"<th></th></tr>{''.join(rows)}</table>")
+                f"<th></th></tr>{''.join(rows)}</table>{blocked}")
 
 
 def _head(series: Series, n: int) -> Series:

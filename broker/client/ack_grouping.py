@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..message_id import MessageId
+
 __all__ = ["AckFlush", "AckGroupingTracker", "Position"]
 
 Position = tuple[int, int]
@@ -61,6 +63,8 @@ class AckFlush:
 
 
 def _parts(msg_id: Any) -> tuple[Position, int, int]:
+    if isinstance(msg_id, MessageId):  # the common case, read without method calls
+        return (msg_id._ledger_id, msg_id._entry_id), msg_id._batch_index, msg_id._batch_size
     return (
         (msg_id.ledger_id(), msg_id.entry_id()),
         msg_id.batch_index(),

@@ -34,6 +34,7 @@ __all__ = [
     "DefaultBatchBuilder",
     "KeyBasedBatchBuilder",
     "OutgoingMessage",
+    "batch_items",
     "decode_batch",
     "encode_batch",
     "make_batch_builder",
@@ -96,34 +97,59 @@ def encode_batch(messages: list[OutgoingMessage]) -> bytes:
     )
 
 
-def decode_batch(payload: bytes, num_messages: int | None = None) -> list[OutgoingMessage]:
-    """The messages of a batch payload; ``ValueError`` if it is malformed."""
+_ITEM_SHAPE = ("each batch item is [properties, partition_key, ordering_key, event_time, "
+               "sequence_id, null_value, payload]")
+
+
+def batch_items(payload: bytes, num_messages: int | None = None) -> list[list[Any]]:
+    """The items of a batch payload as checked lists ``[properties (dict), partition_key
+    (str | None), ordering_key (bytes | None), event_time (int), sequence_id (int),
+    null_value (bool), payload (bytes)]``; ``ValueError`` if it is malformed.
+
+    The consumer's hot path: no object per message beyond msgpack's own list.
+    """
     try:
         items = msgpack.unpackb(payload, raw=False)
     except Exception as exc:  # msgpack raises several unrelated types on garbage
         raise ValueError(f"batch payload is not valid msgpack ({type(exc).__name__})") from None
-    if not isinstance(items, list):
+    if type(items) is not list:
         raise ValueError("batch payload must be a list")
     if num_messages is not None and len(items) != num_messages:
         raise ValueError(f"batch holds {len(items)} messages, metadata says {num_messages}")
-    out = []
     for item in items:
-        if not isinstance(item, list) or len(item) != 7:
-            raise ValueError("each batch item is [properties, partition_key, ordering_key, "
-                             "event_time, sequence_id, null_value, payload]")
+        if type(item) is not list or len(item) != 7:
+            raise ValueError(_ITEM_SHAPE)
         props, pkey, okey, event_time, seq, null, data = item
-        out.append(
-            OutgoingMessage(
-                payload=bytes(data),
-                properties=dict(props or {}),
-                partition_key=pkey,
-                ordering_key=None if okey is None else bytes(okey),
-                event_time=int(event_time or 0),
-                sequence_id=int(seq),
-                null_value=bool(null),
-            )
-        )
-    return out
+        if (type(props) is not dict or type(data) is not bytes or type(seq) is not int
+                or type(event_time) is not int or type(null) is not bool
+                or (pkey is not None and type(pkey) is not str)
+                or (okey is not None and type(okey) is not bytes)):
+            _normalise(item)
+    return items
+
+
+def _normalise(item: list[Any]) -> None:
+    """Coerce one item's fields to their types in place (``ValueError`` if impossible)."""
+    props, pkey, okey, event_time, seq, null, data = item
+    try:
+        item[0] = {str(k): str(v) for k, v in dict(props or {}).items()}
+        item[1] = None if pkey is None else str(pkey)
+        item[2] = None if okey is None else bytes(okey)
+        item[3] = int(event_time or 0)
+        item[4] = int(seq)
+        item[5] = bool(null)
+        item[6] = bytes(data)
+    except (TypeError, ValueError):
+        raise ValueError(_ITEM_SHAPE) from None
+
+
+def decode_batch(payload: bytes, num_messages: int | None = None) -> list[OutgoingMessage]:
+    """The messages of a batch payload; ``ValueError`` if it is malformed."""
+    return [
+        OutgoingMessage(payload=data, properties=props, partition_key=pkey, ordering_key=okey,
+                        event_time=event_time, sequence_id=seq, null_value=null)
+        for props, pkey, okey, event_time, seq, null, data in batch_items(payload, num_messages)
+    ]
 
 
 def _make_batch(messages: list[OutgoingMessage]) -> Batch:

@@ -440,11 +440,14 @@ class Client:
         crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
         *,
         key_hash_ranges: list[tuple[int, int]] | None = None,
+        deliver_entries: bool = False,
     ) -> Reader:
         """Create a reader positioned at ``start_message_id`` (official arguments).
 
-        Extension: ``key_hash_ranges`` — read only keys whose hash slot (murmur3 % 65536)
-        falls in these inclusive ranges (Pulsar's ``keyHashRange`` on the Java reader).
+        Extensions: ``key_hash_ranges`` — read only keys whose hash slot (murmur3 % 65536)
+        falls in these inclusive ranges (Pulsar's ``keyHashRange`` on the Java reader);
+        ``deliver_entries`` — :meth:`Reader.read_entry` hands out whole entries
+        (:class:`EntryBatch`), for bulk readers that build columns per entry.
         """
         self._check_open()
         check_type(str, topic, "topic")
@@ -455,6 +458,9 @@ class Client:
         check_type(bool, is_read_compacted, "is_read_compacted")
         check_type(bool, start_message_id_inclusive, "start_message_id_inclusive")
         check_type(ConsumerCryptoFailureAction, crypto_failure_action, "crypto_failure_action")
+        check_type(bool, deliver_entries, "deliver_entries")
+        if deliver_entries and reader_listener is not None:
+            raise ValueError("a reader with deliver_entries=True takes no reader_listener")
         if key_hash_ranges is not None:
             key_hash_ranges = validate_sticky_ranges(key_hash_ranges)
         name = _full_name(topic)
@@ -474,6 +480,7 @@ class Client:
             start_message_id=start_message_id,
             start_message_id_inclusive=start_message_id_inclusive,
             key_hash_ranges=key_hash_ranges,
+            deliver_entries=deliver_entries,
         )
         self._conn.ensure_connected()
         listener = reader_listener_adapter(reader_listener) if reader_listener else None

@@ -110,6 +110,10 @@ class Connection:
         self._ids = itertools.count(1)
         self._ids_lock = threading.Lock()
         self._tasks: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        # True while a wake-up byte is on its way and the loop has not yet started taking
+        # tasks: later posts need not write another one (a syscall per post halves a
+        # producer's rate). The loop clears it before it takes tasks, so none is missed.
+        self._wake_pending = False
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -146,6 +150,9 @@ class Connection:
         if self._closed:
             raise AlreadyClosed("the client is closed")
         self._tasks.put(fn)
+        if self._wake_pending:
+            return
+        self._wake_pending = True
         # A full buffer means wake-ups are pending already: the loop will run.
         with contextlib.suppress(OSError):
             self._wake_w.send(b"\x00")
@@ -278,6 +285,7 @@ class Connection:
         poller.register(self._wake_r.fileno(), zmq.POLLIN)
         try:
             while True:
+                self._wake_pending = False
                 self._run_tasks()
                 if self._stop.is_set():
                     break
@@ -396,6 +404,14 @@ class Connection:
         getattr(handler, f"on_{name.lower()}")(cmd)
 
 
+def _run_callbacks(result: Any, calls: list[tuple[Callable[..., None], Any]]) -> None:
+    for callback, arg in calls:
+        try:
+            callback(result, arg)
+        except Exception:
+            log.exception("a user callback raised")
+
+
 class CallbackExecutor:
     """One thread running user callbacks (message listeners, ``send_async`` callbacks)."""
 
@@ -409,11 +425,18 @@ class CallbackExecutor:
     def submit(self, fn: Callable[..., None], *args: Any) -> None:
         if self._closed:
             return
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                self._thread.start()
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name=self._name,
+                                                    daemon=True)
+                    self._thread.start()
         self._queue.put(lambda: fn(*args))
+
+    def submit_callbacks(self, result: Any, calls: list[tuple[Callable[..., None], Any]]) -> None:
+        """Run ``callback(result, arg)`` for each pair, in order, as one task (the
+        ``send_async`` callbacks of one batch); one raising does not stop the others."""
+        self.submit(_run_callbacks, result, calls)
 
     @property
     def is_executor_thread(self) -> bool:

@@ -73,7 +73,10 @@ class Consumer:
         self._by_topic: dict[str, TopicConsumer] = {}
         self._topics: dict[str, list[TopicConsumer]] = {}  # subscribed topic -> its consumers
         self._queue: deque[Message] = deque()
-        self._cond = threading.Condition()
+        # A plain lock under the condition: the hot paths take it directly (cheaper than
+        # the condition's RLock and its Python-level __enter__/__exit__).
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._paused = False
         self._closed = False
         self._watcher: threading.Thread | None = None
@@ -152,7 +155,7 @@ class Consumer:
     # -- I/O thread callbacks -------------------------------------------------------------
 
     def _enqueue(self, messages: list[Message]) -> None:
-        with self._cond:
+        with self._lock:
             self._queue.extend(messages)
             self._cond.notify_all()
         if self._listener is not None:
@@ -208,21 +211,26 @@ class Consumer:
         self._listener(self._listener_target, message)
 
     def _take(self, timeout_millis: int | None) -> Message:
-        deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000
-        with self._cond:
-            while not self._queue:
-                if self._closed:
-                    raise AlreadyClosed("the consumer is closed")
-                if deadline is None:
-                    self._cond.wait(1.0)
-                    continue
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise Timeout("no message received in time")
-                self._cond.wait(remaining)
-            message = self._queue.popleft()
+        with self._lock:
+            queue = self._queue
+            message = queue.popleft() if queue else self._wait_and_take(timeout_millis)
         message._owner.on_dequeued(message)
         return message
+
+    def _wait_and_take(self, timeout_millis: int | None) -> Message:
+        """Wait for a message (the lock is held)."""
+        deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000
+        while not self._queue:
+            if self._closed:
+                raise AlreadyClosed("the consumer is closed")
+            if deadline is None:
+                self._cond.wait(1.0)
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Timeout("no message received in time")
+            self._cond.wait(remaining)
+        return self._queue.popleft()
 
     def topic(self) -> str:
         return self._topic_label

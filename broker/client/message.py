@@ -13,7 +13,9 @@ from typing import Any
 
 from ..message_id import MessageId
 
-__all__ = ["Message", "TopicMessageId"]
+__all__ = ["Message", "TopicMessageId", "message_id", "new_message", "topic_message_id"]
+
+_new = object.__new__
 
 
 class TopicMessageId(MessageId):
@@ -29,6 +31,32 @@ class TopicMessageId(MessageId):
     def topic_name(self) -> str | None:
         """The topic (or partition) the message was read from."""
         return self._topic
+
+
+def message_id(partition: int, ledger_id: int, entry_id: int, batch_index: int,
+               batch_size: int) -> MessageId:
+    """A :class:`MessageId` from ints the client decoded itself (the hot paths: receipts
+    and deliveries), without the argument checks the public constructor makes."""
+    mid = _new(MessageId)
+    mid._partition = partition
+    mid._ledger_id = ledger_id
+    mid._entry_id = entry_id
+    mid._batch_index = batch_index
+    mid._batch_size = batch_size
+    return mid
+
+
+def topic_message_id(partition: int, ledger_id: int, entry_id: int, batch_index: int,
+                     batch_size: int, topic: str) -> TopicMessageId:
+    """:func:`message_id` for a :class:`TopicMessageId`."""
+    mid = _new(TopicMessageId)
+    mid._partition = partition
+    mid._ledger_id = ledger_id
+    mid._entry_id = entry_id
+    mid._batch_index = batch_index
+    mid._batch_size = batch_size
+    mid._topic = topic
+    return mid
 
 
 class Message:
@@ -143,3 +171,29 @@ class Message:
             f"Message(topic={self._topic!r}, id={self._message_id}, "
             f"key={self._partition_key!r}, {len(self._data)} bytes)"
         )
+
+
+def new_message(data: bytes, properties: dict[str, str], partition_key: str | None,
+                ordering_key: bytes | None, publish_time: int, event_time: int,
+                producer_name: str, sequence_id: int, schema_version: bytes | None,
+                null_value: bool, message_id: MessageId, topic: str, redelivery_count: int,
+                schema: Any, owner: Any) -> Message:
+    """A :class:`Message` from fields the consumer decoded and checked itself (its hot
+    path: every argument positional, no defaults to fill in)."""
+    m = _new(Message)
+    m._data = data
+    m._properties = properties
+    m._partition_key = partition_key
+    m._ordering_key = ordering_key
+    m._publish_time = publish_time
+    m._event_time = event_time
+    m._producer_name = producer_name
+    m._sequence_id = sequence_id
+    m._schema_version = schema_version
+    m._null_value = null_value
+    m._message_id = message_id
+    m._topic = topic
+    m._redelivery_count = redelivery_count
+    m._schema = schema
+    m._owner = owner
+    return m

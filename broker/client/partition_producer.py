@@ -35,6 +35,7 @@ from .exceptions import (
     exception_for,
     exception_for_result,
 )
+from .message import message_id
 
 __all__ = ["PartitionProducer", "Pending", "ProducerConfig", "SendCallback"]
 
@@ -98,8 +99,14 @@ class PartitionProducer:
         self.name = config.producer_name or ""
         self.last_published = -1
         self._next_sequence = 0
-        self._cond = threading.Condition()
+        # A plain lock under the condition: the hot paths take it directly.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._pending_count = 0
+        # Messages submitted but not yet taken by the I/O thread, and whether a task to take
+        # them is posted: one I/O task per burst of sends, not one per message.
+        self._submitted: list[OutgoingMessage] = []
+        self._take_posted = False
         self._closed = False
         self._connected = False
         # I/O-thread state.
@@ -145,7 +152,7 @@ class PartitionProducer:
     def submit(self, message: OutgoingMessage, pending: Pending, sequence_id: int | None) -> None:
         """Queue one message (raises ``ProducerQueueIsFull`` / ``AlreadyClosed``)."""
         limit = self.config.max_pending_messages
-        with self._cond:
+        with self._lock:
             if self._closed:
                 raise AlreadyClosed(f"producer on {self.topic} is closed")
             while limit > 0 and self._pending_count >= limit:
@@ -162,7 +169,11 @@ class PartitionProducer:
                 self._next_sequence += 1
             message.sequence_id = sequence_id
             message.handle = pending
-            self._conn.post(lambda: self._io_add(message))
+            self._submitted.append(message)
+            if self._take_posted:
+                return
+            self._take_posted = True
+        self._conn.post(self._io_take_submitted)
 
     def flush(self) -> None:
         """Send the current batch, wait until every pending message has its receipt and its
@@ -223,6 +234,13 @@ class PartitionProducer:
 
     # -- I/O thread -----------------------------------------------------------------------
 
+    def _io_take_submitted(self) -> None:
+        with self._lock:
+            messages, self._submitted = self._submitted, []
+            self._take_posted = False
+        for message in messages:
+            self._io_add(message)
+
     def _io_add(self, message: OutgoingMessage) -> None:
         builder = self._builder
         if builder is not None and not message.deliver_at_time:
@@ -275,8 +293,7 @@ class PartitionProducer:
             error = MessageTooBig(
                 f"message of {len(payload)} bytes exceeds the max message size {max_size}"
             )
-            for m in messages:
-                self._complete(m, error.result, None, error)
+            self._settle(messages, error.result, None, error)
             return
         op = _SendOp(next(self._op_numbers), messages[0].sequence_id, messages, batched, now_ms())
         sequence_id = op.sequence_id
@@ -311,8 +328,7 @@ class PartitionProducer:
             error = exception_for_result(
                 Result.Timeout, f"no send receipt from the broker within {timeout} ms"
             )
-            for m in op.messages:
-                self._complete(m, Result.Timeout, None, error)
+            self._settle(op.messages, Result.Timeout, None, error)
         self._io_release_flush_waiters()
         self._io_arm_timeout()
 
@@ -332,14 +348,14 @@ class PartitionProducer:
             return
         self._inflight.remove(op)
         ledger, entry, partition = cmd["message_id"][:3]
-        n = len(op.messages)
-        self.last_published = max(self.last_published, max(m.sequence_id for m in op.messages))
-        for i, m in enumerate(op.messages):
-            if op.batched:
-                mid = MessageId(partition, ledger, entry, i, n)
-            else:
-                mid = MessageId(partition, ledger, entry, -1)
-            self._complete(m, Result.Ok, mid, None)
+        messages = op.messages
+        self.last_published = max(self.last_published, max(m.sequence_id for m in messages))
+        if op.batched:
+            n = len(messages)
+            ids = [message_id(partition, ledger, entry, i, n) for i in range(n)]
+        else:
+            ids = [message_id(partition, ledger, entry, -1, 0)]
+        self._settle(messages, Result.Ok, ids, None)
         self._io_release_flush_waiters()
 
     def on_send_error(self, cmd: Any) -> None:
@@ -348,8 +364,7 @@ class PartitionProducer:
             return
         self._inflight.remove(op)
         error = exception_for(cmd["code"], cmd["message"])
-        for m in op.messages:
-            self._complete(m, error.result, None, error)
+        self._settle(op.messages, error.result, None, error)
         self._io_release_flush_waiters()
 
     def on_close_producer(self, cmd: Any) -> None:
@@ -369,11 +384,9 @@ class PartitionProducer:
             self._batch_timer.cancel()
         pending = list(self._builder.flush()) if self._builder is not None else []
         for batch in pending:
-            for m in batch.messages:
-                self._complete(m, error.result, None, error)
+            self._settle(batch.messages, error.result, None, error)
         while self._inflight:
-            for m in self._inflight.popleft().messages:
-                self._complete(m, error.result, None, error)
+            self._settle(self._inflight.popleft().messages, error.result, None, error)
         self._io_release_flush_waiters()
 
     def _io_release_flush_waiters(self) -> None:
@@ -389,16 +402,24 @@ class PartitionProducer:
                 keep.append((number, future))
         self._flush_waiters = keep
 
-    def _complete(self, message: OutgoingMessage, result: Result, msg_id: MessageId | None,
-                  error: PulsarException | None) -> None:
-        pending: Pending = message.handle
-        with self._cond:
-            self._pending_count -= 1
-            self._cond.notify()
-        if pending.future is not None and not pending.future.done():
-            if error is None:
-                pending.future.set_result(msg_id)
-            else:
-                pending.future.set_exception(error)
-        if pending.callback is not None:
-            self._client._executor.submit(pending.callback, result, msg_id)
+    def _settle(self, messages: list[OutgoingMessage], result: Result,
+                ids: list[MessageId] | None, error: PulsarException | None) -> None:
+        """Settle ``messages`` (ids in the same order, or None on an error): free their
+        queue slots, complete blocking sends, and queue the callbacks as one executor task."""
+        with self._lock:
+            self._pending_count -= len(messages)
+            self._cond.notify_all()
+        callbacks = []
+        for i, message in enumerate(messages):
+            pending: Pending = message.handle
+            msg_id = None if ids is None else ids[i]
+            future = pending.future
+            if future is not None and not future.done():
+                if error is None:
+                    future.set_result(msg_id)
+                else:
+                    future.set_exception(error)
+            if pending.callback is not None:
+                callbacks.append((pending.callback, msg_id))
+        if callbacks:
+            self._client._executor.submit_callbacks(result, callbacks)

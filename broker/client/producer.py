@@ -143,6 +143,12 @@ class Producer:
             raise AlreadyClosed(f"producer on {self._topic} is closed")
         null_value = content is None
         data = b"" if null_value else self._encode(content)
+        if (properties is None and partition_key is None and ordering_key is None
+                and sequence_id is None and replication_clusters is None
+                and disable_replication is False and event_timestamp is None
+                and deliver_at is None and deliver_after is None):
+            # The common call, send(data) / send_async(data, callback): nothing to check.
+            return OutgoingMessage(data, {}, None, None, 0, 0, null_value), None
         check_type_or_none(dict, properties, "properties")
         check_type_or_none(str, partition_key, "partition_key")
         check_type_or_none(str, ordering_key, "ordering_key")
@@ -175,6 +181,8 @@ class Producer:
 
     def _encode(self, content: Any) -> bytes:
         data = self._schema.encode(content) if self._schema is not None else content
+        if type(data) is bytes:
+            return data
         if isinstance(data, bytearray | memoryview):
             data = bytes(data)
         check_type(bytes, data, "data")

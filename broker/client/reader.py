@@ -5,6 +5,11 @@ A reader is a :class:`~.consumer.Consumer` on a subscription named ``reader-<ran
 persist; it starts at ``MessageId.earliest``, ``MessageId.latest`` or a given id
 (``start_message_id_inclusive`` decides whether that id itself is read). Messages it reads
 are acknowledged cumulatively, so the subscription's backlog shows its progress.
+
+Extension: a reader made with ``deliver_entries=True`` hands out whole entries
+(:class:`~.entries.EntryBatch`, via :meth:`Reader.read_entry`) instead of messages, and does
+not acknowledge them (its non-durable cursor is thrown away with it); bulk readers such as
+the Spark source build their columns per entry that way.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from typing import Any
 from ..message_id import MessageId
 from .checks import check_type
 from .consumer import Consumer
+from .entries import EntryBatch
+from .exceptions import InvalidConfiguration
 from .message import Message
 from .topic_consumer import TopicConsumer
 
@@ -35,9 +42,18 @@ class Reader:
         """The next message; waits at most ``timeout_millis`` (raises ``Timeout``)."""
         if timeout_millis is not None:
             check_type(int, timeout_millis, "timeout_millis")
+        if self._consumer._config.deliver_entries:
+            raise InvalidConfiguration("this reader delivers entries: use read_entry()")
         message = self._consumer._take(timeout_millis)
         self._after_read(message)
         return message
+
+    def read_entry(self, timeout_millis: int | None = None) -> EntryBatch:
+        """Extension (``deliver_entries=True`` readers): the next entry's messages still to
+        read, as one :class:`~.entries.EntryBatch`; waits at most ``timeout_millis``."""
+        if not self._consumer._config.deliver_entries:
+            raise InvalidConfiguration("read_entry() needs a reader made with deliver_entries=True")
+        return self._consumer._take(timeout_millis)  # type: ignore[return-value]
 
     def _after_read(self, message: Message) -> None:
         owner: TopicConsumer = message._owner

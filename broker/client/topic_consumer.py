@@ -49,14 +49,15 @@ from ..redelivery import (
 )
 from ..topic_name import TopicName
 from .ack_grouping import AckGroupingTracker
-from .batch import decode_batch
+from .batch import batch_items
 from .chunking import ChunkedMessageCollector
 from .compression import decompress
 from .connection import TimerHandle, now_ms
 from .dead_letter import LetterProducers, copy_message, origin_topic
+from .entries import EntryBatch
 from .enums import ConsumerType, InitialPosition, KeySharedMode
 from .exceptions import AlreadyClosed
-from .message import Message, TopicMessageId
+from .message import Message, new_message, topic_message_id
 
 __all__ = ["ConsumerConfig", "TopicConsumer"]
 
@@ -98,6 +99,8 @@ class ConsumerConfig:
     # With retry_enable its topic names are already resolved for the whole consumer.
     dead_letter_policy: Any = None
     retry_enable: bool = False
+    # Extension for bulk readers: queue whole entries (EntryBatch), not messages.
+    deliver_entries: bool = False
 
 
 class TopicConsumer:
@@ -118,6 +121,10 @@ class TopicConsumer:
         self.start_message_id = config.start_message_id
         self.start_inclusive = config.start_message_id_inclusive
         self._lock = threading.Lock()
+        # Acks from the application wait here for the I/O thread, which takes them all in
+        # one task per burst (a posted task per ack would cost more than the ack).
+        self._acks_in: list[tuple[MessageId, bool]] = []
+        self._acks_posted = False
         self._available_permits = 0
         self._queue_size = max(1, config.receiver_queue_size)
         self._refill_threshold = max(1, self._queue_size // 2)
@@ -274,7 +281,10 @@ class TopicConsumer:
 
     def on_dequeued(self, message: Message) -> None:
         """The application took ``message`` from the receiver queue (ack timeout starts)."""
-        self.last_dequeued = message.message_id()
+        self.last_dequeued = message._message_id
+        if type(message) is EntryBatch:  # a bulk reader's entry: no ack timeout, n permits
+            self.add_permits(message.count)
+            return
         if self.unacked is not None:
             position = message.message_id().position
             count = message.redelivery_count()
@@ -294,7 +304,12 @@ class TopicConsumer:
             self._conn.send("FLOW", consumer_id=self.consumer_id, permits=permits)
 
     def acknowledge(self, msg_id: MessageId, cumulative: bool = False) -> None:
-        self._conn.post(lambda: self._io_ack(msg_id, cumulative))
+        with self._lock:
+            self._acks_in.append((msg_id, cumulative))
+            if self._acks_posted:
+                return
+            self._acks_posted = True
+        self._conn.post(self._io_take_acks)
 
     def negative_acknowledge(self, msg_id: MessageId, redelivery_count: int = 0) -> None:
         """Nack; ``redelivery_count`` picks the back-off delay (0 for a bare id, as Java)."""
@@ -377,28 +392,64 @@ class TopicConsumer:
             chunk_positions = list(outcome.message.chunk_ids)
         if meta.compression and meta.compression != "NONE":
             payload = decompress(meta.compression, payload, meta.uncompressed_size)
+        topic, schema = self.topic, self.config.schema
+        if self.config.deliver_entries:
+            return self._io_entry_batch(meta, payload, position, partition, ack_set,
+                                        redelivery_count, chunk_positions)
         if meta.num_messages_in_batch is None:
-            mid = TopicMessageId(partition, ledger, entry_id, -1, 0, topic=self.topic)
+            mid = topic_message_id(partition, ledger, entry_id, -1, 0, topic)
             if chunk_positions is not None:
                 self._chunk_members[position] = chunk_positions
-            return [self._message(payload, meta, mid, redelivery_count, meta.properties,
-                                  meta.partition_key, meta.ordering_key, meta.event_time,
-                                  meta.sequence_id, meta.null_value)]
+            return [new_message(payload, meta.properties or {}, meta.partition_key,
+                                meta.ordering_key, meta.publish_time, meta.event_time,
+                                meta.producer_name, meta.sequence_id, meta.schema_version,
+                                meta.null_value, mid, topic, redelivery_count, schema, self)]
         n = meta.num_messages_in_batch
-        items = decode_batch(payload, n)
+        items = batch_items(payload, n)
         self.acks.on_batch_received(position, n, ack_set)
+        publish_time, producer_name = meta.publish_time, meta.producer_name
+        schema_version = meta.schema_version
+        check = ack_set is not None or self._batch_filter is not None
         out = []
         skipped = 0
-        for i, item in enumerate(items):
-            if (ack_set is not None and not (ack_set >> i) & 1) or self._filtered(position, i):
+        for i, (props, pkey, okey, event_time, seq, null, data) in enumerate(items):
+            if check and ((ack_set is not None and not (ack_set >> i) & 1)
+                          or self._filtered(position, i)):
                 skipped += 1
                 continue
-            mid = TopicMessageId(partition, ledger, entry_id, i, n, topic=self.topic)
-            out.append(self._message(item.payload, meta, mid, redelivery_count, item.properties,
-                                     item.partition_key, item.ordering_key, item.event_time,
-                                     item.sequence_id, item.null_value))
+            out.append(new_message(
+                data, props, pkey, okey, publish_time, event_time, producer_name, seq,
+                schema_version, null, topic_message_id(partition, ledger, entry_id, i, n, topic),
+                topic, redelivery_count, schema, self,
+            ))
         self.add_permits(skipped)
         return out
+
+    def _io_entry_batch(self, meta: MessageMetadata, payload: bytes, position: Position,
+                        partition: int, ack_set: int | None, redelivery_count: int,
+                        chunk_positions: list[Position] | None) -> list[Any]:
+        """``deliver_entries``: the whole entry as one :class:`EntryBatch`."""
+        ledger, entry_id = position
+        if meta.num_messages_in_batch is None:
+            if chunk_positions is not None:
+                self._chunk_members[position] = chunk_positions
+            return [EntryBatch(self.topic, partition, ledger, entry_id, meta, payload, None,
+                               None, redelivery_count, self)]
+        n = meta.num_messages_in_batch
+        items = batch_items(payload, n)
+        self.acks.on_batch_received(position, n, ack_set)
+        indexes = None
+        if ack_set is not None or self._batch_filter is not None:
+            indexes = [
+                i for i in range(n)
+                if not ((ack_set is not None and not (ack_set >> i) & 1)
+                        or self._filtered(position, i))
+            ]
+            self.add_permits(n - len(indexes))
+            if not indexes:
+                return []
+        return [EntryBatch(self.topic, partition, ledger, entry_id, meta, payload, items,
+                           indexes, redelivery_count, self)]
 
     def _filtered(self, position: Position, index: int) -> bool:
         """Batch indexes before a batched start/seek id are skipped (Java does the same)."""
@@ -411,28 +462,6 @@ class TopicConsumer:
                 self._batch_filter = None
             return False
         return index < start_index or (index == start_index and not inclusive)
-
-    def _message(self, payload: bytes, meta: MessageMetadata, mid: MessageId,
-                 redelivery_count: int, properties: dict[str, str], partition_key: str | None,
-                 ordering_key: bytes | None, event_time: int, sequence_id: int,
-                 null_value: bool) -> Message:
-        return Message(
-            payload,
-            properties=properties,
-            partition_key=partition_key,
-            ordering_key=ordering_key,
-            publish_time=meta.publish_time,
-            event_time=event_time,
-            producer_name=meta.producer_name,
-            sequence_id=sequence_id,
-            schema_version=meta.schema_version,
-            null_value=null_value,
-            message_id=mid,
-            topic=self.topic,
-            redelivery_count=redelivery_count,
-            schema=self.config.schema,
-            owner=self,
-        )
 
     def on_active_consumer_change(self, cmd: Any) -> None:
         self.is_active = bool(cmd["is_active"])
@@ -455,7 +484,24 @@ class TopicConsumer:
 
     # -- I/O thread: acks -----------------------------------------------------------------
 
+    def _io_take_acks(self) -> None:
+        with self._lock:
+            acks, self._acks_in = self._acks_in, []
+            self._acks_posted = False
+        for msg_id, cumulative in acks:
+            self._io_ack(msg_id, cumulative)
+
     def _io_ack(self, msg_id: MessageId, cumulative: bool) -> None:
+        if not (cumulative or self._chunk_members or self._possible_dlq or self._nacked_at
+                or self.unacked is not None):
+            # The common ack: nothing but the grouping tracker has to hear of it.
+            if self.acks.add_individual(msg_id):
+                self._io_flush_acks()
+            elif self._ack_timer is None and self.acks.has_pending:
+                self._ack_timer = self._conn.schedule(
+                    self.config.acknowledgements_group_time_ms, self._io_flush_acks
+                )
+            return
         position = msg_id.position
         members = self._chunk_members.pop(position, None)
         flush = False

@@ -1,12 +1,21 @@
 """Exclusive and Failover subscriptions: one active consumer receives everything.
 
-Pulsar's ``PersistentDispatcherSingleActiveConsumer``. Consumers are ranked by priority
+Pulsar 3.3's ``PersistentDispatcherSingleActiveConsumer``. Consumers are ranked by priority
 level then name; the active one is picked by the Failover rule (partition index modulo the
-eligible consumers, or the consumer ring for a non-partitioned topic). When the active
-consumer changes on a Failover subscription, every consumer is told at once, and after
-``active_consumer_failover_delay_ms`` the cursor rewinds to just after the mark-delete
-position: everything not acknowledged goes to the new active consumer, so duplicates and
-reordering are possible. Redelivery counts are not tracked here (always 0), as in Pulsar.
+eligible consumers, or the consumer ring for a non-partitioned topic). Whenever the pick
+changes — the very first pick included — ``scheduleReadOnActiveConsumer`` runs:
+
+* Exclusive, or ``active_consumer_failover_delay_ms <= 0``: the cursor rewinds to just after
+  the mark-delete position and reading starts at once;
+* Failover: the rewind and the first read wait ``active_consumer_failover_delay_ms`` (1000),
+  during which flow permits and redelivery requests are ignored; a change while a switch is
+  pending does not restart the wait — the switch serves whoever is active when it fires.
+
+``ACTIVE_CONSUMER_CHANGE`` goes to every consumer of a Failover subscription when the switch
+completes (Exclusive consumers never get one), and to a joining consumer at once when its
+arrival does not change the active consumer. After the rewind everything not acknowledged
+goes to the new active consumer, so duplicates and reordering are possible. Redelivery
+counts are not tracked here (always 0), as in Pulsar.
 """
 
 from __future__ import annotations
@@ -29,9 +38,14 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         self.sub_type = sub_type
         self.redelivery_tracker = RedeliveryTrackerDisabled()
         self.active_consumer: Consumer | None = None
-        self._switch_timer = None  # pending delayed rewind after a failover switch
+        self._switch_timer = None  # Pulsar's readOnActiveConsumerTask: a delayed switch
 
     # -- consumers ------------------------------------------------------------------------
+
+    @property
+    def switch_pending(self) -> bool:
+        """Whether a Failover switch waits for its delay (reads and redeliveries held)."""
+        return self._switch_timer is not None
 
     def add_consumer(self, consumer: Consumer) -> None:
         if self.sub_type is SubType.Exclusive and self.consumers:
@@ -44,7 +58,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         ):
             raise ConsumerBusy(f"consumer {consumer.consumer_name} is already subscribed")
         self.consumers.append(consumer)
-        if not self._pick_and_schedule():
+        if not self._pick_and_schedule() and self.active_consumer is not None:
             # The active consumer did not change: tell the newcomer who it is.
             self.subscription.notify_active(consumer, consumer is self.active_consumer)
 
@@ -56,7 +70,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         self._pick_and_schedule()
 
     def _pick_and_schedule(self) -> bool:
-        """Re-pick the active consumer; return whether it changed."""
+        """``pickAndScheduleActiveConsumer``: re-pick; return whether the pick changed."""
         new = pick_active_consumer(
             self.consumers, self.subscription.partition_index, self.subscription.topic_name
         )
@@ -66,32 +80,45 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         self.active_consumer = new
         for c in self.consumers:
             c.is_active = c is new
-            self.subscription.notify_active(c, c is new)
         self.subscription.emit(
             EventType.ACTIVE_CONSUMER_CHANGED,
             new,
             previous=old.consumer_name if old else None,
             active=new.consumer_name if new else None,
         )
-        if new is None:
-            return True
-        self._cancel_switch()
-        delay = self.subscription.settings.active_consumer_failover_delay_ms
-        # A switch away from a previous active consumer waits for the delay; the very
-        # first pick reads at once.
-        if self.sub_type is SubType.Failover and delay > 0 and old is not None:
-            self._switch_timer = self.subscription.schedule(delay, self._rewind_and_read)
-        else:
-            self._rewind_and_read()
+        if new is not None:  # the last consumer left: nothing to schedule
+            self._schedule_read_on_active_consumer()
         return True
+
+    def _schedule_read_on_active_consumer(self) -> None:
+        """``scheduleReadOnActiveConsumer``: switch now, or after the Failover delay."""
+        if self.subscription.topic.acks_on_dispatch:
+            # Non-persistent: nothing to rewind, and Pulsar's NonPersistentDispatcher-
+            # SingleActiveConsumer schedules no read and sends no notification.
+            self.dispatch()
+            return
+        delay = self.subscription.settings.active_consumer_failover_delay_ms
+        if self.sub_type is not SubType.Failover or delay <= 0:
+            self._complete_switch()
+        elif self._switch_timer is None:
+            self._switch_timer = self.subscription.schedule(delay, self._complete_switch)
+
+    def _complete_switch(self) -> None:
+        """Rewind, tell every consumer who is active (Failover only), read for it."""
+        self._switch_timer = None
+        self._rewind()
+        active = self.active_consumer
+        if active is not None and self.sub_type is SubType.Failover:
+            for consumer in self.consumers:  # notifyActiveConsumerChanged
+                self.subscription.notify_active(consumer, consumer is active)
+        self.dispatch()
 
     def _cancel_switch(self) -> None:
         if self._switch_timer is not None:
             self._switch_timer.cancel()
             self._switch_timer = None
 
-    def _rewind_and_read(self) -> None:
-        self._switch_timer = None
+    def _rewind(self) -> None:
         for consumer in self.consumers:
             consumer.take_all_pending()
         self.cursor.rewind()
@@ -100,7 +127,6 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             self.active_consumer,
             read_position=list(self.cursor.read_position),
         )
-        self.dispatch()
 
     def redeliver_unacknowledged(
         self,
@@ -110,8 +136,12 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         reason: str = "consumer_request",
         requested_at: list[int] | None = None,
     ) -> None:
-        """Exclusive/Failover always redeliver everything unacknowledged (a rewind)."""
-        if consumer is not self.active_consumer:
+        """Exclusive/Failover always redeliver everything unacknowledged (a rewind).
+
+        Only the active consumer may ask, and not while a switch waits for its delay
+        (``internalRedeliverUnacknowledgedMessages`` ignores both).
+        """
+        if consumer is not self.active_consumer or self._switch_timer is not None:
             return
         pending = sorted(consumer.pending_acks)
         consumer.msg_redeliver_counter += len(pending)
@@ -122,7 +152,8 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             reason=reason,
             requested_at=requested_at,
         )
-        self._rewind_and_read()
+        self._rewind()
+        self.dispatch()
 
     # -- dispatch -------------------------------------------------------------------------
 

@@ -23,7 +23,14 @@ from typing import Any
 
 import google_crc32c
 
-from ..actions import ActiveConsumerChange, ConsumerClosed, Deliver, SendError, SendReceipt
+from ..actions import (
+    ActiveConsumerChange,
+    ConsumerClosed,
+    Deliver,
+    ProducerClosed,
+    SendError,
+    SendReceipt,
+)
 from ..consumer import KeySharedMeta, KeySharedMode, SubType
 from ..entry import decode_entry
 from ..errors import (
@@ -238,9 +245,11 @@ class PulsarSession:
                     _T.CLOSE_CONSUMER, "close_consumer",
                     api.CommandCloseConsumer(consumer_id=client_id, request_id=_U64),
                 )
+        elif kind is ProducerClosed:
+            self._producer_closed(action.producer_id)
 
-    def close_producer(self, core_id: int) -> None:
-        """The broker closed a producer (its topic went away): tell the client."""
+    def _producer_closed(self, core_id: int) -> None:
+        """The broker closed a producer (its topic was deleted): the client reconnects."""
         client_id = self.producer_ids.pop(core_id, None)
         if client_id is not None:
             self.producers.pop(client_id, None)

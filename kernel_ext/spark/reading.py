@@ -3,12 +3,16 @@
 :func:`read_range` opens its own :class:`pulsarlab.Client` (nothing is shared with the
 driver, so it runs the same on a cluster), reads the partition with a non-durable
 :class:`~pulsarlab.Reader` starting after ``start``, stops at ``end`` and yields
-``pyarrow.RecordBatch``\\ es built column-wise against the Arrow schema Spark expects. Only
-the columns asked for are built (a user schema that lists fewer columns is a projection).
+``pyarrow.RecordBatch``\\ es built column-wise against the Arrow schema Spark expects. The
+reader hands over whole entries (``deliver_entries``), so each column grows by one list
+comprehension per entry (a batch's items straight from the entry), never through a message
+object per row. Only the columns asked for are built (a user schema that lists fewer
+columns is a projection).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -55,46 +59,113 @@ def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def _builders(topic: str) -> dict[tuple[str, str], Callable[[list[Any]], list[Any]]]:
-    def value(msgs: list[Any]) -> list[Any]:
-        return [None if m.has_null_value() else m.data() for m in msgs]
+# A row is a batch item: [properties, partition_key, ordering_key, event_time, sequence_id,
+# null_value, payload]; an entry contributes its rows (see EntryBatch.rows).
+Builder = Callable[[Any, list[list[Any]]], list[Any]]
 
-    def key(msgs: list[Any]) -> list[Any]:
-        return [k.encode("utf-8") if (k := m.partition_key()) else None for m in msgs]
 
-    return {
-        ("value", "binary"): value,
-        ("value", "string"): lambda msgs: [_text(v) for v in value(msgs)],
-        ("__key", "binary"): key,
-        ("__key", "string"): lambda msgs: [m.partition_key() or None for m in msgs],
-        ("__topic", "string"): lambda msgs: [topic] * len(msgs),
-        ("__messageId", "binary"): lambda msgs: [m.message_id().serialize() for m in msgs],
-        ("__publishTime", "timestamp"): lambda msgs: [
-            m.publish_timestamp() * 1000 for m in msgs
-        ],
-        ("__eventTime", "timestamp"): lambda msgs: [
-            t * 1000 if (t := m.event_timestamp()) > 0 else None for m in msgs
-        ],
-        ("__messageProperties", "map<string,string>"): lambda msgs: [
-            list(m.properties().items()) for m in msgs
-        ],
-        ("__producerName", "string"): lambda msgs: [m.producer_name() for m in msgs],
-        ("__sequenceId", "bigint"): lambda msgs: [m.sequence_id() for m in msgs],
-    }
+def _value(entry: Any, rows: list[list[Any]]) -> list[Any]:
+    return [None if r[5] else r[6] for r in rows]
+
+
+# MessageId.serialize()'s 28 bytes: big-endian ledger, entry, partition, batch index, size.
+_ID_FIELDS = [("ledger", ">i8"), ("entry", ">i8"), ("partition", ">i4"), ("index", ">i4"),
+              ("size", ">i4")]
+
+
+def _message_id_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: Any) -> Any:
+    """The ``__messageId`` column as one Arrow buffer (no bytes object per row)."""
+    import numpy as np
+    import pyarrow as pa
+
+    counts = [len(rows) for _, rows in entries]
+    n = sum(counts)
+    ids = np.empty(n, dtype=np.dtype(_ID_FIELDS))
+    ids["ledger"] = np.repeat([e.ledger_id for e, _ in entries], counts)
+    ids["entry"] = np.repeat([e.entry_id for e, _ in entries], counts)
+    ids["partition"] = np.repeat([e.partition for e, _ in entries], counts)
+    ids["size"] = np.repeat([e.batch_size for e, _ in entries], counts)
+    ids["index"] = np.fromiter(itertools.chain.from_iterable(
+        e.batch_indexes() for e, _ in entries), dtype=np.int32, count=n)
+    width = ids.dtype.itemsize
+    offsets = np.arange(0, width * (n + 1), width, dtype=np.int32)
+    return pa.Array.from_buffers(arrow_type, n, [None, pa.py_buffer(offsets),
+                                                 pa.py_buffer(ids.tobytes())])
+
+
+def _properties_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: Any) -> Any:
+    """The ``__messageProperties`` column; an empty map per row without a Python list each
+    when no message has properties (the common case)."""
+    import numpy as np
+    import pyarrow as pa
+
+    props = [r[0] for _, rows in entries for r in rows]
+    if any(props):
+        return pa.array([list(d.items()) for d in props], type=arrow_type)
+    offsets = pa.array(np.zeros(len(props) + 1, dtype=np.int32))
+    empty = pa.array([], pa.string())
+    return pa.MapArray.from_arrays(offsets, empty, empty, type=arrow_type)
+
+
+# Columns built as one array from all entries at once (the others: a list per entry).
+ARRAY_BUILDERS: dict[tuple[str, str], Callable[[list[tuple[Any, list[list[Any]]]], Any], Any]] = {
+    ("__messageId", "binary"): _message_id_array,
+    ("__messageProperties", "map<string,string>"): _properties_array,
+}
+
+
+BUILDERS: dict[tuple[str, str], Builder] = {
+    ("value", "binary"): _value,
+    ("value", "string"): lambda e, rows: [_text(v) for v in _value(e, rows)],
+    ("__key", "binary"): lambda e, rows: [k.encode("utf-8") if (k := r[1]) else None
+                                          for r in rows],
+    ("__key", "string"): lambda e, rows: [r[1] or None for r in rows],
+    ("__topic", "string"): lambda e, rows: [e.topic] * len(rows),
+    ("__publishTime", "timestamp"): lambda e, rows: [e.metadata.publish_time * 1000] * len(rows),
+    ("__eventTime", "timestamp"): lambda e, rows: [t * 1000 if (t := r[3]) > 0 else None
+                                                   for r in rows],
+    ("__producerName", "string"): lambda e, rows: [e.metadata.producer_name] * len(rows),
+    ("__sequenceId", "bigint"): lambda e, rows: [r[4] for r in rows],
+}
 
 
 def to_record_batch(
-    messages: list[Any], topic: str, columns: Sequence[tuple[str, str]], arrow_schema: Any
+    entries: list[tuple[Any, list[list[Any]]]],
+    columns: Sequence[tuple[str, str]],
+    arrow_schema: Any,
 ) -> Any:
-    """Build one ``RecordBatch`` (schema ``arrow_schema``) from client messages."""
+    """One ``RecordBatch`` (schema ``arrow_schema``) from ``(entry, rows)`` pairs."""
     import pyarrow as pa
 
-    builders = _builders(topic)
-    arrays = [
-        pa.array(builders[col](messages), type=arrow_schema.field(i).type)
-        for i, col in enumerate(columns)
-    ]
+    arrays = []
+    for i, col in enumerate(columns):
+        arrow_type = arrow_schema.field(i).type
+        whole = ARRAY_BUILDERS.get(col)
+        if whole is not None:
+            arrays.append(whole(entries, arrow_type))
+            continue
+        build = BUILDERS[col]
+        values: list[Any] = []
+        for entry, rows in entries:
+            values += build(entry, rows)
+        arrays.append(pa.array(values, type=arrow_type))
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+
+def _rows_up_to_end(entry: Any, end: Position) -> tuple[list[list[Any]], bool]:
+    """The rows of ``entry`` inside ``(..., end]``, and whether the range is complete."""
+    ledger, entry_id = entry.ledger_id, entry.entry_id
+    if (ledger, entry_id) < (end.ledger, end.entry):
+        return entry.rows(), False
+    if (ledger, entry_id) > (end.ledger, end.entry) or entry.items is None:
+        return (entry.rows() if not past_end(ledger, entry_id, -1, end) else []), True
+    indexes = list(entry.batch_indexes())
+    keep = [i for i in indexes if not past_end(ledger, entry_id, i, end)]
+    if len(keep) != len(indexes):
+        entry.indexes = keep
+    if not keep:
+        return [], True
+    return entry.rows(), reaches_end(ledger, entry_id, keep[-1], entry.batch_size, end)
 
 
 def read_range(
@@ -127,7 +198,7 @@ def read_range(
         try:
             reader = client.create_reader(
                 topic, start_id, start_message_id_inclusive=False,
-                receiver_queue_size=settings.receiver_queue_size,
+                receiver_queue_size=settings.receiver_queue_size, deliver_entries=True,
             )
         except ConnectError:
             raise PulsarSparkError(
@@ -137,17 +208,13 @@ def read_range(
             ) from None
         except PulsarException as exc:
             raise PulsarSparkError(f"reading {topic}: {exc}") from None
-        # Reader.read_next() acknowledges every message, which costs a wake-up of the client's
-        # I/O thread per message and halves the read rate. A non-durable reader's acks only
-        # move its own throw-away cursor, so messages are taken without acknowledging them.
-        take = getattr(getattr(reader, "_consumer", None), "_take", None) or reader.read_next
-        end_position = (end.ledger, end.entry)
-        chunk: list[Any] = []
+        entries: list[tuple[Any, list[list[Any]]]] = []
+        rows_in_chunk = 0
         idle_since = time.monotonic()
         done = False
         while not done:
             try:
-                message = take(_SLICE_MS)
+                entry = reader.read_entry(_SLICE_MS)
             except Timeout:
                 lost = None
                 if not _has_more(reader, topic):
@@ -169,18 +236,16 @@ def read_range(
             except PulsarException as exc:  # the broker closed the reader or went away
                 raise PulsarSparkError(f"reading {topic}: {exc}") from None
             idle_since = time.monotonic()
-            mid = message.message_id()
-            if mid.position >= end_position:
-                ledger, entry, index = mid.ledger_id(), mid.entry_id(), mid.batch_index()
-                if past_end(ledger, entry, index, end):
-                    break
-                done = reaches_end(ledger, entry, index, mid.batch_size(), end)
-            chunk.append(message)
-            if len(chunk) >= settings.rows_per_batch:
-                yield to_record_batch(chunk, topic, columns, arrow_schema)
-                chunk = []
-        if chunk:
-            yield to_record_batch(chunk, topic, columns, arrow_schema)
+            rows, done = _rows_up_to_end(entry, end)
+            if rows:
+                entries.append((entry, rows))
+                rows_in_chunk += len(rows)
+            if rows_in_chunk >= settings.rows_per_batch:
+                yield to_record_batch(entries, columns, arrow_schema)
+                entries = []
+                rows_in_chunk = 0
+        if entries:
+            yield to_record_batch(entries, columns, arrow_schema)
         reader.close()
     finally:
         client.close()

@@ -170,7 +170,7 @@ class BrokerProcess:
         args = [
             sys.executable, "-m", "pulsarlab.broker.cli", "broker",
             "--data-dir", str(self.data_dir), "--port", "0", "--pulsar-port", "0",
-            "--host", "127.0.0.1",
+            "--web-port", "0", "--host", "127.0.0.1",
         ]
         for name, value in self.settings.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)

@@ -128,6 +128,12 @@ _ADMIN_OPS = (
     "namespaces.set_message_ttl", "namespaces.set_deduplication_status",
     "namespaces.set_backlog_quota", "namespaces.grant_permission",
     "namespaces.revoke_permission", "namespaces.get_permissions", "nope", "",
+    "clusters.get_cluster", "tenants.create_tenant", "tenants.update_tenant",
+    "tenants.delete_tenant", "tenants.get_tenant_info", "namespaces.create_namespace",
+    "namespaces.delete_namespace", "namespaces.get_namespaces", "namespaces.get_topics",
+    "namespaces.remove_retention", "topics.update_partitioned_topic",
+    "topics.get_last_message_id", "topics.skip_all_messages", "topics.examine_message",
+    "topics.get_partitioned_topic_list",
 )
 _NAMESPACES = ("public/default", "fuzz/ns", "bad", "", "a/b/c")
 _META_KEYS = (
@@ -245,13 +251,17 @@ class Fuzzer:
         for key in r.sample(("topic", "subscription", "namespace", "value", "partitions",
                              "count", "message_id", "timestamp", "force",
                              "expire_time_seconds", "include_system", "per_partition",
-                             "role", "actions", "bogus"), r.randint(0, 4)):
+                             "role", "actions", "bogus", "tenant", "cluster", "config",
+                             "policies", "initial_position", "message_position"),
+                            r.randint(0, 4)):
             if key == "topic":
                 args[key] = r.choice(_FUZZ_TOPICS)
             elif key == "subscription":
                 args[key] = r.choice(_SUBS)
             elif key == "namespace":
                 args[key] = r.choice(_NAMESPACES)
+            elif key == "tenant":
+                args[key] = r.choice(("public", "fuzz", "", "a/b", "pulsar"))
             elif key == "partitions":
                 args[key] = r.choice(FUZZ_PARTITIONS)
             elif key == "message_id":

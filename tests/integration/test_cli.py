@@ -13,15 +13,16 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 def test_broker_once_reports_urls(tmp_path):
     result = run("broker", "--data-dir", str(tmp_path / "d"), "--port", "0", "--pulsar-port", "0",
-                 "--once")
+                 "--web-port", "0", "--once")
     assert result.returncode == 0, result.stderr
     assert '"service_url": "zmq://127.0.0.1:' in result.stdout
     assert '"pulsar_url": "pulsar://127.0.0.1:' in result.stdout
+    assert '"web_url": "http://127.0.0.1:' in result.stdout
 
 
 def test_unknown_setting_is_one_line_error():
     result = run("broker", "--storage", "memory", "--port", "0", "--pulsar-port", "0",
-                 "--set", "nope=1", "--once")
+                 "--web-port", "0", "--set", "nope=1", "--once")
     assert result.returncode == 2
     assert result.stderr.strip() == "pulsarlab: error: unknown broker setting 'nope'"
 

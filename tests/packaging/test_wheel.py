@@ -56,7 +56,7 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(wheel, tmp_path):
     assert result.stdout.strip() == "1"
     cli = subprocess.run(
         [str(venv / "bin" / "pulsarlab"), "broker", "--storage", "memory", "--port", "0",
-         "--pulsar-port", "0", "--once"],
+         "--pulsar-port", "0", "--web-port", "0", "--once"],
         check=True, capture_output=True, text=True, cwd=tmp_path,
     )
     assert '"status": "ready"' in cli.stdout

@@ -74,7 +74,7 @@ def test_curve_create_keypair(tmp_path):
 
 def test_the_broker_command_refuses_a_non_loopback_host_without_authentication():
     result = run("broker", "--storage", "memory", "--host", "0.0.0.0", "--port", "0",
-                 "--pulsar-port", "0", "--once")
+                 "--pulsar-port", "0", "--web-port", "0", "--once")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith(
         "pulsarlab: error: refusing to listen on 0.0.0.0: a non-loopback address needs "
@@ -83,12 +83,12 @@ def test_the_broker_command_refuses_a_non_loopback_host_without_authentication()
 
 
 def test_the_broker_command_needs_a_key_file_for_authentication(key_file):
-    result = run("broker", "--storage", "memory", "--port", "0", "--pulsar-port", "0", "--once",
-                 "--set", "authentication_enabled=true")
+    result = run("broker", "--storage", "memory", "--port", "0", "--pulsar-port", "0",
+                 "--web-port", "0", "--once", "--set", "authentication_enabled=true")
     assert result.returncode == 2
     assert "token_secret_key" in result.stderr and "create-secret-key" in result.stderr
-    result = run("broker", "--storage", "memory", "--port", "0", "--pulsar-port", "0", "--once",
-                 "--set", "authentication_enabled=true",
+    result = run("broker", "--storage", "memory", "--port", "0", "--pulsar-port", "0",
+                 "--web-port", "0", "--once", "--set", "authentication_enabled=true",
                  "--set", f"token_secret_key=file://{key_file}")
     assert result.returncode == 0, result.stderr
 
@@ -124,8 +124,8 @@ def test_client_commands_take_a_token_and_a_curve_key(key_file, tmp_path):
 
 def test_the_broker_report_says_how_to_reach_it(key_file, tmp_path):
     public_path, secret_path = curve.create_keypair_files(tmp_path, "server")
-    result = run("broker", "--storage", "memory", "--port", "0", "--pulsar-port", "0", "--once",
-                 "--set", "authentication_enabled=true",
+    result = run("broker", "--storage", "memory", "--port", "0", "--pulsar-port", "0",
+                 "--web-port", "0", "--once", "--set", "authentication_enabled=true",
                  "--set", f"token_secret_key=file://{key_file}",
                  "--set", f"curve_secret_key_file={secret_path}")
     assert result.returncode == 0, result.stderr
@@ -133,7 +133,7 @@ def test_the_broker_report_says_how_to_reach_it(key_file, tmp_path):
     assert report["authentication"] is True and report["authorization"] is False
     assert report["curve_public_key"] == curve.load_public_key(str(public_path)).decode()
     plain = json.loads(run("broker", "--storage", "memory", "--port", "0", "--pulsar-port", "0",
-                           "--once").stdout)
+                           "--web-port", "0", "--once").stdout)
     assert (plain["authentication"], plain["curve_public_key"]) == (False, None)
 
 

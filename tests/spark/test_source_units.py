@@ -200,6 +200,11 @@ def test_batched_entries_and_positions_inside_a_batch(broker, client):
     tail = _rows(second.reader(SCHEMA), second.reader(SCHEMA).partitions())
     assert [r[0] for r in head] == [f"b{i}".encode() for i in range(6)]
     assert [r[0] for r in tail] == [f"b{i}".encode() for i in range(6, 10)]
+    # Columns built per entry: ids (one buffer per record batch) as MessageId.serialize(),
+    # no properties as empty maps, each message's own sequence id.
+    assert [r[3] for r in head + tail] == [m.serialize() for m in ids]
+    assert all(r[6] == [] for r in head + tail)
+    assert [r[8] for r in head + tail] == sorted(r[8] for r in head + tail)
 
 
 def test_stream_reader_offsets_limits_and_replay(broker, client, admin):

@@ -288,3 +288,44 @@ def test_last_message_id_and_unsubscribe(client: pulsar.Client) -> None:
     drain(consumer)
     consumer.unsubscribe()
     assert last.entry_id() == 2
+
+
+def test_deleting_a_topic_closes_its_clients_which_reconnect(broker, client) -> None:
+    topic = unique("off-deleted")
+    consumer = client.subscribe(topic, "s")
+    producer = client.create_producer(topic)
+    producer.send(b"before")
+    consumer.acknowledge(consumer.receive(timeout_millis=WAIT_MS))
+    broker.call(lambda service: service.delete_topic(topic, force=True))
+    # CLOSE_PRODUCER / CLOSE_CONSUMER: both reconnect (the topic is created again).
+    producer.send(b"after")
+    assert consumer.receive(timeout_millis=WAIT_MS).data() == b"after"
+
+
+def test_chunked_messages_are_reassembled(client: pulsar.Client) -> None:
+    topic = unique("off-chunks")
+    consumer = client.subscribe(topic, "s")
+    producer = client.create_producer(topic, chunking_enabled=True, batching_enabled=False)
+    big = bytes(range(256)) * 30_000  # 7.7 MB: above the 5 MiB max message size
+    producer.send(big)
+    msg = consumer.receive(timeout_millis=WAIT_MS)
+    assert msg.data() == big
+    consumer.acknowledge(msg)
+    assert drain(consumer) == []
+
+
+def test_non_persistent_topic_and_cumulative_ack(client: pulsar.Client) -> None:
+    np_topic = f"non-persistent://public/default/{unique('off-np')}"
+    np_consumer = client.subscribe(np_topic, "s")
+    client.create_producer(np_topic).send(b"now")
+    assert np_consumer.receive(timeout_millis=WAIT_MS).data() == b"now"
+    topic = unique("off-cumulative")
+    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Failover)
+    producer = client.create_producer(topic)
+    for i in range(5):
+        producer.send(f"{i}".encode())
+    last = [consumer.receive(timeout_millis=WAIT_MS) for _ in range(5)][-1]
+    consumer.acknowledge_cumulative(last)
+    consumer.close()
+    again = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Failover)
+    assert drain(again) == []

@@ -50,6 +50,7 @@ def test_strict_rounds_up_to_the_tick(make_harness):
 def test_ignored_on_exclusive_and_failover(harness, sub_type):
     h = harness
     c = h.subscribe(T, "s", "c", sub_type, permits=10)
+    h.advance(1000)  # a Failover consumer reads after the failover delay
     (m,) = h.publish(T, 1, deliver_at=h.clock.now_ms() + 60_000)
     assert h.take(c) == [m]
 

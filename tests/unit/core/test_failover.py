@@ -49,13 +49,17 @@ def test_priority_levels(harness):
 
 
 def test_consumers_are_told_who_is_active(harness):
+    """``notifyActiveConsumerChanged`` runs when the (delayed) switch completes and tells
+    every consumer; a consumer whose arrival changes nothing is told at once
+    (``internalAddConsumer``)."""
     h = harness
     a = h.subscribe("fo-notify", "fo", "A", SubType.Failover)
-    b = h.subscribe("fo-notify", "fo", "B", SubType.Failover)
-    active = h.service.topics["persistent://public/default/fo-notify"].subscriptions["fo"]
-    name = active.dispatcher.active_consumer.consumer_name
-    assert h.active[a.consumer_id] is (name == "A")
-    assert h.active[b.consumer_id] is (name == "B")
+    assert h.active == {}  # the first pick waits for the failover delay too
+    h.advance(1000)
+    assert h.active == {a.consumer_id: True}
+    h.active.clear()
+    b = h.subscribe("fo-notify", "fo", "B", SubType.Failover)  # A stays active
+    assert h.active == {b.consumer_id: False}
     assert h.events_of(EventType.ACTIVE_CONSUMER_CHANGED)
 
 
@@ -81,17 +85,76 @@ def test_switch_waits_for_failover_delay_then_rewinds_with_duplicates(harness):
     h.service.create_partitioned_topic("fod", 1)
     t = "fod-partition-0"
     b = h.subscribe(t, "fo", "B", SubType.Failover, permits=100)
+    h.advance(1000)
     msgs = h.publish(t, 4)
     assert h.take(b) == msgs
     h.ack(b, [msgs[0], msgs[2]])  # 1 and 3 stay unacked at B
+    h.active.clear()
     a = h.subscribe(t, "fo", "A", SubType.Failover, permits=100)  # A sorts first: switch
-    assert h.active[a.consumer_id] is True and h.active[b.consumer_id] is False
     h.advance(999)
     assert h.take(a) == []  # still inside the failover delay
+    assert h.active == {}  # nobody is told before the switch completes
     h.advance(1)
+    assert h.active[a.consumer_id] is True and h.active[b.consumer_id] is False
     # Rewound to after the mark-delete: everything not acked goes to A again.
     assert h.take(a) == [msgs[1], msgs[3]]
     assert h.events_of(EventType.CURSOR_REWOUND)
+
+
+def test_first_failover_pick_waits_for_the_delay(harness):
+    """``pickAndScheduleActiveConsumer`` treats the first pick (no previous active consumer)
+    as a change: ``scheduleReadOnActiveConsumer`` delays the first read on Failover too."""
+    h = harness
+    c = h.subscribe("fo-first", "fo", "A", SubType.Failover, permits=10)
+    msgs = h.publish("fo-first", 2)
+    h.advance(999)
+    assert h.take(c) == []
+    h.advance(1)
+    assert h.take(c) == msgs
+
+
+def test_exclusive_reads_at_once_and_is_never_told(harness):
+    """``scheduleReadOnActiveConsumer`` skips the delay for Exclusive, and
+    ``notifyActiveConsumerChanged`` only notifies Failover consumers."""
+    h = harness
+    c = h.subscribe("ex-now", "ex", "A", SubType.Exclusive, permits=10)
+    msgs = h.publish("ex-now", 2)
+    assert h.take(c) == msgs
+    assert h.active == {}
+
+
+def test_a_change_during_a_pending_switch_keeps_the_first_deadline(harness):
+    """``readOnActiveConsumerTask != null``: a pending switch is not rescheduled; when it
+    fires it rewinds and reads for whoever is active then."""
+    h = harness
+    t = "fo-pending"
+    b = h.subscribe(t, "fo", "B", SubType.Failover, permits=10)
+    h.advance(600)
+    a = h.subscribe(t, "fo", "A", SubType.Failover, permits=10)  # A sorts first
+    msgs = h.publish(t, 2)
+    h.advance(400)  # 1000 ms after B's pick, not after A's
+    assert h.take(a) == msgs and h.take(b) == []
+    assert h.active == {a.consumer_id: True, b.consumer_id: False}
+
+
+def test_redeliver_and_flow_wait_while_a_switch_is_pending(harness):
+    """``internalRedeliverUnacknowledgedMessages`` and ``internalConsumerFlow`` ignore the
+    request while the cursor waits to be rewound."""
+    h = harness
+    t = "fo-wait"
+    c = h.subscribe(t, "fo", "A", SubType.Failover, permits=10)
+    h.advance(1000)
+    msgs = h.publish(t, 2)
+    assert h.take(c) == msgs
+    d = h.subscribe(t, "fo", "0-first", SubType.Failover)  # sorts first: a switch to it
+    h.service.redeliver_unacknowledged(c.consumer_id)  # no longer active: ignored
+    h.service.redeliver_unacknowledged(d.consumer_id)  # active, switch pending: ignored
+    h.flow(d, 10)
+    h.drain()
+    assert h.take(c) == [] and h.take(d) == []
+    assert not h.events_of(EventType.REDELIVERY_REQUESTED)
+    h.advance(1000)
+    assert h.take(d) == msgs  # the switch's rewind
 
 
 def test_exclusive_or_zero_delay_switches_at_once(make_harness):
@@ -107,6 +170,7 @@ def test_exclusive_or_zero_delay_switches_at_once(make_harness):
 def test_redeliver_on_failover_redelivers_everything_unacked(harness):
     h = harness
     c = h.subscribe("fo-r", "fo", "A", SubType.Failover, permits=10)
+    h.advance(1000)
     msgs = h.publish("fo-r", 3)
     h.take(c)
     h.ack(c, [msgs[1]])

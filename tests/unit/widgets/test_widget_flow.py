@@ -46,3 +46,23 @@ def test_shared_prefetch_fills_one_consumers_queue():
     assert view.series["A"].x == [float(i) for i in range(2, len(series_a.x) + 2)]
     permits_trace = next(t for t in view.fig.data if t.name == "A permits")
     assert list(permits_trace.y) == series_a.permits
+
+
+def test_blocked_consumer_and_subscription_are_shown():
+    from pulsarlab.widgets import FlowView, WhatIf
+
+    whatif = WhatIf("Shared", max_unacked_messages_per_consumer=3,
+                    max_unacked_messages_per_subscription=3)
+    view = FlowView(whatif, controls=False)
+    whatif.add_consumer("A")
+    whatif.publish(count=5)
+    summary = view.summary()
+    assert summary["consumers"]["A"]["blocked"] is True
+    assert summary["subscription_blocked"] is True
+    assert "blocked: too many unacked messages" in view.table.value
+    assert "subscription blocked" in view.table.value
+    whatif.receive("A")
+    whatif.ack("A")
+    summary = view.summary()  # the last two came once the acks unblocked both limits
+    assert summary["consumers"]["A"] == {"permits": 5, "unacked": 2, "blocked": False}
+    assert summary["subscription_blocked"] is False

@@ -1,0 +1,152 @@
+"""Benchmark: the pulsarlab client library, produce then receive+ack, 100 B messages.
+
+What a user of the client feels: ``send_async`` with ``block_if_queue_full=True`` and
+batching (100 messages per batch) for N messages, then ``flush()``; then ``receive()`` and
+``acknowledge()`` one message at a time until all N are back. Each phase is timed on its
+own (msgs/s), against a broker in another process (the ``pulsarlab broker`` command) and
+against one inside this process (``pulsarlab.Broker()``, a thread: the notebook default),
+both on the default durable storage. The subscription exists (at the earliest position)
+before the first send, so the backlog is kept, and its consumer only connects for the
+receive phase, so the produce phase measures producing alone. Prints one JSON document.
+
+    python bench/bench_client.py [--messages N] [--runs R] [--mode process|inproc|both]
+                                 [--url zmq://127.0.0.1:PORT]   # a broker already running
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH_DIR)
+
+from benchlib import start_broker, stop_broker  # noqa: E402
+
+PAYLOAD = b"x" * 100
+BATCH = 100
+
+
+def produce(client: Any, topic: str, n: int) -> float:
+    producer = client.create_producer(
+        topic,
+        block_if_queue_full=True,
+        batching_enabled=True,
+        batching_max_messages=BATCH,
+    )
+    done = threading.Event()
+    settled = [0, 0]  # ok, failed
+
+    def callback(result: Any, message_id: Any) -> None:
+        settled[0 if message_id is not None else 1] += 1
+        if settled[0] + settled[1] == n:
+            done.set()
+
+    began = time.perf_counter()
+    send_async = producer.send_async
+    for _ in range(n):
+        send_async(PAYLOAD, callback)
+    producer.flush()
+    done.wait(60)
+    elapsed = time.perf_counter() - began
+    producer.close()
+    if settled[1] or settled[0] != n:
+        raise RuntimeError(f"produce: {settled[0]} ok, {settled[1]} failed of {n}")
+    return n / elapsed
+
+
+def consume(client: Any, topic: str, subscription: str, n: int) -> float:
+    import pulsarlab
+
+    consumer = client.subscribe(topic, subscription,
+                                consumer_type=pulsarlab.ConsumerType.Shared,
+                                initial_position=pulsarlab.InitialPosition.Earliest)
+    receive, acknowledge = consumer.receive, consumer.acknowledge
+    began = time.perf_counter()
+    for _ in range(n):
+        acknowledge(receive(10_000))
+    elapsed = time.perf_counter() - began
+    consumer.close()
+    return n / elapsed
+
+
+def one_run(url: str, n: int, run: int) -> dict[str, float]:
+    import pulsarlab
+
+    topic = f"bench-client-{run}"
+    with pulsarlab.Client(url) as client:
+        client.subscribe(topic, "bench", consumer_type=pulsarlab.ConsumerType.Shared,
+                         initial_position=pulsarlab.InitialPosition.Earliest).close()
+        produced = produce(client, topic, n)
+    with pulsarlab.Client(url) as client:
+        consumed = consume(client, topic, "bench", n)
+    return {"produce": produced, "receive_ack": consumed}
+
+
+def run_mode(mode: str, n: int, runs: int, url: str | None = None) -> dict[str, Any]:
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        if url:
+            results = [one_run(url, n, i) for i in range(runs)]
+        elif mode == "process":
+            proc, url, _ = start_broker(tmp)
+            try:
+                results = [one_run(url, n, i) for i in range(runs)]
+            finally:
+                stop_broker(proc)
+        else:
+            import pulsarlab
+
+            with pulsarlab.Broker(data_dir=tmp) as broker:
+                results = [one_run(broker.service_url, n, i) for i in range(runs)]
+    out: dict[str, Any] = {}
+    for phase in ("produce", "receive_ack"):
+        values = [r[phase] for r in results]
+        out[f"{phase}_msgs_per_s"] = round(statistics.median(values))
+        out[f"{phase}_runs"] = [round(v) for v in values]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--mode", choices=("process", "inproc", "both"), default="both")
+    parser.add_argument("--url", help="use this running broker (e.g. to profile it) as "
+                        "the broker in another process")
+    args = parser.parse_args()
+    modes = ("process", "inproc") if args.mode == "both" else (args.mode,)
+    if args.url:
+        modes = ("process",)
+    results: dict[str, Any] = {
+        "bench": "client",
+        "messages": args.messages,
+        "payload_bytes": len(PAYLOAD),
+        "batching_max_messages": BATCH,
+        "storage": "durable",
+        "runs": args.runs,
+    }
+    for mode in modes:
+        results[f"broker_{mode}"] = run_mode(mode, args.messages, args.runs, args.url)
+    results["targets_msgs_per_s"] = {"broker_process": 200_000, "broker_inproc": 100_000}
+    results["ratios_to_target"] = {
+        f"{mode}_{phase}": round(
+            results[f"broker_{mode}"][f"{phase}_msgs_per_s"]
+            / results["targets_msgs_per_s"][f"broker_{mode}"], 3)
+        for mode in modes for phase in ("produce", "receive_ack")
+    }
+    results["python"] = platform.python_version()
+    results["cpus"] = os.cpu_count()
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""What every admin resource shares: token check, JSON in and out, Pulsar's error answers.
+
+Errors are Pulsar's: a status code and ``{"reason": "..."}``. Broker errors map to the
+status Pulsar's REST resources give for the same failure (:data:`STATUS`); a request this
+layer cannot read (bad JSON, a path number that is not one) is a 400.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from tornado.web import HTTPError, RequestHandler
+
+from .. import errors
+
+# Broker error -> HTTP status, looked up along the error's class hierarchy.
+STATUS: dict[type[errors.PulsarLabError], int] = {
+    errors.AuthenticationError: 401,
+    errors.AuthorizationError: 403,
+    errors.TopicNotFound: 404,
+    errors.SubscriptionNotFound: 404,
+    errors.ClusterNotFound: 404,
+    errors.TenantNotFound: 404,
+    errors.NamespaceNotFound: 404,
+    errors.ConsumerNotFound: 404,
+    errors.ProducerNotFound: 404,
+    errors.TopicAlreadyExists: 409,
+    errors.SubscriptionAlreadyExists: 409,
+    errors.TenantAlreadyExists: 409,
+    errors.NamespaceAlreadyExists: 409,
+    errors.TenantNotEmpty: 409,
+    errors.NamespaceNotEmpty: 409,
+    errors.ConsumerBusy: 409,
+    errors.PartitionsNotIncreased: 422,
+    errors.TopicBusy: 412,
+    errors.NotAllowed: 412,
+    errors.InvalidTopicName: 412,
+    errors.InvalidArgument: 412,
+    errors.MessageTooBig: 413,
+}
+
+
+def status_of(exc: errors.PulsarLabError) -> int:
+    for cls in type(exc).__mro__:
+        status = STATUS.get(cls)
+        if status is not None:
+            return status
+    return 500
+
+
+class ApiError(Exception):
+    """An answer this layer decides itself (bad request, not allowed on this resource)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class AdminHandler(RequestHandler):
+    """Base of the ``/admin/v2`` resources; ``self.broker`` is the running :class:`Broker`."""
+
+    broker: Any
+    role: str | None = None
+
+    def initialize(self, broker: Any) -> None:
+        self.broker = broker
+
+    def set_default_headers(self) -> None:
+        self.set_header("Content-Type", "application/json")
+
+    def compute_etag(self) -> None:
+        return None  # admin answers are live state, never served from a client cache
+
+    def prepare(self) -> None:
+        authenticator = self.broker.authenticator
+        if not authenticator.enabled:
+            return
+        header = self.request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            self.fail(401, "Authentication required: send 'Authorization: Bearer <token>'")
+            return
+        try:
+            self.role = authenticator.authenticate(token.strip())
+        except errors.AuthenticationError as exc:
+            self.fail(401, str(exc))
+
+    # -- answers --------------------------------------------------------------------------
+
+    def fail(self, status: int, reason: str) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"reason": reason}))
+
+    def reply(self, value: Any) -> None:
+        """200 with ``value`` as JSON; ``None`` is Pulsar's 204 No Content."""
+        if value is None:
+            self.set_status(204)
+            self.clear_header("Content-Type")
+            self.finish()
+        else:
+            self.finish(json.dumps(value))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        reason = exc.log_message if isinstance(exc, HTTPError) and exc.log_message else None
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"reason": reason or self._reason}))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, ApiError | errors.PulsarLabError):
+            return
+        super().log_exception(typ, value, tb)
+
+    # -- the broker -----------------------------------------------------------------------
+
+    async def run_all(self, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+        """Authorize and run admin operations, in order, in one trip to the broker thread."""
+        role = self.role
+        broker = self.broker
+
+        def work(_service: Any) -> list[Any]:
+            admin = broker.admin
+            out = []
+            for op, args in calls:
+                admin.authorizer.check_admin(role, op, args)
+                out.append(admin.call(op, args))
+            return out
+
+        return await asyncio.wrap_future(broker.submit(work))
+
+    async def run(self, op: str, **args: Any) -> Any:
+        """Authorize and run one admin operation (``"topics.get_stats"`` …)."""
+        return (await self.run_all((op, args)))[0]
+
+    # -- reading the request --------------------------------------------------------------
+
+    def body(self, default: Any = None) -> Any:
+        """The JSON body (``default`` when empty); unreadable JSON is a 400."""
+        raw = self.request.body
+        if not raw or not raw.strip():
+            return default
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
+
+    def flag(self, name: str) -> bool:
+        """A boolean query parameter (``?force=true``)."""
+        value = self.get_query_argument(name, "false").strip().lower()
+        if value not in ("true", "false"):
+            raise ApiError(400, f"query parameter {name} must be true or false, not {value!r}")
+        return value == "true"
+
+
+def integer(text: str, what: str) -> int:
+    """A path segment that must be an integer (a 400 otherwise)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ApiError(400, f"{what} must be an integer, not {text!r}") from None
+
+
+def guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a handler method so broker errors and :class:`ApiError` become Pulsar answers."""
+
+    async def wrapper(self: AdminHandler, *args: Any) -> None:
+        try:
+            await method(self, *args)
+        except ApiError as exc:
+            self.fail(exc.status, exc.reason)
+        except errors.PulsarLabError as exc:
+            self.fail(status_of(exc), str(exc))
+
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+class NotFoundHandler(AdminHandler):
+    """Any path that is not an admin resource: 404 with a reason."""
+
+    def prepare(self) -> None:
+        self.fail(404, f"no admin resource at {self.request.path}")

@@ -1,0 +1,44 @@
+"""``/admin/v2/clusters`` and ``/admin/v2/tenants``: the one cluster and the tenants."""
+
+from __future__ import annotations
+
+from .base import AdminHandler, guarded
+
+
+class ClustersHandler(AdminHandler):
+    @guarded
+    async def get(self) -> None:
+        self.reply(await self.run("clusters.get_clusters"))
+
+
+class ClusterHandler(AdminHandler):
+    @guarded
+    async def get(self, cluster: str) -> None:
+        self.reply(await self.run("clusters.get_cluster", cluster=cluster))
+
+
+class TenantsHandler(AdminHandler):
+    @guarded
+    async def get(self) -> None:
+        self.reply(await self.run("tenants.get_tenants"))
+
+
+class TenantHandler(AdminHandler):
+    """GET the TenantInfo, PUT creates, POST updates, DELETE (``?force=true``) deletes."""
+
+    @guarded
+    async def get(self, tenant: str) -> None:
+        self.reply(await self.run("tenants.get_tenant_info", tenant=tenant))
+
+    @guarded
+    async def put(self, tenant: str) -> None:
+        self.reply(await self.run("tenants.create_tenant", tenant=tenant, config=self.body()))
+
+    @guarded
+    async def post(self, tenant: str) -> None:
+        self.reply(await self.run("tenants.update_tenant", tenant=tenant, config=self.body()))
+
+    @guarded
+    async def delete(self, tenant: str) -> None:
+        self.reply(await self.run("tenants.delete_tenant", tenant=tenant,
+                                  force=self.flag("force")))

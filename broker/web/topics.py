@@ -1,0 +1,228 @@
+"""``/admin/v2/{persistent|non-persistent}/{tenant}/{namespace}/...``: topics and cursors.
+
+Each handler maps one of Pulsar's ``PersistentTopics`` / ``NonPersistentTopics`` resources
+onto the admin operation of the same meaning; ``position/{n}`` and ``examinemessage`` answer
+with the raw message, its metadata in ``X-Pulsar-*`` headers (:mod:`.messages`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import AdminHandler, ApiError, guarded, integer
+from .messages import MessageHandler, write_message
+
+# Pulsar's MessageId.latest / earliest as the JSON body of create-subscription.
+_LATEST = (2**63 - 1, 2**63 - 1)
+_EARLIEST = (-1, -1)
+
+# read-only topic resource -> admin operation
+_INFO_OPS = {
+    "stats": "topics.get_stats",
+    "internalStats": "topics.get_internal_stats",
+    "partitioned-stats": "topics.get_partitioned_stats",
+    "lastMessageId": "topics.get_last_message_id",
+    "subscriptions": "topics.get_subscriptions",
+}
+INFO_RESOURCES = tuple(_INFO_OPS)
+
+
+def _topic(domain: str, tenant: str, namespace: str, topic: str) -> str:
+    return f"{domain}://{tenant}/{namespace}/{topic}"
+
+
+def _message_id(body: Any, default: str = "latest") -> Any:
+    """A ``MessageIdImpl`` / ``ResetCursorData`` body as the admin operations take it."""
+    if body is None:
+        return default
+    if not isinstance(body, dict):
+        raise ApiError(400, "the message id must be a JSON object with ledgerId and entryId")
+    ledger, entry = body.get("ledgerId"), body.get("entryId")
+    for name, value in (("ledgerId", ledger), ("entryId", entry)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ApiError(400, f"message id {name} must be an integer, not {value!r}")
+    if (ledger, entry) == _LATEST:
+        return "latest"
+    if (ledger, entry) == _EARLIEST:
+        return "earliest"
+    return [ledger, entry]
+
+
+class NamespaceTopicsListHandler(AdminHandler):
+    """GET the namespace's topics of this domain (partitions by their own names)."""
+
+    @guarded
+    async def get(self, domain: str, tenant: str, namespace: str) -> None:
+        names = await self.run("namespaces.get_topics", namespace=f"{tenant}/{namespace}",
+                               include_system=self.flag("includeSystemTopic"))
+        self.reply([n for n in names if n.startswith(f"{domain}://")])
+
+
+class PartitionedTopicsListHandler(AdminHandler):
+    @guarded
+    async def get(self, domain: str, tenant: str, namespace: str) -> None:
+        ns = f"{tenant}/{namespace}"
+        await self.run("namespaces.get_topics", namespace=ns)  # 404 for an unknown namespace
+        names = await self.run("topics.get_partitioned_topic_list", namespace=ns)
+        self.reply([n for n in names if n.startswith(f"{domain}://")])
+
+
+class TopicHandler(AdminHandler):
+    """PUT creates a non-partitioned topic, DELETE (``?force=true``) deletes a topic."""
+
+    @guarded
+    async def put(self, *path: str) -> None:
+        self.reply(await self.run("topics.create_non_partitioned_topic", topic=_topic(*path)))
+
+    @guarded
+    async def delete(self, *path: str) -> None:
+        self.reply(await self.run("topics.delete", topic=_topic(*path),
+                                  force=self.flag("force")))
+
+
+class PartitionsHandler(AdminHandler):
+    """GET the partition count, PUT creates, POST grows, DELETE deletes a partitioned topic."""
+
+    def _partitions(self) -> int:
+        body = self.body()
+        count = body.get("partitions") if isinstance(body, dict) else body
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise ApiError(400, f"the body must be the number of partitions, not {body!r}")
+        if count <= 0:
+            raise ApiError(406, "number of partitions should be more than 0")
+        return count
+
+    @guarded
+    async def get(self, *path: str) -> None:
+        self.reply(await self.run("topics.get_partitioned_topic_metadata", topic=_topic(*path)))
+
+    @guarded
+    async def put(self, *path: str) -> None:
+        self.reply(await self.run("topics.create_partitioned_topic", topic=_topic(*path),
+                                  partitions=self._partitions()))
+
+    @guarded
+    async def post(self, *path: str) -> None:
+        self.reply(await self.run("topics.update_partitioned_topic", topic=_topic(*path),
+                                  partitions=self._partitions()))
+
+    @guarded
+    async def delete(self, *path: str) -> None:
+        topic = _topic(*path)
+        meta = await self.run("topics.get_partitioned_topic_metadata", topic=topic)
+        if not meta["partitions"]:
+            raise ApiError(404, f"partitioned topic {topic} does not exist")
+        self.reply(await self.run("topics.delete", topic=topic, force=self.flag("force")))
+
+
+class TopicInfoHandler(AdminHandler):
+    """The read-only topic resources: stats, internalStats, partitioned-stats,
+    lastMessageId, subscriptions."""
+
+    @guarded
+    async def get(self, domain: str, tenant: str, namespace: str, topic: str,
+                  resource: str) -> None:
+        args: dict[str, Any] = {"topic": _topic(domain, tenant, namespace, topic)}
+        if resource == "partitioned-stats":
+            args["per_partition"] = self.flag_default("perPartition", True)
+        self.reply(await self.run(_INFO_OPS[resource], **args))
+
+    def flag_default(self, name: str, default: bool) -> bool:
+        return self.flag(name) if self.get_query_argument(name, None) is not None else default
+
+
+class UnloadHandler(AdminHandler):
+    """PUT unload: one broker owns every topic, so it only checks the topic exists."""
+
+    @guarded
+    async def put(self, *path: str) -> None:
+        self.reply(await self.run("topics.unload", topic=_topic(*path)))
+
+
+class SubscriptionHandler(AdminHandler):
+    """PUT creates a subscription at the message id in the body (default latest), DELETE
+    (``?force=true``) deletes it."""
+
+    @guarded
+    async def put(self, domain: str, tenant: str, namespace: str, topic: str,
+                  subscription: str) -> None:
+        self.reply(await self.run(
+            "topics.create_subscription", topic=_topic(domain, tenant, namespace, topic),
+            subscription=subscription, message_id=_message_id(self.body()),
+        ))
+
+    @guarded
+    async def delete(self, domain: str, tenant: str, namespace: str, topic: str,
+                     subscription: str) -> None:
+        self.reply(await self.run(
+            "topics.delete_subscription", topic=_topic(domain, tenant, namespace, topic),
+            subscription=subscription, force=self.flag("force"),
+        ))
+
+
+class CursorActionHandler(AdminHandler):
+    """POST skip/{n}, skip_all, expireMessages/{seconds}, resetcursor/{timestamp} and
+    resetcursor (a ``ResetCursorData`` body)."""
+
+    @guarded
+    async def post(self, domain: str, tenant: str, namespace: str, topic: str,
+                   subscription: str, action: str, value: str | None = None) -> None:
+        args: dict[str, Any] = {"topic": _topic(domain, tenant, namespace, topic),
+                                "subscription": subscription}
+        if action == "skip_all":
+            op = "topics.skip_all_messages"
+        elif action == "skip":
+            op, args["count"] = "topics.skip_messages", integer(value or "", "numMessages")
+        elif action == "expireMessages":
+            op = "topics.expire_messages"
+            args["expire_time_seconds"] = integer(value or "", "expireTimeInSeconds")
+        elif value is not None:
+            op, args["timestamp"] = "topics.reset_cursor", integer(value, "timestamp")
+        else:
+            body = self.body()
+            args["message_id"] = _message_id(body)
+            if isinstance(body, dict) and body.get("isExcluded") and isinstance(
+                args["message_id"], list
+            ):  # the given message itself is skipped: read from the next entry
+                args["message_id"][1] += 1
+            op = "topics.reset_cursor"
+        self.reply(await self.run(op, **args))
+
+
+class PeekHandler(MessageHandler):
+    """GET subscription/{sub}/position/{n}: the n-th (1 = next) unacknowledged message."""
+
+    @guarded
+    async def get(self, domain: str, tenant: str, namespace: str, topic: str,
+                  subscription: str, position: str) -> None:
+        name = _topic(domain, tenant, namespace, topic)
+        n = integer(position, "messagePosition")
+        if n < 1:
+            raise ApiError(412, f"message position must be >= 1, not {n}")
+        await _refuse_partitioned(self, name, "peek messages")
+        messages = await self.run("topics.peek_messages", topic=name,
+                                  subscription=subscription, count=n)
+        if len(messages) < n:
+            raise ApiError(404, f"message not found: subscription {subscription!r} has "
+                                f"{len(messages)} message(s) to peek")
+        write_message(self, messages[n - 1])
+
+
+class ExamineMessageHandler(MessageHandler):
+    """GET examinemessage?initialPosition=earliest|latest&messagePosition=n."""
+
+    @guarded
+    async def get(self, *path: str) -> None:
+        name = _topic(*path)
+        n = integer(self.get_query_argument("messagePosition", "1"), "messagePosition")
+        initial = self.get_query_argument("initialPosition", "latest")
+        await _refuse_partitioned(self, name, "examine messages")
+        write_message(self, await self.run("topics.examine_message", topic=name,
+                                           initial_position=initial, message_position=n))
+
+
+async def _refuse_partitioned(handler: AdminHandler, topic: str, what: str) -> None:
+    meta = await handler.run("topics.get_partitioned_topic_metadata", topic=topic)
+    if meta["partitions"]:
+        raise ApiError(405, f"{what} on a partitioned topic is not allowed; "
+                            "use one of its partitions")
