@@ -39,6 +39,7 @@ from .limits import check_topic_quota
 from .message_id import MessageId
 from .non_persistent import NonPersistentTopic
 from .policies import POLICY_KEYS, Policies, validate_policy
+from .redelivery_request import RedeliveryRequest
 from .settings import BrokerSettings
 from .storage import MemoryStorage
 from .storage.base import Position, Storage
@@ -47,8 +48,6 @@ from .topic import AbstractTopic, PersistentTopic, Producer
 from .topic_name import TopicName
 
 log = logging.getLogger("pulsarlab.broker")
-
-REDELIVERY_REASONS = ("consumer_request", "nack", "ack_timeout")
 
 
 class BrokerService:
@@ -522,17 +521,13 @@ class BrokerService:
         ``reason`` ("consumer_request", "nack", "ack_timeout") and ``requested_at`` (when
         the client nacked each one or saw it time out) only travel to the event stream.
         """
-        if reason not in REDELIVERY_REASONS:
-            raise InvalidArgument(
-                f"redelivery reason must be one of {', '.join(REDELIVERY_REASONS)}, not {reason!r}"
-            )
-        consumer, sub = self._consumer(consumer_id)
-        sub.redeliver_unacknowledged(
-            consumer,
-            None if positions is None else [_position(p) for p in positions],
-            reason=reason,
-            requested_at=requested_at,
+        request = RedeliveryRequest(
+            None if positions is None else tuple(_position(p) for p in positions),
+            reason,
+            None if requested_at is None else tuple(requested_at),
         )
+        consumer, sub = self._consumer(consumer_id)
+        sub.redeliver_unacknowledged(consumer, request)
 
     def close_consumer(self, consumer_id: int) -> None:
         consumer, sub = self._consumer(consumer_id)

@@ -23,6 +23,7 @@ from .dispatchers.shared import SharedDispatcher
 from .dispatchers.single_active import SingleActiveConsumerDispatcher
 from .errors import InvalidArgument, SubscriptionTypeMismatch
 from .events import EventType
+from .redelivery_request import RedeliveryRequest
 from .selectors import sticky_selector
 from .storage.base import Position
 
@@ -168,18 +169,9 @@ class Subscription:
             self.emit(EventType.FLOW, consumer, permits=permits, total=consumer.permits + permits)
         self.dispatcher.consumer_flow(consumer, permits)
 
-    def redeliver_unacknowledged(
-        self,
-        consumer: Consumer,
-        positions: Iterable[Position] | None = None,
-        *,
-        reason: str = "consumer_request",
-        requested_at: list[int] | None = None,
-    ) -> None:
+    def redeliver_unacknowledged(self, consumer: Consumer, request: RedeliveryRequest) -> None:
         if self.dispatcher is not None:
-            self.dispatcher.redeliver_unacknowledged(
-                consumer, positions, reason=reason, requested_at=requested_at
-            )
+            self.dispatcher.redeliver_unacknowledged(consumer, request)
 
     # -- acknowledgements -----------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from ..actions import DeliveredEntry
 from ..consumer import Consumer, SubType
 from ..entry import EntryHeader, read_header
 from ..events import EventType
+from ..redelivery_request import RedeliveryRequest
 from ..storage.base import Position
 
 if TYPE_CHECKING:
@@ -103,14 +104,7 @@ class Dispatcher(ABC):
         self.dispatch()
 
     @abstractmethod
-    def redeliver_unacknowledged(
-        self,
-        consumer: Consumer,
-        positions: Iterable[Position] | None = None,
-        *,
-        reason: str = "consumer_request",
-        requested_at: list[int] | None = None,
-    ) -> None:
+    def redeliver_unacknowledged(self, consumer: Consumer, request: RedeliveryRequest) -> None:
         """The consumer asks for its unacknowledged messages again."""
 
     def on_acknowledged(self, positions: Iterable[Position]) -> None:

@@ -38,6 +38,7 @@ from ..consumer import Consumer, KeySharedMode, SubType
 from ..entry import EntryHeader, decode_entry
 from ..errors import ConsumerBusy, SubscriptionTypeMismatch
 from ..events import EventType
+from ..redelivery_request import RedeliveryRequest
 from ..selectors.base import StickyKeyConsumerSelector
 from ..selectors.hash_assignments import ConsumerHashAssignmentsSnapshot, ImpactedConsumersResult
 from ..selectors.hashing import NONE_KEY, murmur3_32_hash, sticky_key_hash
@@ -230,21 +231,13 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         self._reschedule_read()
         self._defer_read_after_ack()
 
-    def redeliver_unacknowledged(
-        self,
-        consumer: Consumer,
-        positions: Iterable[Position] | None = None,
-        *,
-        reason: str = "consumer_request",
-        requested_at: list[int] | None = None,
-    ) -> None:
+    def redeliver_unacknowledged(self, consumer: Consumer, request: RedeliveryRequest) -> None:
+        positions = request.positions
         chosen = list(consumer.pending_acks) if positions is None else list(positions)
         if len(self.draining_hashes):
             pending = consumer.pending_acks
             self._release([(consumer, pending[p].sticky_key_hash) for p in chosen if p in pending])
-        super().redeliver_unacknowledged(
-            consumer, chosen, reason=reason, requested_at=requested_at
-        )
+        super().redeliver_unacknowledged(consumer, request.narrowed(chosen))
 
     def _pending_of(self, positions: list[Position]) -> list[tuple[Consumer, int]]:
         out = []

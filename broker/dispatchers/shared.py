@@ -23,6 +23,7 @@ from ..delayed_delivery import DelayedDeliveryTracker
 from ..entry import EntryHeader
 from ..errors import ConsumerBusy
 from ..events import EventType
+from ..redelivery_request import RedeliveryRequest
 from ..storage.base import Position
 from .base import Dispatcher
 
@@ -133,24 +134,8 @@ class SharedDispatcher(Dispatcher):
             )
         self.dispatch()
 
-    def redeliver_unacknowledged(
-        self,
-        consumer: Consumer,
-        positions: Iterable[Position] | None = None,
-        *,
-        reason: str = "consumer_request",
-        requested_at: list[int] | None = None,
-    ) -> None:
-        if positions is None:
-            chosen = sorted(consumer.pending_acks)
-        else:
-            positions = list(positions)
-            if requested_at is not None and len(requested_at) == len(positions):
-                times = dict(zip(positions, requested_at, strict=True))
-                chosen = sorted(p for p in positions if p in consumer.pending_acks)
-                requested_at = [times[p] for p in chosen]
-            else:
-                chosen = sorted(p for p in positions if p in consumer.pending_acks)
+    def redeliver_unacknowledged(self, consumer: Consumer, request: RedeliveryRequest) -> None:
+        chosen, requested_at = request.chosen(consumer.pending_acks)
         for position in chosen:
             ack = consumer.remove_pending(position)
             if ack is not None and self.replay.add(position, ack.sticky_key_hash):
@@ -166,7 +151,7 @@ class SharedDispatcher(Dispatcher):
                 consumer,
                 positions=[list(p) for p in chosen],
                 counts=[self.redelivery_tracker.get(p) for p in chosen],
-                reason=reason,
+                reason=request.reason,
                 requested_at=requested_at,
             )
         self.dispatch()

@@ -20,12 +20,12 @@ counts are not tracked here (always 0), as in Pulsar.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from ..consumer import Consumer, SubType
 from ..errors import ConsumerBusy
 from ..events import EventType
+from ..redelivery_request import RedeliveryRequest
 from ..selectors.failover import pick_active_consumer
 from ..storage.base import Position
 from .base import Dispatcher, RedeliveryTrackerDisabled
@@ -129,14 +129,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             read_position=list(self.cursor.read_position),
         )
 
-    def redeliver_unacknowledged(
-        self,
-        consumer: Consumer,
-        positions: Iterable[Position] | None = None,
-        *,
-        reason: str = "consumer_request",
-        requested_at: list[int] | None = None,
-    ) -> None:
+    def redeliver_unacknowledged(self, consumer: Consumer, request: RedeliveryRequest) -> None:
         """Exclusive/Failover always redeliver everything unacknowledged (a rewind).
 
         Only the active consumer may ask, and not while a switch waits for its delay
@@ -150,8 +143,8 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             EventType.REDELIVERY_REQUESTED,
             consumer,
             positions=[list(p) for p in pending],
-            reason=reason,
-            requested_at=requested_at,
+            reason=request.reason,
+            requested_at=request.requested_times(),
         )
         self._rewind()
         self.dispatch()
