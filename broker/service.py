@@ -34,7 +34,7 @@ from .errors import (
     TopicBusy,
     TopicNotFound,
 )
-from .events import BrokerEvent, EventListener, EventType
+from .events import EventListener, EventType, make_event
 from .limits import check_topic_quota
 from .message_id import MessageId
 from .non_persistent import NonPersistentTopic
@@ -104,7 +104,7 @@ class BrokerService:
     ) -> None:
         if not self._listeners:
             return
-        event = BrokerEvent(type_, self.now_ms(), topic, subscription, consumer, data)
+        event = make_event(type_, self.now_ms(), topic, subscription, consumer, **data)
         for listener in list(self._listeners):
             try:
                 listener(event)

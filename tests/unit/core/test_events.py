@@ -80,3 +80,17 @@ def test_dead_letter_and_retry_hops_are_reported(harness):
     (retried,) = h.events_of(EventType.RETRIED)
     assert dead.data["origin_message_id"] == "(1,2,-1,-1)"
     assert retried.data["reconsume_times"] == "1" and retried.data["delay_time"] == "1000"
+
+
+
+def test_events_are_typed_and_decode_from_their_maps(harness):
+    from pulsarlab.broker.events import Dispatched, decode_event
+
+    h = harness
+    c = h.subscribe("typed", "s", "c", SubType.Shared, permits=10)
+    (m,) = h.publish("typed", 1)
+    (dispatched,) = h.events_of(EventType.DISPATCHED)
+    assert isinstance(dispatched, Dispatched) and dispatched.entries == [[m[0], m[1], 0]]
+    assert decode_event(dispatched.to_dict()) == dispatched
+    assert decode_event({"type": "nacked", "time": 1}) is None
+    h.close(c)
