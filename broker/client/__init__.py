@@ -7,11 +7,11 @@ names and defaults follow the official package; pulsarlab extensions are keyword
 
 Pure pieces, usable on their own: :mod:`.batch`, :mod:`.compression`, :mod:`.chunking`,
 :mod:`.routing`, :mod:`.ack_grouping`; the redelivery rules (negative acks, ack timeout,
-dead letters, ``MultiplierRedeliveryBackoff``) are in :mod:`pulsarlab.broker.redelivery`.
+dead letters, ``MultiplierRedeliveryBackoff``) are in :mod:`pulsarlab.broker.client.redelivery`.
 """
 
 from ..message_id import MessageId
-from ..redelivery import MultiplierRedeliveryBackoff
+from .redelivery import MultiplierRedeliveryBackoff
 from .auth import Authentication, AuthenticationBasic, AuthenticationTLS, AuthenticationToken
 from .client import Client
 from .consumer import Consumer

@@ -22,8 +22,8 @@ from typing import Any
 
 from ..curve import load_public_key
 from ..message_id import MessageId
-from ..redelivery import DLQ_SUFFIX, MAX_RECONSUMETIMES, RETRY_SUFFIX, unacked
-from ..redelivery.negative_acks import MIN_NACK_DELAY_MS
+from .redelivery import DLQ_SUFFIX, MAX_RECONSUMETIMES, RETRY_SUFFIX, unacked
+from .redelivery.negative_acks import MIN_NACK_DELAY_MS
 from ..selectors.hashing import HashingScheme
 from ..topic_name import TopicName
 from .auth import Authentication

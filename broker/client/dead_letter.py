@@ -1,7 +1,7 @@
 """Dead-letter and retry-letter publishing for the client, and the worker that runs it.
 
 The rules (when a message is dead-lettered, which properties it carries, the topic names)
-live in the sans-I/O :mod:`pulsarlab.broker.redelivery`; this module does the I/O the way
+live in the sans-I/O :mod:`pulsarlab.broker.client.redelivery`; this module does the I/O the way
 Pulsar's client does:
 
 * :class:`LetterProducers` — the dead-letter producer (named
@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ..redelivery import DeadLetterPolicy
+from .redelivery import DeadLetterPolicy
 from ..topic_name import TopicName
 from .exceptions import AlreadyClosed, NotAllowedError, PulsarException
 from .message import Message

@@ -9,7 +9,7 @@ at subscribe, then a refill once half has been consumed by the application (mess
 skipped by the client count as consumed at once, as in Java).
 
 Acks, nacks and ack timeouts are posted to the I/O thread and kept in sans-I/O trackers
-(:mod:`.ack_grouping`; :mod:`pulsarlab.broker.redelivery` for the rest) driven by the
+(:mod:`.ack_grouping`; :mod:`pulsarlab.broker.client.redelivery` for the rest) driven by the
 connection's timers:
 
 * negative acks: ``NegativeAcksTracker`` (entry-level ids, optional back-off); its timer
@@ -40,7 +40,7 @@ from typing import Any
 
 from ..entry import MessageMetadata, decode_entry
 from ..message_id import MessageId
-from ..redelivery import (
+from .redelivery import (
     DeadLetterPolicy,
     NegativeAcksTracker,
     UnAckedMessageTracker,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import pulsarlab
-from pulsarlab.broker import redelivery
+from pulsarlab.broker.client import redelivery
 from pulsarlab.broker.client import (
     Client,
     ConsumerDeadLetterPolicy,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pulsarlab.broker.redelivery import (
+from pulsarlab.broker.client.redelivery import (
     DeadLetterPolicy,
     MultiplierRedeliveryBackoff,
     NegativeAcksTracker,
