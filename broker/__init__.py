@@ -5,7 +5,7 @@ dispatchers, selectors); storage backends live in ``pulsarlab.broker.storage``.
 """
 
 from .clock import Clock, ManualClock, WallClock
-from .consumer import Consumer, KeySharedMeta, KeySharedMode, SubType
+from .consumer import KeySharedMeta, KeySharedMetaMode, ServerConsumer, SubType
 from .entry import MessageMetadata
 from .errors import PulsarLabError
 from .events import BrokerEvent, EventType
@@ -19,14 +19,14 @@ __all__ = [
     "BrokerService",
     "BrokerSettings",
     "Clock",
-    "Consumer",
     "EventType",
     "KeySharedMeta",
-    "KeySharedMode",
+    "KeySharedMetaMode",
     "ManualClock",
     "MessageId",
     "MessageMetadata",
     "PulsarLabError",
+    "ServerConsumer",
     "SubType",
     "TopicName",
     "WallClock",

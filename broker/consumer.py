@@ -1,4 +1,5 @@
-"""A consumer as the broker sees it: permits, pending acks and what it may receive."""
+"""A consumer as the broker sees it (``ServerConsumer``): permits, pending acks and what it
+may receive; the subscription types and Key_Shared declarations it subscribes with."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ class SubType(StrEnum):
     Key_Shared = "Key_Shared"
 
 
-class KeySharedMode(StrEnum):
+class KeySharedMetaMode(StrEnum):
+    """How a Key_Shared consumer's hash ranges are assigned (the protocol's ``KeySharedMode``
+    in ``KeySharedMeta``; the client's own enum is ``pulsarlab.KeySharedMode``)."""
+
     AUTO_SPLIT = "AUTO_SPLIT"
     STICKY = "STICKY"
 
@@ -30,7 +34,7 @@ class KeySharedMode(StrEnum):
 class KeySharedMeta:
     """What a Key_Shared consumer declares (``KeySharedMeta`` in Pulsar's protocol)."""
 
-    key_shared_mode: KeySharedMode = KeySharedMode.AUTO_SPLIT
+    key_shared_mode: KeySharedMetaMode = KeySharedMetaMode.AUTO_SPLIT
     hash_ranges: tuple[tuple[int, int], ...] = ()
     allow_out_of_order_delivery: bool = False
 
@@ -53,7 +57,7 @@ class UnackedCounter:
         self.value = 0
 
 
-class Consumer:
+class ServerConsumer:
     """Broker-side state of one consumer of one subscription."""
 
     def __init__(
@@ -139,4 +143,7 @@ class Consumer:
         return f"Consumer{{consumerId={self.consumer_id}, consumerName={self.consumer_name}}}"
 
     def __repr__(self) -> str:
-        return f"Consumer({self.consumer_name!r}, id={self.consumer_id}, permits={self.permits})"
+        return (
+            f"ServerConsumer({self.consumer_name!r}, id={self.consumer_id}, "
+            f"permits={self.permits})"
+        )

@@ -43,7 +43,7 @@ from .settings import BrokerSettings
 from .storage import open_storage
 from .web import WebServer
 from .zap import EVENTS_DOMAIN, ZapHandler
-from .zmq_session import Connection, ZmqProtocol
+from .zmq_session import ServerCnx, ZmqProtocol
 
 log = logging.getLogger("pulsarlab.broker.server")
 
@@ -131,7 +131,7 @@ class Broker:
         return f"pulsar://{self.host}:{self.pulsar_port}"
 
     @property
-    def connections(self) -> dict[bytes, Connection]:
+    def connections(self) -> dict[bytes, ServerCnx]:
         """The ZeroMQ client connections being served, by identity (broker thread only)."""
         return self.zmq.connections
 
@@ -520,7 +520,7 @@ class Broker:
 
     # -- commands -------------------------------------------------------------------------
 
-    def _send(self, conn: Connection, frames: list) -> None:
+    def _send(self, conn: ServerCnx, frames: list) -> None:
         # Frame by frame with int flags: send_multipart type-checks every part and
         # combines enum flags per frame, which costs more than the sends themselves.
         send = self.router.send

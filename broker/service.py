@@ -18,7 +18,7 @@ from typing import Any
 
 from .actions import Action, ConsumerClosed, ProducerClosed, SendReceipt
 from .clock import Clock, TimerHandle, TimerQueue
-from .consumer import Consumer, KeySharedMeta, SubType
+from .consumer import KeySharedMeta, ServerConsumer, SubType
 from .entry import MessageMetadata
 from .errors import (
     ConsumerNotFound,
@@ -67,7 +67,7 @@ class BrokerService:
         self.settings = settings or BrokerSettings()
         self.topics: dict[str, AbstractTopic] = {}
         self.producers: dict[int, Producer] = {}
-        self.consumers: dict[int, tuple[Consumer, Subscription]] = {}
+        self.consumers: dict[int, tuple[ServerConsumer, Subscription]] = {}
         self.outbox: list[Action] = []
         self.dirty_topics: set[AbstractTopic] = set()
         self._listeners: list[EventListener] = []
@@ -435,7 +435,7 @@ class BrokerService:
         batch_index_ack_enabled: bool = False,
         is_reader: bool = False,
         conn: Any = None,
-    ) -> Consumer:
+    ) -> ServerConsumer:
         """Attach a consumer; on any error nothing is created or changed."""
         if not isinstance(subscription, str) or not subscription:
             raise InvalidArgument("subscription name must be a non-empty string")
@@ -452,7 +452,7 @@ class BrokerService:
             )
         t = self.get_topic(topic)
         consumer_id = next(self._ids)
-        consumer = Consumer(
+        consumer = ServerConsumer(
             consumer_id,
             consumer_name or f"consumer-{consumer_id}",
             conn=conn,
@@ -482,7 +482,7 @@ class BrokerService:
         self.consumers[consumer_id] = (consumer, sub)
         return consumer
 
-    def _consumer(self, consumer_id: int) -> tuple[Consumer, Subscription]:
+    def _consumer(self, consumer_id: int) -> tuple[ServerConsumer, Subscription]:
         entry = self.consumers.get(consumer_id)
         if entry is None:
             raise ConsumerNotFound(f"consumer {consumer_id} not found")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .actions import ActiveConsumerChange, Deliver, DeliveredEntry
-from .consumer import Consumer, SubType
+from .consumer import ServerConsumer, SubType
 from .cursor import ManagedCursor
 from .dispatchers.base import Dispatcher
 from .dispatchers.key_shared import KeySharedDispatcher
@@ -70,13 +70,13 @@ class Subscription:
         return self.cursor.durable
 
     @property
-    def consumers(self) -> list[Consumer]:
+    def consumers(self) -> list[ServerConsumer]:
         return self.dispatcher.consumers if self.dispatcher else []
 
     def now_ms(self) -> int:
         return self.context.now_ms()
 
-    def emit(self, type_: EventType, consumer: Consumer | None = None, **data: Any) -> None:
+    def emit(self, type_: EventType, consumer: ServerConsumer | None = None, **data: Any) -> None:
         context = self.context
         if context.has_listeners:
             context.emit(
@@ -89,7 +89,7 @@ class Subscription:
         """Whether anyone listens to events: callers skip building an event's data if not."""
         return self.context.has_listeners
 
-    def deliver(self, consumer: Consumer, entries: list[DeliveredEntry]) -> None:
+    def deliver(self, consumer: ServerConsumer, entries: list[DeliveredEntry]) -> None:
         topic = self.topic
         n = len(entries)
         self.msg_out_counter += n
@@ -104,13 +104,13 @@ class Subscription:
         if topic.acks_on_dispatch:
             self.acknowledge_by_broker([e.position for e in entries])
 
-    def notify_active(self, consumer: Consumer, is_active: bool) -> None:
+    def notify_active(self, consumer: ServerConsumer, is_active: bool) -> None:
         self.context.push(ActiveConsumerChange(consumer.consumer_id, consumer.conn, is_active))
 
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> TimerHandle:
         return self.context.schedule(delay_ms, callback)
 
-    def batch_index_ack_enabled(self, consumer: Consumer) -> bool:
+    def batch_index_ack_enabled(self, consumer: ServerConsumer) -> bool:
         return (
             self.settings.acknowledgment_at_batch_index_level_enabled
             and consumer.batch_index_ack_enabled
@@ -118,7 +118,7 @@ class Subscription:
 
     # -- consumers ------------------------------------------------------------------------
 
-    def add_consumer(self, consumer: Consumer, sub_type: SubType) -> None:
+    def add_consumer(self, consumer: ServerConsumer, sub_type: SubType) -> None:
         """Attach a consumer; on any rejection the subscription is left as it was."""
         if self.dispatcher is not None and self.sub_type is not sub_type:
             if self.dispatcher.consumers:
@@ -155,21 +155,23 @@ class Subscription:
             return KeySharedDispatcher(self)
         return SingleActiveConsumerDispatcher(self, sub_type)
 
-    def remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: ServerConsumer) -> None:
         if self.dispatcher is None or consumer not in self.dispatcher.consumers:
             return
         consumer.closed = True
         self.dispatcher.remove_consumer(consumer)
         self.emit(EventType.CONSUMER_REMOVED, consumer, consumer_id=consumer.consumer_id)
 
-    def flow(self, consumer: Consumer, permits: int) -> None:
+    def flow(self, consumer: ServerConsumer, permits: int) -> None:
         if self.dispatcher is None:
             return
         if self.listening:
             self.emit(EventType.FLOW, consumer, permits=permits, total=consumer.permits + permits)
         self.dispatcher.consumer_flow(consumer, permits)
 
-    def redeliver_unacknowledged(self, consumer: Consumer, request: RedeliveryRequest) -> None:
+    def redeliver_unacknowledged(
+        self, consumer: ServerConsumer, request: RedeliveryRequest
+    ) -> None:
         if self.dispatcher is not None:
             self.dispatcher.redeliver_unacknowledged(consumer, request)
 
@@ -177,7 +179,7 @@ class Subscription:
 
     def acknowledge(
         self,
-        consumer: Consumer | None,
+        consumer: ServerConsumer | None,
         positions: Iterable[Position],
         *,
         cumulative: bool = False,
@@ -370,7 +372,7 @@ class Subscription:
         stats.update(dispatcher.stats() if dispatcher is not None else {"msgDelayed": 0})
         return stats
 
-    def _consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
+    def _consumer_stats(self, consumer: ServerConsumer) -> dict[str, Any]:
         stats: dict[str, Any] = {
             "consumerName": consumer.consumer_name,
             "availablePermits": consumer.permits,

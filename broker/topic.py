@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .actions import SendError
-from .consumer import Consumer, SubType
+from .consumer import ServerConsumer, SubType
 from .cursor import ManagedCursor
 from .deduplication import MessageDeduplication
 from .entry import MessageMetadata, encode_entry
@@ -219,7 +219,9 @@ class AbstractTopic:
         subscription = Subscription(self, name, cursor)
         return subscription, True
 
-    def attach(self, subscription: Subscription, consumer: Consumer, sub_type: SubType) -> None:
+    def attach(
+        self, subscription: Subscription, consumer: ServerConsumer, sub_type: SubType
+    ) -> None:
         """Add the consumer; a new subscription is recorded only if that succeeds."""
         is_new = subscription.name not in self.subscriptions
         subscription.add_consumer(consumer, sub_type)
@@ -241,7 +243,7 @@ class AbstractTopic:
         subscription.cursor.delete_state()
         self.context.emit(EventType.SUBSCRIPTION_DELETED, self.name, name, None)
 
-    def detach(self, subscription: Subscription, consumer: Consumer) -> None:
+    def detach(self, subscription: Subscription, consumer: ServerConsumer) -> None:
         subscription.remove_consumer(consumer)
         if not subscription.durable and not subscription.consumers:
             self.subscriptions.pop(subscription.name, None)

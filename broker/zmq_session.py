@@ -1,6 +1,6 @@
 """The ZeroMQ side of the broker as a sans-I/O protocol: commands in, frames out.
 
-:class:`Connection` is one client connection's state (a DEALER identity: handshake, role,
+:class:`ServerCnx` is one client connection's state (a DEALER identity: handshake, role,
 the client's producer and consumer ids mapped to the core's). :class:`ZmqProtocol` owns the
 connections and turns decoded ZeroMQ commands (:mod:`.wire`) into core calls and the core's
 actions into frames; it never touches a socket: frames leave through the ``send`` callable
@@ -20,7 +20,7 @@ import zmq
 from . import wire
 from .actions import ActiveConsumerChange, ConsumerClosed, Deliver, SendError, SendReceipt
 from .admin_handler import AdminHandler
-from .consumer import KeySharedMeta, KeySharedMode, SubType
+from .consumer import KeySharedMeta, KeySharedMetaMode, SubType
 from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_entry
 from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, PulsarLabError
 from .limits import check_connections, check_consumers, check_producers
@@ -32,7 +32,7 @@ from .settings import BrokerSettings
 
 log = logging.getLogger("pulsarlab.broker.server")
 
-__all__ = ["SERVER_VERSION", "Connection", "ZmqProtocol"]
+__all__ = ["SERVER_VERSION", "ServerCnx", "ZmqProtocol"]
 
 SERVER_VERSION = "pulsarlab-0.1"
 _MAX_IGNORED = 100_000  # refused identities remembered (oldest forgotten first)
@@ -40,7 +40,7 @@ _HANDLERS = {name: f"_cmd_{name.lower()}" for name in wire.CLIENT_COMMANDS}
 
 
 @dataclass(eq=False)
-class Connection:
+class ServerCnx:
     """One client connection (a DEALER identity) and what it opened."""
 
     identity: bytes
@@ -63,7 +63,7 @@ class ZmqProtocol:
         settings: BrokerSettings,
         authenticator: Authenticator,
         *,
-        send: Callable[[Connection, list], None],
+        send: Callable[[ServerCnx, list], None],
         flush: Callable[[], None],
         now_ms: Callable[[], int],
         open_connections: Callable[[], int] | None = None,
@@ -75,7 +75,7 @@ class ZmqProtocol:
         self.settings = settings
         self.authenticator = authenticator
         self.admin = AdminHandler(service)
-        self.connections: dict[bytes, Connection] = {}
+        self.connections: dict[bytes, ServerCnx] = {}
         self._ignored: dict[bytes, int] = {}  # refused identities -> when (frames dropped)
         self.dropped_from_refused = 0  # messages dropped from refused connections
         self._send = send
@@ -89,7 +89,7 @@ class ZmqProtocol:
         if self._ignored:
             self._ignored = {i: t for i, t in self._ignored.items() if t > before_ms}
 
-    def _reply_error(self, conn: Connection, request_id: int, code: str, message: str) -> None:
+    def _reply_error(self, conn: ServerCnx, request_id: int, code: str, message: str) -> None:
         self._send(conn, wire.encode("ERROR", request_id, code=code, message=message))
 
     def handle(self, frames: list, now_ms: int, header_frame: Any = None) -> None:
@@ -109,7 +109,7 @@ class ZmqProtocol:
             if identity in self._ignored:
                 self.dropped_from_refused += 1
                 return  # refused once already: everything else it sends is dropped
-            conn = Connection(identity)
+            conn = ServerCnx(identity)
             self.connections[identity] = conn
         conn.last_seen_ms = now_ms
         try:
@@ -158,11 +158,11 @@ class ZmqProtocol:
                 f"{name}: internal error ({type(exc).__name__}); the broker logged it",
             )
 
-    def _success(self, conn: Connection, command: wire.Command, result: Any = None) -> None:
+    def _success(self, conn: ServerCnx, command: wire.Command, result: Any = None) -> None:
         if command.request_id or result is not None:
             self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
 
-    def _refuse(self, conn: Connection, request_id: int, exc: PulsarLabError) -> None:
+    def _refuse(self, conn: ServerCnx, request_id: int, exc: PulsarLabError) -> None:
         """Send one ERROR, forget the connection and drop what it sends from now on."""
         self._reply_error(conn, request_id, exc.code, str(exc))
         self.service.close_connection(conn)
@@ -172,7 +172,7 @@ class ZmqProtocol:
         self._ignored[conn.identity] = self._now_ms()
         log.info("refused a client: %s", exc)
 
-    def _cmd_connect(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_connect(self, conn: ServerCnx, command: wire.Command) -> None:
         try:
             if not conn.connected:
                 check_connections(self.settings, self._open_connections())
@@ -194,7 +194,7 @@ class ZmqProtocol:
             ),
         )
 
-    def _cmd_producer(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_producer(self, conn: ServerCnx, command: wire.Command) -> None:
         client_id = command["producer_id"]
         if client_id in conn.producers:
             raise InvalidArgument(f"producer id {client_id} is already in use on this connection")
@@ -216,7 +216,7 @@ class ZmqProtocol:
             ),
         )
 
-    def _cmd_send(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_send(self, conn: ServerCnx, command: wire.Command) -> None:
         fields = command.fields  # the hot path reads the checked map directly
         client_id = fields["producer_id"]
         core_id = conn.producers.get(client_id)
@@ -253,7 +253,7 @@ class ZmqProtocol:
                 ),
             )
 
-    def _cmd_close_producer(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_close_producer(self, conn: ServerCnx, command: wire.Command) -> None:
         client_id = command["producer_id"]
         core_id = conn.producers.pop(client_id, None)
         if core_id is not None:
@@ -261,7 +261,7 @@ class ZmqProtocol:
             self.service.close_producer(core_id)
         self._success(conn, command)
 
-    def _cmd_subscribe(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_subscribe(self, conn: ServerCnx, command: wire.Command) -> None:
         client_id = command["consumer_id"]
         if client_id in conn.consumers:
             raise InvalidArgument(f"consumer id {client_id} is already in use on this connection")
@@ -275,7 +275,7 @@ class ZmqProtocol:
         if sub_type is SubType.Key_Shared:
             mode = command.get("key_shared_mode") or "AUTO_SPLIT"
             try:
-                ks_mode = KeySharedMode(mode)
+                ks_mode = KeySharedMetaMode(mode)
             except ValueError:
                 raise InvalidArgument(f"unknown key_shared_mode {mode!r}") from None
             key_shared_meta = KeySharedMeta(
@@ -312,11 +312,11 @@ class ZmqProtocol:
         conn.consumer_ids[consumer.consumer_id] = client_id
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=consumer.consumer_name))
 
-    def _cmd_flow(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_flow(self, conn: ServerCnx, command: wire.Command) -> None:
         self.service.flow(self._core_consumer(conn, command), command["permits"])
         self._success(conn, command)
 
-    def _cmd_ack(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_ack(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
         positions = [wire.position_list(p) for p in command["positions"]]
         ack_sets = None
@@ -334,7 +334,7 @@ class ZmqProtocol:
         )
         self._success(conn, command)
 
-    def _cmd_redeliver_unacknowledged(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_redeliver_unacknowledged(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
         positions = command.get("positions")
         requested_at = command.get("requested_at")
@@ -350,7 +350,7 @@ class ZmqProtocol:
         )
         self._success(conn, command)
 
-    def _cmd_close_consumer(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_close_consumer(self, conn: ServerCnx, command: wire.Command) -> None:
         client_id = command["consumer_id"]
         core_id = conn.consumers.pop(client_id, None)
         if core_id is not None:
@@ -358,7 +358,7 @@ class ZmqProtocol:
             self.service.close_consumer(core_id)
         self._success(conn, command)
 
-    def _cmd_unsubscribe(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_unsubscribe(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
         self.service.unsubscribe(core_id)
         client_id = conn.consumer_ids.pop(core_id, None)
@@ -366,7 +366,7 @@ class ZmqProtocol:
             conn.consumers.pop(client_id, None)
         self._success(conn, command)
 
-    def _cmd_seek(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_seek(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
         # Messages dispatched before the seek must reach the client before its SUCCESS
         # (the client drops its queue on SUCCESS); those after it, after.
@@ -383,7 +383,7 @@ class ZmqProtocol:
             raise InvalidArgument("SEEK needs message_id or publish_time")
         self._success(conn, command)
 
-    def _cmd_get_last_message_id(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_get_last_message_id(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
         _consumer, sub = self.service.consumers[core_id]
         ledger_id, entry_id = sub.topic.ledger.last_confirmed
@@ -396,24 +396,24 @@ class ZmqProtocol:
             ),
         )
 
-    def _cmd_partitioned_metadata(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_partitioned_metadata(self, conn: ServerCnx, command: wire.Command) -> None:
         self.admin.authorizer.check_topic(conn.role, command["topic"], "lookup")
         n = self.service.get_partitioned_topic_metadata(command["topic"])
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=n))
 
-    def _cmd_get_topics(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_get_topics(self, conn: ServerCnx, command: wire.Command) -> None:
         self.admin.authorizer.check(conn.role, command["namespace"], "consume")
         names = self.service.list_topics(
             command["namespace"], bool(command.get("include_system", False))
         )
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=names))
 
-    def _cmd_admin(self, conn: Connection, command: wire.Command) -> None:
+    def _cmd_admin(self, conn: ServerCnx, command: wire.Command) -> None:
         self.admin.authorizer.check_admin(conn.role, command["op"], command.get("args") or {})
         result = self.admin.call(command["op"], command.get("args") or {})
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
 
-    def _core_consumer(self, conn: Connection, command: wire.Command) -> int:
+    def _core_consumer(self, conn: ServerCnx, command: wire.Command) -> int:
         client_id = command["consumer_id"]
         core_id = conn.consumers.get(client_id)
         if core_id is None:
@@ -427,10 +427,10 @@ class ZmqProtocol:
         send = self._send
         # Consecutive receipts for one producer travel as one SEND_RECEIPTS message.
         receipts: list[tuple[int, int, int, int]] = []
-        receipts_to: tuple[Connection, int] | None = None
+        receipts_to: tuple[ServerCnx, int] | None = None
         for action in actions:
             conn = action.conn
-            if type(conn) is not Connection:
+            if type(conn) is not ServerCnx:
                 if conn is not None:
                     foreign(action)
                 continue
@@ -508,7 +508,7 @@ class ZmqProtocol:
             self._send_receipts(receipts_to, receipts)
 
     def _send_receipts(
-        self, to: tuple[Connection, int] | None, receipts: list[tuple[int, int, int, int]]
+        self, to: tuple[ServerCnx, int] | None, receipts: list[tuple[int, int, int, int]]
     ) -> None:
         assert to is not None
         conn, client_id = to

@@ -9,7 +9,7 @@ import pytest
 
 from pulsarlab.broker import BrokerService, BrokerSettings, ManualClock, MessageMetadata, SubType
 from pulsarlab.broker.actions import ActiveConsumerChange, Deliver, SendError, SendReceipt
-from pulsarlab.broker.consumer import Consumer
+from pulsarlab.broker.consumer import ServerConsumer
 from pulsarlab.broker.storage import DurableStorage, MemoryStorage
 
 
@@ -79,22 +79,22 @@ class Harness:
         sub_type: SubType = SubType.Exclusive,
         permits: int = 0,
         **kwargs: Any,
-    ) -> Consumer:
+    ) -> ServerConsumer:
         consumer = self.service.subscribe(topic, subscription, name, sub_type, **kwargs)
         self.drain()
         if permits:
             self.flow(consumer, permits)
         return consumer
 
-    def flow(self, consumer: Consumer, permits: int) -> None:
+    def flow(self, consumer: ServerConsumer, permits: int) -> None:
         self.service.flow(consumer.consumer_id, permits)
         self.drain()
 
-    def ack(self, consumer: Consumer, positions: Any, **kwargs: Any) -> None:
+    def ack(self, consumer: ServerConsumer, positions: Any, **kwargs: Any) -> None:
         self.service.ack(consumer.consumer_id, list(positions), **kwargs)
         self.drain()
 
-    def close(self, consumer: Consumer) -> None:
+    def close(self, consumer: ServerConsumer) -> None:
         self.service.close_consumer(consumer.consumer_id)
         self.drain()
 
@@ -116,12 +116,12 @@ class Harness:
             elif isinstance(action, ActiveConsumerChange):
                 self.active[action.consumer_id] = action.is_active
 
-    def take(self, consumer: Consumer) -> list[tuple[int, int]]:
+    def take(self, consumer: ServerConsumer) -> list[tuple[int, int]]:
         """Positions delivered to ``consumer`` since the last call."""
         got = [p for p, _, _ in self.delivered.pop(consumer.consumer_id, [])]
         return got
 
-    def take_full(self, consumer: Consumer) -> list[tuple[tuple[int, int], int, int | None]]:
+    def take_full(self, consumer: ServerConsumer) -> list[tuple[tuple[int, int], int, int | None]]:
         return self.delivered.pop(consumer.consumer_id, [])
 
     def events_of(self, type_: Any) -> list[Any]:

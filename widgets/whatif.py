@@ -27,7 +27,7 @@ from pulsarlab.broker import (
     BrokerService,
     BrokerSettings,
     KeySharedMeta,
-    KeySharedMode,
+    KeySharedMetaMode,
     ManualClock,
     MessageId,
     MessageMetadata,
@@ -35,7 +35,7 @@ from pulsarlab.broker import (
     TopicName,
 )
 from pulsarlab.broker.actions import ActiveConsumerChange, Deliver
-from pulsarlab.broker.consumer import Consumer
+from pulsarlab.broker.consumer import ServerConsumer
 from pulsarlab.broker.entry import read_header
 from pulsarlab.broker.selectors import StickyKeyConsumerSelector, partition_for_key
 from pulsarlab.broker.storage import MemoryStorage
@@ -52,7 +52,7 @@ log = logging.getLogger("pulsarlab.widgets")
 class _Client:
     """pulsar-client's view of one consumer on one topic (partition)."""
 
-    consumer: Consumer
+    consumer: ServerConsumer
     topic: str
     queue_size: int
     queue: deque[Position] = field(default_factory=deque)
@@ -86,14 +86,14 @@ class WhatIf:
         topic: str = "what-if",
         subscription: str = "what-if-sub",
         partitions: int = 0,
-        key_shared_mode: KeySharedMode | str = KeySharedMode.AUTO_SPLIT,
+        key_shared_mode: KeySharedMetaMode | str = KeySharedMetaMode.AUTO_SPLIT,
         receiver_queue_size: int = 10,
         batch_index_ack: bool = False,
         clock: ManualClock | None = None,
         **settings: Any,
     ) -> None:
         self.sub_type = SubType(sub_type)
-        self.key_shared_mode = KeySharedMode(key_shared_mode)
+        self.key_shared_mode = KeySharedMetaMode(key_shared_mode)
         self.receiver_queue_size = receiver_queue_size
         self.batch_index_ack = batch_index_ack
         self.clock = clock or ManualClock()

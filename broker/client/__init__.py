@@ -11,7 +11,6 @@ dead letters, ``MultiplierRedeliveryBackoff``) are in :mod:`pulsarlab.broker.cli
 """
 
 from ..message_id import MessageId
-from .redelivery import MultiplierRedeliveryBackoff
 from .auth import Authentication, AuthenticationBasic, AuthenticationTLS, AuthenticationToken
 from .client import Client
 from .consumer import Consumer
@@ -35,6 +34,7 @@ from .message import Message
 from .policies import ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy
 from .producer import Producer
 from .reader import Reader
+from .redelivery import MultiplierRedeliveryBackoff
 from .schema import BytesSchema, Schema, StringSchema
 
 __all__ = [

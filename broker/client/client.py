@@ -22,8 +22,6 @@ from typing import Any
 
 from ..curve import load_public_key
 from ..message_id import MessageId
-from .redelivery import DLQ_SUFFIX, MAX_RECONSUMETIMES, RETRY_SUFFIX, unacked
-from .redelivery.negative_acks import MIN_NACK_DELAY_MS
 from ..selectors.hashing import HashingScheme
 from ..topic_name import TopicName
 from .auth import Authentication
@@ -52,6 +50,8 @@ from .policies import (
 )
 from .producer import Producer
 from .reader import Reader, reader_listener_adapter
+from .redelivery import DLQ_SUFFIX, MAX_RECONSUMETIMES, RETRY_SUFFIX, unacked
+from .redelivery.negative_acks import MIN_NACK_DELAY_MS
 from .routing import make_router
 from .topic_consumer import ConsumerConfig
 

@@ -26,10 +26,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from .redelivery import DeadLetterPolicy
 from ..topic_name import TopicName
 from .exceptions import AlreadyClosed, NotAllowedError, PulsarException
 from .message import Message
+from .redelivery import DeadLetterPolicy
 
 __all__ = ["BackgroundWorker", "LetterProducers", "copy_message", "origin_topic"]
 

@@ -40,13 +40,6 @@ from typing import Any
 
 from ..entry import MessageMetadata, decode_entry
 from ..message_id import MessageId
-from .redelivery import (
-    DeadLetterPolicy,
-    NegativeAcksTracker,
-    UnAckedMessageTracker,
-    dead_letter_properties,
-    retry_properties,
-)
 from ..topic_name import TopicName
 from .ack_grouping import AckGroupingTracker
 from .batch import batch_items
@@ -58,6 +51,13 @@ from .entries import EntryBatch
 from .enums import ConsumerType, InitialPosition, KeySharedMode
 from .exceptions import AlreadyClosed
 from .message import Message, new_message, topic_message_id
+from .redelivery import (
+    DeadLetterPolicy,
+    NegativeAcksTracker,
+    UnAckedMessageTracker,
+    dead_letter_properties,
+    retry_properties,
+)
 
 __all__ = ["ConsumerConfig", "TopicConsumer"]
 

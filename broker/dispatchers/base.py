@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..actions import DeliveredEntry
-from ..consumer import Consumer, SubType
+from ..consumer import ServerConsumer, SubType
 from ..entry import EntryHeader, read_header
 from ..events import EventType
 from ..redelivery_request import RedeliveryRequest
@@ -67,12 +67,12 @@ class Dispatcher(ABC):
     # blockedDispatcherOnUnackedMsgs); only the Shared dispatchers ever set it.
     blocked_dispatcher_on_unacked = False
     # The consumer that gets everything, on the single-active types (None elsewhere).
-    active_consumer: Consumer | None = None
+    active_consumer: ServerConsumer | None = None
 
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
         self.cursor = subscription.cursor
-        self.consumers: list[Consumer] = []
+        self.consumers: list[ServerConsumer] = []
         self.redelivery_tracker: RedeliveryTracker = RedeliveryTracker()
         self._dispatching = False
         # Average messages per entry, so a read of batched entries does not overshoot permits.
@@ -81,14 +81,14 @@ class Dispatcher(ABC):
     # -- consumer lifecycle ---------------------------------------------------------------
 
     @abstractmethod
-    def add_consumer(self, consumer: Consumer) -> None:
+    def add_consumer(self, consumer: ServerConsumer) -> None:
         """Admit a consumer (raising if the rules forbid it, with nothing changed)."""
 
     @abstractmethod
-    def remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: ServerConsumer) -> None:
         """Drop a consumer; what it had not acknowledged goes to the others."""
 
-    def consumer_flow(self, consumer: Consumer, permits: int) -> None:
+    def consumer_flow(self, consumer: ServerConsumer, permits: int) -> None:
         """The consumer grants permits (Pulsar's ``Consumer.flowPermits``).
 
         A Shared/Key_Shared consumer at its unacked limit is blocked, and permits it grants
@@ -104,14 +104,16 @@ class Dispatcher(ABC):
         self.dispatch()
 
     @abstractmethod
-    def redeliver_unacknowledged(self, consumer: Consumer, request: RedeliveryRequest) -> None:
+    def redeliver_unacknowledged(
+        self, consumer: ServerConsumer, request: RedeliveryRequest
+    ) -> None:
         """The consumer asks for its unacknowledged messages again."""
 
     def on_acknowledged(self, positions: Iterable[Position]) -> None:
         """Entries were fully acknowledged: no consumer owes them any more."""
         # An entry is pending on one consumer at most, and one ack command's entries are
         # mostly one consumer's: ask the consumer that owed the previous entry first.
-        last: Consumer | None = None
+        last: ServerConsumer | None = None
         counts = self.redelivery_tracker._counts
         for position in positions:
             if last is not None and last.remove_pending(position) is not None:
@@ -168,13 +170,13 @@ class Dispatcher(ABC):
         """This dispatcher's part of the subscription's stats."""
         return {"msgDelayed": self.delayed_count()}
 
-    def consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
+    def consumer_stats(self, consumer: ServerConsumer) -> dict[str, Any]:
         """This dispatcher's part of one consumer's stats."""
         return {}
 
     # -- unacked-message limits -----------------------------------------------------------
 
-    def max_unacked_messages(self, consumer: Consumer) -> int:
+    def max_unacked_messages(self, consumer: ServerConsumer) -> int:
         """The consumer's unacked-message limit, 0 for none (``Consumer.getMaxUnackedMessages``).
 
         Only Shared and Key_Shared consumers (individual-ack mode) are limited, and only on a
@@ -184,7 +186,7 @@ class Dispatcher(ABC):
             return 0
         return self.subscription.settings.max_unacked_messages_per_consumer
 
-    def available_permits(self, consumer: Consumer) -> int:
+    def available_permits(self, consumer: ServerConsumer) -> int:
         """Messages the consumer may get now: its permits cut to what its unacked limit leaves.
 
         As ``PersistentDispatcherMultipleConsumers.trySendMessagesToConsumers`` computes it
@@ -199,7 +201,7 @@ class Dispatcher(ABC):
     def on_unacked_changed(self) -> None:  # noqa: B027 - optional hook
         """Consumers' unacked counts changed; dispatchers with a subscription limit check it."""
 
-    def _unblock(self, consumer: Consumer) -> None:
+    def _unblock(self, consumer: ServerConsumer) -> None:
         """Unblock the consumer and hand over the permits it granted while blocked."""
         consumer.blocked_on_unacked = False
         held = consumer.permits_received_while_blocked
@@ -207,7 +209,7 @@ class Dispatcher(ABC):
             consumer.permits_received_while_blocked = 0
             consumer.permits += held
 
-    def _maybe_unblock(self, consumer: Consumer) -> None:
+    def _maybe_unblock(self, consumer: ServerConsumer) -> None:
         """Unblock once acks bring the consumer to half its limit or below.
 
         ``Consumer.updateBlockedConsumerOnUnackedMsgs``; the caller dispatches afterwards.
@@ -244,7 +246,7 @@ class Dispatcher(ABC):
         return None
 
     def send_entries(
-        self, consumer: Consumer, entries: list[tuple[Position, bytes, EntryHeader]]
+        self, consumer: ServerConsumer, entries: list[tuple[Position, bytes, EntryHeader]]
     ) -> int:
         """Deliver entries to a consumer, charging its permits and recording pending acks.
 
@@ -298,5 +300,5 @@ class Dispatcher(ABC):
         return total_messages
 
     @staticmethod
-    def can_receive(consumer: Consumer) -> bool:
+    def can_receive(consumer: ServerConsumer) -> bool:
         return consumer.permits > 0 and not consumer.blocked_on_unacked and not consumer.closed

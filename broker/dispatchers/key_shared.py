@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..consumer import Consumer, KeySharedMode, SubType
+from ..consumer import KeySharedMetaMode, ServerConsumer, SubType
 from ..errors import ConsumerAssignError
 from ..selectors import make_selector
 from ..selectors.base import StickyKeyConsumerSelector, format_range
@@ -44,19 +44,19 @@ class KeySharedDispatcher(SharedDispatcher):
 
     def __init__(self, subscription) -> None:  # type: ignore[no-untyped-def]
         super().__init__(subscription)
-        self.key_shared_mode: KeySharedMode | None = None
+        self.key_shared_mode: KeySharedMetaMode | None = None
         self.selector: StickyKeyConsumerSelector | None = None
         # Consumer -> join mark (read position when it joined), in join order.
-        self.recently_joined: dict[Consumer, Position] = {}
+        self.recently_joined: dict[ServerConsumer, Position] = {}
         # select() answers per sticky key hash, valid until the consumers change.
-        self._owners: dict[int, Consumer | None] = {}
+        self._owners: dict[int, ServerConsumer | None] = {}
         self._stuck_on_replays = False
 
     # -- consumers ------------------------------------------------------------------------
 
-    def add_consumer(self, consumer: Consumer) -> None:
+    def add_consumer(self, consumer: ServerConsumer) -> None:
         meta = consumer.key_shared_meta
-        mode = meta.key_shared_mode if meta else KeySharedMode.AUTO_SPLIT
+        mode = meta.key_shared_mode if meta else KeySharedMetaMode.AUTO_SPLIT
         if self.key_shared_mode is not None and self.consumers and mode is not self.key_shared_mode:
             raise ConsumerAssignError(
                 f"Key_Shared subscription {self.subscription.name!r} uses "
@@ -65,7 +65,7 @@ class KeySharedDispatcher(SharedDispatcher):
         if self.selector is None or not self.consumers:
             settings = self.subscription.settings
             selector = make_selector(
-                "sticky" if mode is KeySharedMode.STICKY else "auto_split",
+                "sticky" if mode is KeySharedMetaMode.STICKY else "auto_split",
                 settings.key_shared_use_consistent_hashing,
                 settings.subscription_key_shared_consistent_hashing_replica_points,
                 settings.version(),
@@ -84,7 +84,7 @@ class KeySharedDispatcher(SharedDispatcher):
         ):
             self.recently_joined[consumer] = self.cursor.read_position
 
-    def remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: ServerConsumer) -> None:
         if consumer not in self.consumers:
             return
         assert self.selector is not None
@@ -160,7 +160,7 @@ class KeySharedDispatcher(SharedDispatcher):
             and delayed.has_message_available(self.subscription.now_ms())
         )
 
-    def owner_of(self, sticky_key_hash: int) -> Consumer | None:
+    def owner_of(self, sticky_key_hash: int) -> ServerConsumer | None:
         """``selector.select(sticky_key_hash)``, remembered until the consumers change."""
         owners = self._owners
         try:
@@ -176,7 +176,7 @@ class KeySharedDispatcher(SharedDispatcher):
 
     def send_read_entries(self, entries: SendList, is_replay: bool) -> bool:
         assert self.selector is not None
-        groups: dict[Consumer, SendList] = {}
+        groups: dict[ServerConsumer, SendList] = {}
         known_owner = self._owners.get
         group_of = groups.get
         replay = self.replay
@@ -205,7 +205,9 @@ class KeySharedDispatcher(SharedDispatcher):
                 replay.add(position, header.sticky_key_hash)
         return sent_any
 
-    def _restricted_max_entries(self, consumer: Consumer, group: SendList, is_replay: bool) -> int:
+    def _restricted_max_entries(
+        self, consumer: ServerConsumer, group: SendList, is_replay: bool
+    ) -> int:
         """How many of ``group`` (in order) ``consumer`` may receive now.
 
         ``getRestrictedMaxEntriesForConsumer`` of Pulsar 3.3's Key_Shared dispatcher: at most
@@ -239,7 +241,7 @@ class KeySharedDispatcher(SharedDispatcher):
 
     # -- stats ----------------------------------------------------------------------------
 
-    def consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
+    def consumer_stats(self, consumer: ServerConsumer) -> dict[str, Any]:
         ranges = self.selector.consumer_key_hash_ranges().get(consumer, []) if self.selector else []
         stats: dict[str, Any] = {"keyHashRanges": [format_range(r) for r in ranges]}
         mark = self.recently_joined.get(consumer)

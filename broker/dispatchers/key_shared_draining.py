@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..consumer import Consumer, KeySharedMode, SubType
+from ..consumer import KeySharedMetaMode, ServerConsumer, SubType
 from ..entry import EntryHeader, decode_entry
 from ..errors import ConsumerBusy, SubscriptionTypeMismatch
 from ..events import EventType
@@ -91,26 +91,26 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
     def __init__(self, subscription) -> None:  # type: ignore[no-untyped-def]
         super().__init__(subscription)
         self.replay = _KeyedReplayQueue()
-        self.key_shared_mode: KeySharedMode | None = None
+        self.key_shared_mode: KeySharedMetaMode | None = None
         self.allow_out_of_order_delivery = False
         self.draining_hashes_required = False
         self.selector: StickyKeyConsumerSelector | None = None
         self.draining_hashes = DrainingHashesTracker(self._sticky_key_hash_unblocked)
         self.last_impacted = ImpactedConsumersResult({})
         self._assignments = ConsumerHashAssignmentsSnapshot.empty()
-        self._ranges_by_consumer: dict[Consumer, list[tuple[int, int]]] = {}
+        self._ranges_by_consumer: dict[ServerConsumer, list[tuple[int, int]]] = {}
         self._key_hash_range = (0, 65535)
         self._skip_next_replay = False
         self._unblock_timer: TimerHandle | None = None
         self._defer_ack_read = False
         self._unblocked_waiting = False  # a released hash waits for the scheduled read
-        self._owners: dict[int, Consumer | None] = {}
+        self._owners: dict[int, ServerConsumer | None] = {}
 
     # -- consumers ------------------------------------------------------------------------
 
-    def add_consumer(self, consumer: Consumer) -> None:
+    def add_consumer(self, consumer: ServerConsumer) -> None:
         meta = consumer.key_shared_meta
-        mode = meta.key_shared_mode if meta else KeySharedMode.AUTO_SPLIT
+        mode = meta.key_shared_mode if meta else KeySharedMetaMode.AUTO_SPLIT
         allow = consumer.allow_out_of_order_delivery
         if any(c.consumer_id == consumer.consumer_id for c in self.consumers):
             raise ConsumerBusy(f"consumer {consumer.consumer_name} is already subscribed")
@@ -121,7 +121,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         else:
             settings = self.subscription.settings
             selector = make_selector_40(
-                "sticky" if mode is KeySharedMode.STICKY else "auto_split",
+                "sticky" if mode is KeySharedMetaMode.STICKY else "auto_split",
                 settings.key_shared_use_consistent_hashing,
                 settings.subscription_key_shared_consistent_hashing_replica_points,
             )
@@ -131,7 +131,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
             self.selector = selector
             self.key_shared_mode = mode
             self.allow_out_of_order_delivery = allow
-            self.draining_hashes_required = mode is KeySharedMode.AUTO_SPLIT and not allow
+            self.draining_hashes_required = mode is KeySharedMetaMode.AUTO_SPLIT and not allow
             self._key_hash_range = key_hash_range_of(selector)
             self.draining_hashes.clear()
         self.consumers.append(consumer)
@@ -139,7 +139,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         if self.draining_hashes_required:
             self._register_draining_hashes(consumer, impacted)
 
-    def _check_same_policy(self, mode: KeySharedMode, allow: bool) -> None:
+    def _check_same_policy(self, mode: KeySharedMetaMode, allow: bool) -> None:
         """``checkForConsumerCompatibilityErrorWithDispatcher``."""
         if mode is not self.key_shared_mode:
             raise SubscriptionTypeMismatch(
@@ -159,7 +159,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
                 )
             )
 
-    def remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: ServerConsumer) -> None:
         if consumer not in self.consumers:
             return
         assert self.selector is not None
@@ -196,7 +196,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         return self.last_impacted
 
     def _register_draining_hashes(
-        self, skip_consumer: Consumer, impacted: ImpactedConsumersResult
+        self, skip_consumer: ServerConsumer, impacted: ImpactedConsumersResult
     ) -> None:
         """``registerDrainingHashes``: pending acks in a lost range start draining."""
         for consumer in impacted.removed_hash_ranges:
@@ -217,7 +217,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
 
     def on_mark_delete_moved(self) -> None:
         md = self.cursor.mark_delete_position
-        removed: list[tuple[Consumer, int]] = []
+        removed: list[tuple[ServerConsumer, int]] = []
         if len(self.draining_hashes):
             for consumer in self.consumers:
                 removed.extend(
@@ -231,7 +231,9 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         self._reschedule_read()
         self._defer_read_after_ack()
 
-    def redeliver_unacknowledged(self, consumer: Consumer, request: RedeliveryRequest) -> None:
+    def redeliver_unacknowledged(
+        self, consumer: ServerConsumer, request: RedeliveryRequest
+    ) -> None:
         positions = request.positions
         chosen = list(consumer.pending_acks) if positions is None else list(positions)
         if len(self.draining_hashes):
@@ -239,7 +241,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
             self._release([(consumer, pending[p].sticky_key_hash) for p in chosen if p in pending])
         super().redeliver_unacknowledged(consumer, request.narrowed(chosen))
 
-    def _pending_of(self, positions: list[Position]) -> list[tuple[Consumer, int]]:
+    def _pending_of(self, positions: list[Position]) -> list[tuple[ServerConsumer, int]]:
         out = []
         for position in positions:
             for consumer in self.consumers:
@@ -249,7 +251,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
                     break
         return out
 
-    def _release(self, removed: list[tuple[Consumer, int]]) -> None:
+    def _release(self, removed: list[tuple[ServerConsumer, int]]) -> None:
         if not removed:
             return
         with self.draining_hashes.batch():
@@ -295,7 +297,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
 
     # -- dispatch -------------------------------------------------------------------------
 
-    def available_permits(self, consumer: Consumer) -> int:
+    def available_permits(self, consumer: ServerConsumer) -> int:
         """``getAvailablePermits``: permits, cut by what the unacked limit leaves."""
         if consumer.closed or consumer.blocked_on_unacked:
             return 0
@@ -391,7 +393,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
             return None
         chosen: list[Position] = []
         blocked: set[int] = set()
-        permits: dict[Consumer, int] = {}
+        permits: dict[ServerConsumer, int] = {}
         for position in self.replay.positions():
             if len(chosen) >= n:
                 break
@@ -430,7 +432,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
                 out.append((position, data, header._replace(sticky_key_hash=sticky_hash)))
         return out or None
 
-    def owner_of(self, sticky_key_hash: int) -> Consumer | None:
+    def owner_of(self, sticky_key_hash: int) -> ServerConsumer | None:
         """``selector.select(sticky_key_hash)``, remembered until the consumers change."""
         owners = self._owners
         try:
@@ -441,7 +443,9 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         owner = owners[sticky_key_hash] = self.selector.select(sticky_key_hash)
         return owner
 
-    def _can_dispatch_entry(self, consumer: Consumer, sticky_hash: int, is_replay: bool) -> bool:
+    def _can_dispatch_entry(
+        self, consumer: ServerConsumer, sticky_hash: int, is_replay: bool
+    ) -> bool:
         """``canDispatchEntry``."""
         if not is_replay and self.replay.contains_any_hash((sticky_hash,)):
             return False
@@ -452,11 +456,11 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
 
     def _send_filtered(self, entries: SendList, is_replay: bool) -> tuple[bool, bool]:
         """``filterAndGroupEntriesForDispatching`` then send; returns (sent, look ahead)."""
-        groups: dict[Consumer, SendList] = {}
-        permits: dict[Consumer, int] = {}
+        groups: dict[ServerConsumer, SendList] = {}
+        permits: dict[ServerConsumer, int] = {}
         look_ahead_allowed = len(self.replay) < self.look_ahead_limit()
-        blocked_by_hash: set[Consumer] = set()
-        consumers_seen: set[Consumer] = set()
+        blocked_by_hash: set[ServerConsumer] = set()
+        consumers_seen: set[ServerConsumer] = set()
         blocked: set[int] = set()
         for item in entries:
             position, _data, header = item
@@ -493,7 +497,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
                 sent = True
         return sent, look_ahead
 
-    def _handle_adding_pending_ack(self, consumer: Consumer, item: Any) -> bool:
+    def _handle_adding_pending_ack(self, consumer: ServerConsumer, item: Any) -> bool:
         """``handleAddingPendingAck``: never add a pending ack of a hash draining elsewhere."""
         if not self.draining_hashes_required:
             return True
@@ -506,7 +510,7 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
 
     # -- stats ----------------------------------------------------------------------------
 
-    def consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
+    def consumer_stats(self, consumer: ServerConsumer) -> dict[str, Any]:
         ranges = self._ranges_by_consumer.get(consumer, [])
         stats: dict[str, Any] = {"keyHashRangeArrays": [[s, e] for s, e in ranges]}
         stats.update(self.draining_hashes.consumer_stats(consumer))

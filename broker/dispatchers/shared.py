@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..consumer import Consumer, SubType, UnackedCounter
+from ..consumer import ServerConsumer, SubType, UnackedCounter
 from ..delayed_delivery import DelayedDeliveryTracker
 from ..entry import EntryHeader
 from ..errors import ConsumerBusy
@@ -105,7 +105,7 @@ class SharedDispatcher(Dispatcher):
 
     # -- consumers ------------------------------------------------------------------------
 
-    def add_consumer(self, consumer: Consumer) -> None:
+    def add_consumer(self, consumer: ServerConsumer) -> None:
         if any(c.consumer_id == consumer.consumer_id for c in self.consumers):
             raise ConsumerBusy(f"consumer {consumer.consumer_name} is already subscribed")
         self.consumers.append(consumer)
@@ -116,7 +116,7 @@ class SharedDispatcher(Dispatcher):
         """Unacknowledged messages of all the consumers (Pulsar's totalUnackedMessages)."""
         return self._unacked.value
 
-    def remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: ServerConsumer) -> None:
         if consumer not in self.consumers:
             return
         self.consumers.remove(consumer)
@@ -134,7 +134,9 @@ class SharedDispatcher(Dispatcher):
             )
         self.dispatch()
 
-    def redeliver_unacknowledged(self, consumer: Consumer, request: RedeliveryRequest) -> None:
+    def redeliver_unacknowledged(
+        self, consumer: ServerConsumer, request: RedeliveryRequest
+    ) -> None:
         chosen, requested_at = request.chosen(consumer.pending_acks)
         for position in chosen:
             ack = consumer.remove_pending(position)
@@ -318,7 +320,7 @@ class SharedDispatcher(Dispatcher):
         if self.delayed is not None and len(self.delayed):
             self._schedule_delayed_wakeup(self.subscription.now_ms())
 
-    def next_consumer(self) -> Consumer | None:
+    def next_consumer(self) -> ServerConsumer | None:
         """Round-robin among the consumers of the best priority level that can receive."""
         ready = [c for c in self.consumers if self.can_receive(c)]
         if not ready:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..consumer import Consumer, SubType
+from ..consumer import ServerConsumer, SubType
 from ..errors import ConsumerBusy
 from ..events import EventType
 from ..redelivery_request import RedeliveryRequest
@@ -38,7 +38,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         super().__init__(subscription)
         self.sub_type = sub_type
         self.redelivery_tracker = RedeliveryTrackerDisabled()
-        self.active_consumer: Consumer | None = None
+        self.active_consumer: ServerConsumer | None = None
         self._switch_timer = None  # Pulsar's readOnActiveConsumerTask: a delayed switch
 
     # -- consumers ------------------------------------------------------------------------
@@ -48,7 +48,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         """Whether a Failover switch waits for its delay (reads and redeliveries held)."""
         return self._switch_timer is not None
 
-    def add_consumer(self, consumer: Consumer) -> None:
+    def add_consumer(self, consumer: ServerConsumer) -> None:
         if self.sub_type is SubType.Exclusive and self.consumers:
             raise ConsumerBusy(
                 f"Exclusive consumer is already connected to subscription "
@@ -63,7 +63,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             # The active consumer did not change: tell the newcomer who it is.
             self.subscription.notify_active(consumer, consumer is self.active_consumer)
 
-    def remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: ServerConsumer) -> None:
         if consumer not in self.consumers:
             return
         self.consumers.remove(consumer)
@@ -129,7 +129,9 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             read_position=list(self.cursor.read_position),
         )
 
-    def redeliver_unacknowledged(self, consumer: Consumer, request: RedeliveryRequest) -> None:
+    def redeliver_unacknowledged(
+        self, consumer: ServerConsumer, request: RedeliveryRequest
+    ) -> None:
         """Exclusive/Failover always redeliver everything unacknowledged (a rewind).
 
         Only the active consumer may ask, and not while a switch waits for its delay
@@ -183,7 +185,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         finally:
             self._dispatching = False
 
-    def consumer_stats(self, consumer: Consumer) -> dict[str, Any]:
+    def consumer_stats(self, consumer: ServerConsumer) -> dict[str, Any]:
         return {"isActive": consumer.is_active}
 
     def close(self) -> None:

@@ -31,7 +31,7 @@ from ..actions import (
     SendError,
     SendReceipt,
 )
-from ..consumer import KeySharedMeta, KeySharedMode, SubType
+from ..consumer import KeySharedMeta, KeySharedMetaMode, SubType
 from ..entry import decode_entry
 from ..errors import (
     AuthenticationError,
@@ -634,8 +634,8 @@ class PulsarSession:
         if sub_type is SubType.Key_Shared and body.HasField("keySharedMeta"):
             meta = body.keySharedMeta
             mode = (
-                KeySharedMode.STICKY if meta.keySharedMode == api.STICKY
-                else KeySharedMode.AUTO_SPLIT
+                KeySharedMetaMode.STICKY if meta.keySharedMode == api.STICKY
+                else KeySharedMetaMode.AUTO_SPLIT
             )
             key_shared_meta = KeySharedMeta(
                 mode,

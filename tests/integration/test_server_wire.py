@@ -224,7 +224,7 @@ def test_consecutive_receipts_of_one_producer_are_packed_into_send_receipts():
     from pulsarlab.broker.actions import SendError, SendReceipt
     from pulsarlab.broker.security import Authenticator
     from pulsarlab.broker.storage import MemoryStorage
-    from pulsarlab.broker.zmq_session import Connection, ZmqProtocol
+    from pulsarlab.broker.zmq_session import ServerCnx, ZmqProtocol
 
     settings = BrokerSettings()
     sent = []
@@ -236,7 +236,7 @@ def test_consecutive_receipts_of_one_producer_are_packed_into_send_receipts():
         ),
         flush=lambda: None, now_ms=lambda: 0,
     )
-    a, other = Connection(b"a", connected=True), Connection(b"o", connected=True)
+    a, other = ServerCnx(b"a", connected=True), ServerCnx(b"o", connected=True)
     a.producer_ids = {10: 1, 11: 2}
     other.producer_ids = {12: 1}
     protocol.connections.update({b"a": a, b"o": other})

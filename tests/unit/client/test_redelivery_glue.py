@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 import pulsarlab
-from pulsarlab.broker.client import redelivery
 from pulsarlab.broker.client import (
     Client,
     ConsumerDeadLetterPolicy,
@@ -27,6 +26,7 @@ from pulsarlab.broker.client import (
     MessageId,
     MultiplierRedeliveryBackoff,
     ProducerQueueIsFull,
+    redelivery,
 )
 from pulsarlab.broker.client import client as client_module
 from pulsarlab.broker.client import topic_consumer as tc_module

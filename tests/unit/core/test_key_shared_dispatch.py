@@ -2,7 +2,7 @@
 
 import pytest
 
-from pulsarlab.broker import KeySharedMeta, KeySharedMode, SubType
+from pulsarlab.broker import KeySharedMeta, KeySharedMetaMode, SubType
 from pulsarlab.broker.errors import ConsumerAssignError
 from pulsarlab.broker.selectors import sticky_key_hash
 
@@ -98,11 +98,11 @@ def test_sticky_ranges_and_conflicts(harness):
     h = harness
     c1 = h.subscribe(
         T, "s", "C1", SubType.Key_Shared, permits=100,
-        key_shared_meta=KeySharedMeta(KeySharedMode.STICKY, ((0, 16383), (32768, 49151))),
+        key_shared_meta=KeySharedMeta(KeySharedMetaMode.STICKY, ((0, 16383), (32768, 49151))),
     )
     h.subscribe(
         T, "s", "C2", SubType.Key_Shared, permits=100,
-        key_shared_meta=KeySharedMeta(KeySharedMode.STICKY, ((16384, 32767), (49152, 65535))),
+        key_shared_meta=KeySharedMeta(KeySharedMetaMode.STICKY, ((16384, 32767), (49152, 65535))),
     )
     (m,) = h.publish(T, 1, key="Order-3459134")  # slot 6067 -> C1
     assert h.take(c1) == [m]
@@ -111,7 +111,7 @@ def test_sticky_ranges_and_conflicts(harness):
     with pytest.raises(ConsumerAssignError) as info:
         h.subscribe(
             T, "s", "C3", SubType.Key_Shared,
-            key_shared_meta=KeySharedMeta(KeySharedMode.STICKY, ((100, 200),)),
+            key_shared_meta=KeySharedMeta(KeySharedMetaMode.STICKY, ((100, 200),)),
         )
     assert str(info.value) == (
         "Range conflict with consumer Consumer{subscription=PersistentSubscription{"
@@ -129,7 +129,7 @@ def test_mixing_modes_is_refused(harness):
     with pytest.raises(ConsumerAssignError, match="AUTO_SPLIT mode"):
         h.subscribe(
             T, "s", "B", SubType.Key_Shared,
-            key_shared_meta=KeySharedMeta(KeySharedMode.STICKY, ((0, 10),)),
+            key_shared_meta=KeySharedMeta(KeySharedMetaMode.STICKY, ((0, 10),)),
         )
 
 
@@ -271,11 +271,11 @@ def test_sticky_gap_by_version(make_harness, version, gap_owner):
     h = make_harness(pulsar_version=version)
     c1 = h.subscribe(
         T, "s", "C1", SubType.Key_Shared, permits=100,
-        key_shared_meta=KeySharedMeta(KeySharedMode.STICKY, ((0, 16383), (32768, 49151))),
+        key_shared_meta=KeySharedMeta(KeySharedMetaMode.STICKY, ((0, 16383), (32768, 49151))),
     )
     h.subscribe(
         T, "s", "C2", SubType.Key_Shared, permits=100,
-        key_shared_meta=KeySharedMeta(KeySharedMode.STICKY, ((49152, 65535),)),
+        key_shared_meta=KeySharedMeta(KeySharedMetaMode.STICKY, ((49152, 65535),)),
     )
     key = next(k for k in (f"k{i}" for i in range(1000))
                if 16384 <= slot(sticky_key_hash(k.encode())) <= 32767)

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from pulsarlab.broker import KeySharedMeta, KeySharedMode, SubType
+from pulsarlab.broker import KeySharedMeta, KeySharedMetaMode, SubType
 from pulsarlab.broker.dispatchers.key_shared_draining import (
     KeySharedDrainingDispatcher,
     effective_look_ahead_limit,
@@ -162,11 +162,11 @@ def test_redelivery_request_releases_the_hash(h):
 
 def test_sticky_mode_has_no_hand_off(h):
     """``drainingHashesRequired = AUTO_SPLIT && !allowOutOfOrderDelivery`` (PR #23275)."""
-    meta_a = KeySharedMeta(KeySharedMode.STICKY, ((0, 32767),))
+    meta_a = KeySharedMeta(KeySharedMetaMode.STICKY, ((0, 32767),))
     a = h.subscribe(T, "s", "A", SubType.Key_Shared, permits=100, key_shared_meta=meta_a)
     d = _dispatcher(h)
     assert not d.draining_hashes_required
-    meta_b = KeySharedMeta(KeySharedMode.STICKY, ((32768, 65535),))
+    meta_b = KeySharedMeta(KeySharedMetaMode.STICKY, ((32768, 65535),))
     b = h.subscribe(T, "s", "B", SubType.Key_Shared, permits=100, key_shared_meta=meta_b)
     keys_b = _keys_of(h, b, 2)
     got = [h.publish(T, 1, key=k)[0] for k in keys_b]
@@ -189,7 +189,7 @@ def test_a_consumer_with_the_other_policy_is_refused(h):
     meta = KeySharedMeta(allow_out_of_order_delivery=True)
     with pytest.raises(SubscriptionTypeMismatch, match="does not allow out of order delivery"):
         h.subscribe(T, "s", "B", SubType.Key_Shared, key_shared_meta=meta)
-    sticky = KeySharedMeta(KeySharedMode.STICKY, ((0, 10),))
+    sticky = KeySharedMeta(KeySharedMetaMode.STICKY, ((0, 10),))
     with pytest.raises(SubscriptionTypeMismatch, match="key_shared mode of 'AUTO_SPLIT'"):
         h.subscribe(T, "s", "C", SubType.Key_Shared, key_shared_meta=sticky)
     assert [c.consumer_name for c in _dispatcher(h).consumers] == ["A"]
