@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import AdminHandler, ApiError, guarded, integer
+from .base import AdminResource, ApiError, guarded, integer
 from .messages import MessageHandler, write_message
 
 # Pulsar's MessageId.latest / earliest as the JSON body of create-subscription.
@@ -48,7 +48,7 @@ def _message_id(body: Any, default: str = "latest") -> Any:
     return [ledger, entry]
 
 
-class NamespaceTopicsListHandler(AdminHandler):
+class NamespaceTopicsListHandler(AdminResource):
     """GET the namespace's topics of this domain (partitions by their own names)."""
 
     @guarded
@@ -58,7 +58,7 @@ class NamespaceTopicsListHandler(AdminHandler):
         self.reply([n for n in names if n.startswith(f"{domain}://")])
 
 
-class PartitionedTopicsListHandler(AdminHandler):
+class PartitionedTopicsListHandler(AdminResource):
     @guarded
     async def get(self, domain: str, tenant: str, namespace: str) -> None:
         ns = f"{tenant}/{namespace}"
@@ -67,7 +67,7 @@ class PartitionedTopicsListHandler(AdminHandler):
         self.reply([n for n in names if n.startswith(f"{domain}://")])
 
 
-class TopicHandler(AdminHandler):
+class TopicHandler(AdminResource):
     """PUT creates a non-partitioned topic, DELETE (``?force=true``) deletes a topic."""
 
     @guarded
@@ -76,11 +76,14 @@ class TopicHandler(AdminHandler):
 
     @guarded
     async def delete(self, *path: str) -> None:
-        self.reply(await self.run("topics.delete", topic=_topic(*path),
-                                  force=self.flag("force")))
+        topic = _topic(*path)
+        if await _partition_count(self, topic):
+            raise ApiError(409, f"{topic} is a partitioned topic, instead of calling delete "
+                                "topic, please call delete-partitioned-topic.")
+        self.reply(await self.run("topics.delete", topic=topic, force=self.flag("force")))
 
 
-class PartitionsHandler(AdminHandler):
+class PartitionsHandler(AdminResource):
     """GET the partition count, PUT creates, POST grows, DELETE deletes a partitioned topic."""
 
     def _partitions(self) -> int:
@@ -109,13 +112,12 @@ class PartitionsHandler(AdminHandler):
     @guarded
     async def delete(self, *path: str) -> None:
         topic = _topic(*path)
-        meta = await self.run("topics.get_partitioned_topic_metadata", topic=topic)
-        if not meta["partitions"]:
+        if not await _partition_count(self, topic):
             raise ApiError(404, f"partitioned topic {topic} does not exist")
         self.reply(await self.run("topics.delete", topic=topic, force=self.flag("force")))
 
 
-class TopicInfoHandler(AdminHandler):
+class TopicInfoHandler(AdminResource):
     """The read-only topic resources: stats, internalStats, partitioned-stats,
     lastMessageId, subscriptions."""
 
@@ -123,6 +125,11 @@ class TopicInfoHandler(AdminHandler):
     async def get(self, domain: str, tenant: str, namespace: str, topic: str,
                   resource: str) -> None:
         args: dict[str, Any] = {"topic": _topic(domain, tenant, namespace, topic)}
+        if resource in ("stats", "internalStats") and await _partition_count(
+            self, args["topic"]
+        ):  # Pulsar has no such topic: the partitions are the topics
+            raise ApiError(404, f"topic {args['topic']} not found: it is a partitioned "
+                                "topic, see partitioned-stats or one of its partitions")
         if resource == "partitioned-stats":
             args["per_partition"] = self.flag_default("perPartition", True)
         self.reply(await self.run(_INFO_OPS[resource], **args))
@@ -131,7 +138,7 @@ class TopicInfoHandler(AdminHandler):
         return self.flag(name) if self.get_query_argument(name, None) is not None else default
 
 
-class UnloadHandler(AdminHandler):
+class UnloadHandler(AdminResource):
     """PUT unload: one broker owns every topic, so it only checks the topic exists."""
 
     @guarded
@@ -139,7 +146,7 @@ class UnloadHandler(AdminHandler):
         self.reply(await self.run("topics.unload", topic=_topic(*path)))
 
 
-class SubscriptionHandler(AdminHandler):
+class SubscriptionHandler(AdminResource):
     """PUT creates a subscription at the message id in the body (default latest), DELETE
     (``?force=true``) deletes it."""
 
@@ -160,7 +167,7 @@ class SubscriptionHandler(AdminHandler):
         ))
 
 
-class CursorActionHandler(AdminHandler):
+class CursorActionHandler(AdminResource):
     """POST skip/{n}, skip_all, expireMessages/{seconds}, resetcursor/{timestamp} and
     resetcursor (a ``ResetCursorData`` body)."""
 
@@ -221,8 +228,11 @@ class ExamineMessageHandler(MessageHandler):
                                            initial_position=initial, message_position=n))
 
 
-async def _refuse_partitioned(handler: AdminHandler, topic: str, what: str) -> None:
-    meta = await handler.run("topics.get_partitioned_topic_metadata", topic=topic)
-    if meta["partitions"]:
+async def _partition_count(handler: AdminResource, topic: str) -> int:
+    return (await handler.run("topics.get_partitioned_topic_metadata", topic=topic))["partitions"]
+
+
+async def _refuse_partitioned(handler: AdminResource, topic: str, what: str) -> None:
+    if await _partition_count(handler, topic):
         raise ApiError(405, f"{what} on a partitioned topic is not allowed; "
                             "use one of its partitions")
