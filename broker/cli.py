@@ -20,24 +20,17 @@ from collections.abc import Sequence
 from .cli_client import add_client_commands
 from .cli_security import add_security_commands
 from .client.exceptions import PulsarException
-from .errors import PulsarLabError
+from .errors import InvalidArgument, PulsarLabError
 from .server import Broker
 from .service import BrokerService
+from .settings import parse_setting
 
 
 def _parse_setting(text: str) -> tuple[str, object]:
-    name, sep, raw = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"settings are NAME=VALUE, not {text!r}")
-    value: object = raw
-    if raw.lower() in ("true", "false"):
-        value = raw.lower() == "true"
-    else:
-        try:
-            value = int(raw)
-        except ValueError:
-            value = raw
-    return name.replace("-", "_"), value
+    try:
+        return parse_setting(text)
+    except InvalidArgument as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _build_parser() -> argparse.ArgumentParser:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -151,3 +152,23 @@ class BrokerSettings:
             journal_sync_data=self.journal_sync_data,
             cache_size_bytes=self.managed_ledger_cache_size_mb * 1024 * 1024,
         )
+
+
+def parse_setting(text: str) -> tuple[str, bool | int | str]:
+    """``name=value`` → ``(name, value)``, as ``pulsarlab broker --set`` and ``%pulsar``
+    read a setting.
+
+    ``true``/``false`` become booleans, integers become ``int``, anything else stays a
+    string; dashes in the name become underscores (``broker.conf`` names are snake_case).
+    A text without a name and ``=`` is an :class:`InvalidArgument`.
+    """
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise InvalidArgument(f"settings are NAME=VALUE, not {text!r}")
+    value: bool | int | str = raw
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    else:
+        with contextlib.suppress(ValueError):
+            value = int(raw)
+    return name.replace("-", "_"), value

@@ -42,6 +42,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from .broker import settings as broker_settings
+from .broker.errors import InvalidArgument
+
 log = logging.getLogger("pulsarlab.kernel")
 
 __all__ = ["BrokerRuntime", "PulsarMagicError", "parse_setting"]
@@ -64,21 +67,12 @@ class PulsarMagicError(Exception):
 
 
 def parse_setting(text: str) -> tuple[str, bool | int | str]:
-    """``name=value`` → ``(name, value)`` with the ``pulsarlab broker --set`` conversions.
-
-    ``true``/``false`` become booleans, integers become ``int``, anything else stays a
-    string; dashes in the name become underscores (``broker.conf`` names are snake_case).
-    """
-    name, sep, raw = text.partition("=")
-    if not sep or not name:
-        raise PulsarMagicError(f"settings are NAME=VALUE, not {text!r}")
-    value: bool | int | str = raw
-    if raw.lower() in ("true", "false"):
-        value = raw.lower() == "true"
-    else:
-        with contextlib.suppress(ValueError):
-            value = int(raw)
-    return name.replace("-", "_"), value
+    """``name=value`` → ``(name, value)`` as the broker's CLI reads it; a malformed one is
+    a :class:`PulsarMagicError`."""
+    try:
+        return broker_settings.parse_setting(text)
+    except InvalidArgument as exc:
+        raise PulsarMagicError(str(exc)) from None
 
 
 def bounded(fn: Callable[[], Any], what: str, timeout: float = STOP_TIMEOUT_S) -> bool:
