@@ -14,9 +14,10 @@ import sys
 from typing import Any
 
 from .cli_security import add_client_options, add_namespace_commands, client_options, namespace_op
+from .client.enums import ConsumerType
 
 DEFAULT_URL = "zmq://127.0.0.1:6651"
-SUB_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+SUB_TYPES = tuple(t.wire_name for t in ConsumerType)
 
 
 def _url(args: argparse.Namespace) -> str:
@@ -113,14 +114,8 @@ def _produce(args: argparse.Namespace) -> int:
 
 
 def _consume(args: argparse.Namespace) -> int:
-    from .client import Client, ConsumerType, InitialPosition, Timeout
+    from .client import Client, InitialPosition, Timeout
 
-    types = {
-        "Exclusive": ConsumerType.Exclusive,
-        "Shared": ConsumerType.Shared,
-        "Failover": ConsumerType.Failover,
-        "Key_Shared": ConsumerType.KeyShared,
-    }
     position = (
         InitialPosition.Earliest if args.subscription_position == "Earliest"
         else InitialPosition.Latest
@@ -130,7 +125,8 @@ def _consume(args: argparse.Namespace) -> int:
     try:
         consumer = client.subscribe(
             args.topic, args.subscription_name,
-            consumer_type=types[args.subscription_type], initial_position=position,
+            consumer_type=ConsumerType.from_wire_name(args.subscription_type),
+            initial_position=position,
         )
         while args.num_messages == 0 or received < args.num_messages:
             try:

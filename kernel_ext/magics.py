@@ -56,6 +56,7 @@ from typing import Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from .broker.cli_security import add_client_options, client_options
+from .broker.client.enums import ConsumerType
 from .progress import Progress, in_kernel
 from .results import JSONDict, Lines, MessageList, SentMessages, message_row
 from .runtime import BrokerRuntime, PulsarMagicError, parse_setting
@@ -69,12 +70,7 @@ __all__ = [
 ]
 
 PROGRESS_MIN = 500  # messages from which produce/consume show a bar
-SUB_TYPES = {
-    "exclusive": "Exclusive",
-    "shared": "Shared",
-    "failover": "Failover",
-    "key_shared": "KeyShared",
-}
+SUB_TYPES = tuple(t.wire_name.lower() for t in ConsumerType)
 JUPYTER_HINT = "install the Jupyter extra: pip install 'pulsarlab[jupyter]'"
 SPARK_HINT = "install the Spark extra: pip install 'pulsarlab[spark]' (and Java 17)"
 
@@ -643,13 +639,13 @@ class PulsarMagics(Magics):
         return SentMessages(ids, topic)
 
     def _cmd_consume(self, args: argparse.Namespace, cell: str | None) -> MessageList:
-        from .broker.client import ConsumerType, InitialPosition, Timeout
+        from .broker.client import InitialPosition, Timeout
 
         topic = self._full(args.topic)
         self.runtime.last_subscription = args.sub
         consumer = self.runtime.client().subscribe(
             topic, args.sub,
-            consumer_type=getattr(ConsumerType, SUB_TYPES[args.type]),
+            consumer_type=ConsumerType.from_wire_name(args.type),
             initial_position=(InitialPosition.Earliest if args.earliest
                               else InitialPosition.Latest),
         )

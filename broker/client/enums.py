@@ -41,6 +41,14 @@ class ConsumerType(enum.Enum):
         """The ``sub_type`` sent in SUBSCRIBE (``Key_Shared`` on the wire, as Pulsar names it)."""
         return "Key_Shared" if self is ConsumerType.KeyShared else self.name
 
+    @classmethod
+    def from_wire_name(cls, name: str) -> ConsumerType:
+        """The type of a wire name, in any case (``Key_Shared``, ``key_shared``, ``shared``)."""
+        for member in cls:
+            if member.wire_name.lower() == name.lower():
+                return member
+        raise ValueError(f"unknown subscription type {name!r}")
+
 
 class InitialPosition(enum.Enum):
     """Where a new subscription starts."""
