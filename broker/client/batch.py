@@ -28,6 +28,8 @@ from typing import Any
 
 import msgpack
 
+from ..entry import MessageMetadata
+
 __all__ = [
     "Batch",
     "BatchBuilder",
@@ -67,9 +69,9 @@ class OutgoingMessage:
 
 @dataclass(slots=True)
 class Batch:
-    """A batch ready to send: entry-level metadata fields, uncompressed payload, messages."""
+    """A batch ready to send: entry-level metadata, uncompressed payload, messages."""
 
-    metadata: dict[str, Any]
+    metadata: MessageMetadata
     payload: bytes
     messages: list[OutgoingMessage]
 
@@ -154,15 +156,13 @@ def decode_batch(payload: bytes, num_messages: int | None = None) -> list[Outgoi
 
 def _make_batch(messages: list[OutgoingMessage]) -> Batch:
     first = messages[0]
-    metadata: dict[str, Any] = {
-        "sequence_id": first.sequence_id,
-        "highest_sequence_id": messages[-1].sequence_id,
-        "num_messages_in_batch": len(messages),
-    }
-    if first.partition_key is not None:
-        metadata["partition_key"] = first.partition_key
-    if first.ordering_key is not None:
-        metadata["ordering_key"] = first.ordering_key
+    metadata = MessageMetadata(
+        sequence_id=first.sequence_id,
+        highest_sequence_id=messages[-1].sequence_id,
+        num_messages_in_batch=len(messages),
+        partition_key=first.partition_key,
+        ordering_key=first.ordering_key,
+    )
     return Batch(metadata, encode_batch(messages), messages)
 
 

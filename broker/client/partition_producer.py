@@ -18,9 +18,10 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..entry import MessageMetadata
 from ..message_id import MessageId
 from .batch import OutgoingMessage, make_batch_builder
 from .chunking import chunk_metadata, split_payload
@@ -253,19 +254,15 @@ class PartitionProducer:
                 self._batch_timer = self._conn.schedule(delay, self._io_flush_batch)
             return
         self._io_flush_batch()
-        metadata: dict[str, Any] = {"sequence_id": message.sequence_id}
-        if message.properties:
-            metadata["properties"] = dict(message.properties)
-        if message.partition_key is not None:
-            metadata["partition_key"] = message.partition_key
-        if message.ordering_key is not None:
-            metadata["ordering_key"] = message.ordering_key
-        if message.event_time:
-            metadata["event_time"] = message.event_time
-        if message.deliver_at_time:
-            metadata["deliver_at_time"] = message.deliver_at_time
-        if message.null_value:
-            metadata["null_value"] = True
+        metadata = MessageMetadata(
+            sequence_id=message.sequence_id,
+            properties=dict(message.properties) if message.properties else {},
+            partition_key=message.partition_key,
+            ordering_key=message.ordering_key,
+            event_time=message.event_time or 0,
+            deliver_at_time=message.deliver_at_time or 0,
+            null_value=bool(message.null_value),
+        )
         self._io_send(metadata, message.payload, [message], batched=False)
 
     def _io_flush_batch(self) -> None:
@@ -277,14 +274,14 @@ class PartitionProducer:
         for batch in self._builder.flush():
             self._io_send(batch.metadata, batch.payload, batch.messages, batched=True)
 
-    def _io_send(self, metadata: dict[str, Any], payload: bytes,
+    def _io_send(self, metadata: MessageMetadata, payload: bytes,
                  messages: list[OutgoingMessage], batched: bool) -> None:
-        metadata["producer_name"] = self.name
-        metadata["publish_time"] = now_ms()
-        metadata["uncompressed_size"] = len(payload)
+        metadata.producer_name = self.name
+        metadata.publish_time = now_ms()
+        metadata.uncompressed_size = len(payload)
         codec = codec_name(self.config.compression_type)
         if codec != "NONE":
-            metadata["compression"] = codec
+            metadata.compression = codec
             payload = compress(codec, payload)
         max_size = self._conn.max_message_size
         chunk_size = min(self.config.chunk_max_message_size or max_size, max_size)
@@ -303,13 +300,13 @@ class PartitionProducer:
             uuid = f"{self.name}-{sequence_id}"
             self._inflight.append(op)
             for i, piece in enumerate(pieces):
-                meta = dict(metadata, **chunk_metadata(uuid, i, len(pieces), len(payload)))
+                chunk = replace(metadata, **chunk_metadata(uuid, i, len(pieces), len(payload)))
                 self._conn.send_now("SEND", 0, (piece,), producer_id=self.producer_id,
-                                    sequence_id=sequence_id, metadata=meta)
+                                    sequence_id=sequence_id, metadata=chunk.to_dict())
         else:
             self._inflight.append(op)
             self._conn.send_now("SEND", 0, (payload,), producer_id=self.producer_id,
-                                sequence_id=sequence_id, metadata=metadata)
+                                sequence_id=sequence_id, metadata=metadata.to_dict())
         self._io_arm_timeout()
 
     def _io_arm_timeout(self) -> None:

@@ -49,10 +49,10 @@ def test_default_batch_takes_the_first_messages_key():
     for seq, key in [(5, "b"), (6, "a"), (7, None)]:
         builder.add(msg(seq, key=key))
     (batch,) = builder.flush()
-    assert batch.metadata["partition_key"] == "b"
-    assert batch.metadata["sequence_id"] == 5
-    assert batch.metadata["highest_sequence_id"] == 7
-    assert batch.metadata["num_messages_in_batch"] == 3
+    assert batch.metadata.partition_key == "b"
+    assert batch.metadata.sequence_id == 5
+    assert batch.metadata.highest_sequence_id == 7
+    assert batch.metadata.num_messages_in_batch == 3
     assert [m.sequence_id for m in decode_batch(batch.payload)] == [5, 6, 7]
     assert builder.is_empty and builder.flush() == []
 
@@ -85,9 +85,9 @@ def test_key_based_batches_group_by_ordering_key_then_partition_key():
     assert [b.sequence_id for b in batches] == [1, 2, 4, 5]
     by_first = {b.sequence_id: b for b in batches}
     assert [m.sequence_id for m in by_first[1].messages] == [1, 3]
-    assert by_first[1].metadata["partition_key"] == "a"
-    assert by_first[4].metadata["ordering_key"] == b"o"
-    assert "partition_key" not in by_first[5].metadata
+    assert by_first[1].metadata.partition_key == "a"
+    assert by_first[4].metadata.ordering_key == b"o"
+    assert by_first[5].metadata.partition_key is None
 
 
 def test_key_based_limits_count_across_keys():
