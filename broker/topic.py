@@ -180,7 +180,10 @@ class PersistentTopic:
         subscription that has consumed everything tells its consumers they reached the end
         (``PersistentSubscription.topicTerminated``). The caller disconnects the producers.
         """
+        if self.terminated:
+            return self.ledger.terminate(self.service.now_ms())
         position = self.ledger.terminate(self.service.now_ms())
+        self.service.emit(EventType.TOPIC_TERMINATED, self.name, position=list(position))
         held, self.held_sends = self.held_sends, []
         for producer, metadata, _payload in held:
             self.service.outbox.append(SendError(

@@ -4,6 +4,7 @@ import pytest
 
 from pulsarlab.broker import ManualClock, MessageMetadata, SubType
 from pulsarlab.broker.errors import NotAllowed, TopicNotFound, TopicTerminated
+from pulsarlab.broker.events import EventType
 from pulsarlab.broker.message_id import MessageId
 
 T = "persistent://public/default/t"
@@ -22,6 +23,8 @@ def test_terminate_returns_the_last_position_and_closes_producers(harness):
     # Terminating again answers the same position and changes nothing.
     assert h.service.terminate_topic(T) == positions[-1]
     assert h.service.internal_stats(T)["state"] == "Terminated"
+    (event,) = h.events_of(EventType.TOPIC_TERMINATED)
+    assert (event.topic, event.data["position"]) == (T, list(positions[-1]))
 
 
 def test_terminate_commits_appended_messages_first(harness):
