@@ -48,6 +48,7 @@ def test_sends_fail_and_late_consumers_see_the_end(broker, client):
     reader = client.create_reader(topic, MessageId.latest)
     reader.has_message_available()
     assert reader.has_reached_end_of_topic()
+    producer.close()  # closing a producer the broker closed is quiet
 
 
 def test_cli_terminates_a_topic(broker):
