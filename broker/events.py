@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 class EventType(StrEnum):
     TOPIC_CREATED = "topic_created"
     TOPIC_DELETED = "topic_deleted"
+    TOPIC_TERMINATED = "topic_terminated"
     PRODUCER_ADDED = "producer_added"
     PRODUCER_REMOVED = "producer_removed"
     PUBLISHED = "published"
@@ -95,6 +96,11 @@ class TopicCreated(BrokerEvent):
 @_event(EventType.TOPIC_DELETED)
 class TopicDeleted(BrokerEvent):
     pass
+
+
+@_event(EventType.TOPIC_TERMINATED)
+class TopicTerminated(BrokerEvent):
+    position: PositionList | None = None
 
 
 @_event(EventType.PRODUCER_ADDED)

@@ -21,6 +21,7 @@ from .errors import (
     ProducerBlockedQuotaExceeded,
     StorageError,
     SubscriptionNotFound,
+    TopicTerminated,
 )
 from .events import EventType
 from .policies import Policies
@@ -189,6 +190,32 @@ class AbstractTopic:
             )
         self.pending_sends = []
 
+    def terminate(self) -> Position:
+        """``PersistentTopic.terminate``: terminate the ledger, tell the subscriptions.
+
+        Sends held by the backlog quota fail with ``TopicTerminatedError``; every
+        subscription that has consumed everything tells its consumers they reached the end
+        (``PersistentSubscription.topicTerminated``). The caller disconnects the producers.
+        """
+        if self.terminated:
+            return self.ledger.terminate(self.context.now_ms())
+        position = self.ledger.terminate(self.context.now_ms())
+        self.context.emit(EventType.TOPIC_TERMINATED, self.name, position=list(position))
+        held, self.held_sends = self.held_sends, []
+        for producer, metadata, _payload in held:
+            self.context.push(SendError(
+                producer.producer_id, producer.conn, metadata.sequence_id,
+                TopicTerminated.code, f"topic {self.name} was terminated",
+            ))
+        log.info("[%s] Topic terminated at %d:%d", self.name, *position)
+        for subscription in list(self.subscriptions.values()):
+            subscription.check_end_of_topic()
+        return position
+
+    @property
+    def terminated(self) -> bool:
+        return self.ledger.terminated_position is not None
+
     def on_entries_confirmed(self) -> None:
         for subscription in list(self.subscriptions.values()):
             subscription.on_new_entries()
@@ -234,6 +261,8 @@ class AbstractTopic:
                 durable=subscription.durable, sub_type=str(sub_type),
             )
         subscription.on_new_entries()
+        if self.ledger.terminated_position is not None:
+            subscription.check_end_of_topic()
 
     def remove_subscription(self, name: str) -> None:
         subscription = self.subscriptions.pop(name, None)
@@ -404,6 +433,7 @@ class AbstractTopic:
             "cursors": {
                 name: s.cursor.internal_stats() for name, s in self.subscriptions.items()
             },
+            "state": "Terminated" if self.terminated else "LedgerOpened",
         }
 
 

@@ -94,3 +94,10 @@ def test_events_are_typed_and_decode_from_their_maps(harness):
     assert decode_event(dispatched.to_dict()) == dispatched
     assert decode_event({"type": "nacked", "time": 1}) is None
     h.close(c)
+
+
+def test_every_event_type_has_its_class():
+    from pulsarlab.broker.events import make_event
+
+    for type_ in EventType:
+        assert make_event(type_, 1, "t").type is type_
