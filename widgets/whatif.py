@@ -175,7 +175,7 @@ class WhatIf:
     def selector(self, partition: int = 0) -> StickyKeyConsumerSelector | None:
         """The Key_Shared dispatcher's live selector (the broker's own object)."""
         sub = self._subscription(partition)
-        return getattr(sub.dispatcher, "selector", None)
+        return sub.dispatcher.selector if sub.dispatcher is not None else None
 
     def dispatcher(self, partition: int = 0) -> Any:
         return self._subscription(partition).dispatcher

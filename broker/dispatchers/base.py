@@ -21,6 +21,7 @@ from ..redelivery_request import RedeliveryRequest
 from ..storage.base import Position
 
 if TYPE_CHECKING:
+    from ..selectors.base import StickyKeyConsumerSelector
     from ..subscription import Subscription
 
 log = logging.getLogger("pulsarlab.broker.dispatch")
@@ -68,6 +69,8 @@ class Dispatcher(ABC):
     blocked_dispatcher_on_unacked = False
     # The consumer that gets everything, on the single-active types (None elsewhere).
     active_consumer: ServerConsumer | None = None
+    # Who owns which key hash, on Key_Shared (None elsewhere, and until a consumer joins).
+    selector: StickyKeyConsumerSelector | None = None
 
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
