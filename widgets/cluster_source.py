@@ -43,6 +43,7 @@ __all__ = [
     "cluster_snapshot",
     "open_view",
     "whatif_from_snapshot",
+    "with_open_ledger",
 ]
 
 log = logging.getLogger("pulsarlab.widgets")
@@ -67,8 +68,22 @@ def cluster_snapshot(admin: Any, topic: str, time_ms: int) -> Snapshot:
         stats = dict(topics.get_partitioned_stats(topic, per_partition=True)["partitions"])
     else:
         stats = {topic: topics.get_stats(topic)}
-    internal = {name: topics.get_internal_stats(name) for name in stats}
+    internal = {name: with_open_ledger(topics.get_internal_stats(name)) for name in stats}
     return Snapshot(time_ms=time_ms, topics=stats, internal=internal)
+
+
+def with_open_ledger(internal: dict[str, Any]) -> dict[str, Any]:
+    """``internalStats`` with the open ledger's entry count filled in.
+
+    Pulsar lists the ledger being written with ``entries: 0`` and reports its entries as
+    ``currentLedgerEntries``; the cursor view counts entries per ledger, so copy it over.
+    """
+    ledgers = list(internal.get("ledgers") or ())
+    current = int(internal.get("currentLedgerEntries") or 0)
+    if not ledgers or current <= 0 or int(ledgers[-1].get("entries") or 0) > 0:
+        return internal
+    ledgers[-1] = {**ledgers[-1], "entries": current}
+    return {**internal, "ledgers": ledgers}
 
 
 class ClusterSource:
@@ -232,9 +247,7 @@ def whatif_from_snapshot(snapshot: Snapshot, subscription: str, **settings: Any)
     whatif = WhatIf(sub_type, key_shared_mode=mode, partitions=partitions,
                     subscription=subscription, **settings)
     with whatif.batch():
-        for name, hash_ranges in ranges.items():
-            if name in whatif.consumer_names():
-                continue  # one consumer per name, as a partitioned consumer attaches
+        for name, hash_ranges in ranges.items():  # one consumer per name, on every partition
             sticky = hash_ranges if mode == "STICKY" else None
             whatif.add_consumer(name, hash_ranges=sticky)
     return whatif
