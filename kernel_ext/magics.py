@@ -51,6 +51,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -985,6 +986,9 @@ def load_ipython_extension(ipython: Any) -> None:
     if _STATE:
         unload_ipython_extension(_STATE["shell"])
     runtime = BrokerRuntime()
+    # Spark's Python workers: this kernel's interpreter (it has pulsarlab), not the python3
+    # on PATH, for any SparkSession the notebook starts itself.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     def on_exit_now(change: dict[str, Any]) -> None:
         if change.get("new"):
