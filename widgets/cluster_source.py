@@ -267,7 +267,9 @@ def open_view(view_class: type, connection: Any, topic: str, subscription: str,
 
 def _decorate(view: Any, source: ClusterSource, kwargs: Mapping[str, Any]) -> None:
     extra: list[ipywidgets.Widget] = [source.label]
+    view.cluster_note = None
     if type(view).__name__ in _EVENT_ONLY_VIEWS:
+        view.cluster_note = EVENT_ONLY_NOTE
         extra.append(ipywidgets.HTML(f"<i>{html.escape(EVENT_ONLY_NOTE)}</i>"))
     button = ipywidgets.Button(description="what-if: copy these consumers",
                                layout={"width": "260px"})
