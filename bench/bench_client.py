@@ -78,40 +78,63 @@ def consume(client: Any, topic: str, subscription: str, n: int) -> float:
     return n / elapsed
 
 
-def one_run(url: str, n: int, run: int) -> dict[str, float]:
+def _cpu_s(pid: int) -> float:
+    """CPU seconds so far of process ``pid`` (the broker in another process)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_run(url: str, n: int, run: int, broker_pid: int | None) -> dict[str, float]:
+    """msgs/s of each phase, and CPU µs per message of this process (the client, and in
+    inproc mode the broker too) and of a broker in another process."""
     import pulsarlab
 
     topic = f"bench-client-{run}"
-    with pulsarlab.Client(url) as client:
-        client.subscribe(topic, "bench", consumer_type=pulsarlab.ConsumerType.Shared,
-                         initial_position=pulsarlab.InitialPosition.Earliest).close()
-        produced = produce(client, topic, n)
-    with pulsarlab.Client(url) as client:
-        consumed = consume(client, topic, "bench", n)
-    return {"produce": produced, "receive_ack": consumed}
+    out: dict[str, float] = {}
+    for phase in ("produce", "receive_ack"):
+        with pulsarlab.Client(url) as client:
+            if phase == "produce":
+                client.subscribe(topic, "bench", consumer_type=pulsarlab.ConsumerType.Shared,
+                                 initial_position=pulsarlab.InitialPosition.Earliest).close()
+            own, broker = time.process_time(), _cpu_s(broker_pid) if broker_pid else 0.0
+            if phase == "produce":
+                out[phase] = produce(client, topic, n)
+            else:
+                out[phase] = consume(client, topic, "bench", n)
+            out[f"{phase}_cpu_us_per_msg"] = (time.process_time() - own) / n * 1e6
+            if broker_pid:
+                out[f"{phase}_broker_cpu_us_per_msg"] = (_cpu_s(broker_pid) - broker) / n * 1e6
+    return out
 
 
 def run_mode(mode: str, n: int, runs: int, url: str | None = None) -> dict[str, Any]:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         if url:
-            results = [one_run(url, n, i) for i in range(runs)]
+            results = [one_run(url, n, i, None) for i in range(runs)]
         elif mode == "process":
             proc, url, _ = start_broker(tmp)
             try:
-                results = [one_run(url, n, i) for i in range(runs)]
+                results = [one_run(url, n, i, proc.pid) for i in range(runs)]
             finally:
                 stop_broker(proc)
         else:
             import pulsarlab
 
             with pulsarlab.Broker(data_dir=tmp) as broker:
-                results = [one_run(broker.service_url, n, i) for i in range(runs)]
+                results = [one_run(broker.service_url, n, i, None) for i in range(runs)]
     out: dict[str, Any] = {}
     for phase in ("produce", "receive_ack"):
         values = [r[phase] for r in results]
         out[f"{phase}_msgs_per_s"] = round(statistics.median(values))
         out[f"{phase}_runs"] = [round(v) for v in values]
+        for cpu in ("cpu_us_per_msg", "broker_cpu_us_per_msg"):
+            key = f"{phase}_{cpu}"
+            if key in results[0]:
+                label = key if mode == "process" or "broker" in cpu else (
+                    f"{phase}_cpu_us_per_msg_client_and_broker")
+                out[label] = round(statistics.median(r[key] for r in results), 2)
     return out
 
 

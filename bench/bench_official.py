@@ -83,35 +83,45 @@ def pulsarlab_broker(storage: str) -> Iterator[str]:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def pulsar_lite_binary() -> str:
-    """The pulsar-lite executable, or ``RuntimeError`` saying why there is none."""
+def pulsar_lite_binary(scratch: str) -> str:
+    """The pulsar-lite executable (copied into ``scratch`` when the wheel installed it
+    without its executable bit), or ``RuntimeError`` saying why there is none."""
     try:
         from pulsar_lite.binary_finder import find_pulsar_lite_binary
     except ImportError:
         raise RuntimeError("pulsar-lite is not installed (pip install -e '.[bench]')") from None
-    binary = find_pulsar_lite_binary()
+    try:
+        binary = find_pulsar_lite_binary()
+    except FileNotFoundError as exc:
+        raise RuntimeError(f"pulsar-lite has no binary for this platform: {exc}") from None
     if not os.access(binary, os.X_OK):
-        raise RuntimeError(f"{binary} is not executable (chmod +x it)")
+        copy = os.path.join(scratch, "pulsar-lite")
+        shutil.copyfile(binary, copy)
+        os.chmod(copy, 0o755)
+        binary = copy
     return binary
 
 
 @contextmanager
 def pulsar_lite() -> Iterator[str]:
     """A pulsar-lite process on a free port; yields its pulsar:// URL."""
-    binary = pulsar_lite_binary()
     port = _free_port()
-    db = tempfile.mkdtemp(prefix="bench-pulsar-lite-")
-    proc = subprocess.Popen(
-        [binary, "--addr", f"127.0.0.1:{port}", "--db-path", db, "--log-level", "error"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    scratch = tempfile.mkdtemp(prefix="bench-pulsar-lite-")
+    proc: subprocess.Popen | None = None
     try:
+        binary = pulsar_lite_binary(scratch)
+        proc = subprocess.Popen(
+            [binary, "--addr", f"127.0.0.1:{port}", "--db-path",
+             os.path.join(scratch, "data"), "--log-level", "error"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
         _wait_for_port(port)
         yield f"pulsar://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(30)
-        shutil.rmtree(db, ignore_errors=True)
+        if proc is not None:
+            proc.terminate()
+            proc.wait(30)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_load(url: str, messages: int, sync_sends: int) -> dict[str, Any]:

@@ -43,6 +43,16 @@ class PendingAck:
     sticky_key_hash: int
 
 
+class UnackedCounter:
+    """Unacknowledged messages of a group of consumers (one subscription's), kept as they
+    change so a subscription-wide limit costs nothing per message."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
 class Consumer:
     """Broker-side state of one consumer of one subscription."""
 
@@ -81,6 +91,7 @@ class Consumer:
         self.permits = 0
         self.pending_acks: dict[Position, PendingAck] = {}
         self.unacked_messages = 0
+        self.unacked_counter: UnackedCounter | None = None  # its subscription's, if kept
         self.blocked_on_unacked = False
         # Flow permits granted while blocked on unacked messages, handed to the dispatcher when
         # the consumer is unblocked (Pulsar's permitsReceivedWhileConsumerBlocked).
@@ -99,15 +110,21 @@ class Consumer:
         if position not in self.pending_acks:
             self.pending_acks[position] = PendingAck(batch_size, sticky_key_hash)
             self.unacked_messages += batch_size
+            if self.unacked_counter is not None:
+                self.unacked_counter.value += batch_size
 
     def remove_pending(self, position: Position) -> PendingAck | None:
         pending = self.pending_acks.pop(position, None)
         if pending is not None:
             self.unacked_messages -= pending.batch_size
+            if self.unacked_counter is not None:
+                self.unacked_counter.value -= pending.batch_size
         return pending
 
     def take_all_pending(self) -> dict[Position, PendingAck]:
         pending, self.pending_acks = self.pending_acks, {}
+        if self.unacked_counter is not None:
+            self.unacked_counter.value -= self.unacked_messages
         self.unacked_messages = 0
         return pending
 

@@ -19,7 +19,7 @@ __all__ = ["DEFAULT_PULSAR_VERSION", "SUPPORTED_LINES", "PulsarVersion"]
 DEFAULT_PULSAR_VERSION = "3.3"
 """The broker setting's default: Pulsar 3.3 at its latest patch."""
 
-SUPPORTED_LINES = ((3, 3),)
+SUPPORTED_LINES = ((3, 3), (4, 0))
 """The ``major.minor`` release lines whose behaviour the broker reproduces."""
 
 _LATEST = 1 << 30  # the patch number "3.3" stands for: newer than any real patch
@@ -71,3 +71,25 @@ class PulsarVersion:
         wrap-around range. Before: ``name\\0i`` points shared by a list of consumers.
         """
         return self.at_least(3, 3, 2)
+
+    @property
+    def sticky_ranges_select_by_containment(self) -> bool:
+        """Key_Shared STICKY (and key-hash-range readers) as fixed by PR #24730 (3.3.9+).
+
+        A hash goes to the consumer whose range contains its slot, and a consumer's own
+        overlapping ranges are rejected. Before: floor/ceiling entries of one map of range
+        starts and ends, so a consumer also caught the gaps between its own ranges.
+        """
+        return self.at_least(3, 3, 9)
+
+    @property
+    def key_shared_draining_hashes(self) -> bool:
+        """Key_Shared as PIP-379 rewrote it for 4.0 (PR #23352 and the PRs around it).
+
+        The dispatcher hands a key to a new owner only once the old owner has no pending
+        message of it (draining hashes, bounded look-ahead), sticky key hashes are 16-bit
+        slots with a first-come consistent-hashing ring on ``[1, 65535]``, and a key-less
+        message is keyed ``producerName-sequenceId``. Before: the 3.x "recently joined
+        consumers" rule (kept in 4.0 as ``...Classic``).
+        """
+        return self.at_least(4, 0)

@@ -17,7 +17,8 @@ class BrokerSettings:
     pulsar_version: str = DEFAULT_PULSAR_VERSION
     """The Pulsar release whose behaviour the broker reproduces where releases differ:
     ``"3.3"`` (the latest 3.3.x patch) or a patch such as ``"3.3.1"`` (the consistent-hashing
-    ring before PR #23327). See :mod:`pulsarlab.broker.pulsar_version`."""
+    ring before PR #23327, STICKY ranges before PR #24730). See
+    :mod:`pulsarlab.broker.pulsar_version`."""
     max_message_size: int = 5 * 1024 * 1024
     broker_service_port: int = 0
     """Port of the pulsar:// listener for the official client (brokerServicePort); 0 picks
@@ -36,6 +37,12 @@ class BrokerSettings:
     dispatcher_max_round_robin_batch_size: int = 20
     max_unacked_messages_per_consumer: int = 50_000
     max_unacked_messages_per_subscription: int = 200_000
+    # Pulsar 4.0 Key_Shared (PIP-379): how far the dispatcher reads ahead of a blocked
+    # replay queue (keySharedLookAheadMsgInReplayThresholdPer{Consumer,Subscription}; 0 =
+    # that bound off) and the delay before reading again once a draining hash is released.
+    key_shared_look_ahead_msg_in_replay_threshold_per_consumer: int = 2000
+    key_shared_look_ahead_msg_in_replay_threshold_per_subscription: int = 20_000
+    key_shared_unblocking_interval_ms: int = 10
     managed_ledger_max_entries_per_ledger: int = 50_000
     managed_ledger_max_size_per_ledger_mb: int = 2048
     managed_ledger_max_ledger_rollover_time_minutes: int = 240

@@ -17,11 +17,12 @@ from .consumer import Consumer, SubType
 from .cursor import ManagedCursor
 from .dispatchers.base import Dispatcher
 from .dispatchers.key_shared import KeySharedDispatcher
+from .dispatchers.key_shared_draining import KeySharedDrainingDispatcher
 from .dispatchers.shared import SharedDispatcher
 from .dispatchers.single_active import SingleActiveConsumerDispatcher
 from .errors import InvalidArgument, SubscriptionTypeMismatch
 from .events import EventType
-from .selectors.sticky import HashRangeExclusiveStickyKeyConsumerSelector
+from .selectors import sticky_selector
 from .storage.base import Position
 
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from .topic import PersistentTopic
 
 log = logging.getLogger("pulsarlab.broker.subscription")
+
+# The 3.3 classic and the 4.0 (PIP-379) Key_Shared dispatchers report the same stats hooks.
+_KEY_SHARED_DISPATCHERS = (KeySharedDispatcher, KeySharedDrainingDispatcher)
 
 
 class Subscription:
@@ -128,7 +132,7 @@ class Subscription:
         consumer.topic_name = self.topic.name
         consumer.subscription_name = self.name
         if consumer.key_hash_ranges and sub_type in (SubType.Exclusive, SubType.Failover):
-            selector = HashRangeExclusiveStickyKeyConsumerSelector()
+            selector = sticky_selector(self.settings.version())
             selector.add_consumer(consumer)
             consumer.key_hash_filter = selector
         dispatcher = self.dispatcher or self._new_dispatcher(sub_type)
@@ -147,6 +151,8 @@ class Subscription:
         if sub_type is SubType.Shared:
             return SharedDispatcher(self)
         if sub_type is SubType.Key_Shared:
+            if self.settings.version().key_shared_draining_hashes:
+                return KeySharedDrainingDispatcher(self)
             return KeySharedDispatcher(self)
         return SingleActiveConsumerDispatcher(self, sub_type)
 
@@ -289,6 +295,9 @@ class Subscription:
             if replay is not None:
                 for p in replay.positions():
                     replay.remove(p)
+            cursor_reset = getattr(self.dispatcher, "cursor_reset", None)
+            if cursor_reset is not None:
+                cursor_reset()
         self.emit(
             EventType.CURSOR_REWOUND,
             read_position=list(self.cursor.read_position),
@@ -332,7 +341,7 @@ class Subscription:
         # Delayed messages the dispatcher holds back (Pulsar's msgDelayed; 0 where none).
         delayed = getattr(dispatcher, "delayed", None)
         stats["msgDelayed"] = len(delayed) if delayed is not None else 0
-        if isinstance(dispatcher, KeySharedDispatcher):
+        if isinstance(dispatcher, _KEY_SHARED_DISPATCHERS):
             stats.update(dispatcher.subscription_stats())
         return stats
 
@@ -349,6 +358,6 @@ class Subscription:
         }
         if self.sub_type in (SubType.Exclusive, SubType.Failover):
             stats["isActive"] = consumer.is_active
-        if isinstance(self.dispatcher, KeySharedDispatcher):
+        if isinstance(self.dispatcher, _KEY_SHARED_DISPATCHERS):
             stats.update(self.dispatcher.consumer_stats(consumer))
         return stats

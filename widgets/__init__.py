@@ -15,6 +15,7 @@ thread, redrawing at most ~10 frames a second. The same view code serves both::
 """
 
 from .base import View
+from .compare import CompareView
 from .controls import WhatIfControls
 from .cursor import CursorView
 from .dashboard import Dashboard
@@ -43,6 +44,7 @@ VIEWS: dict[str, type[View]] = {
 
 __all__ = [
     "VIEWS",
+    "CompareView",
     "CursorView",
     "Dashboard",
     "EventLog",

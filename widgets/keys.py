@@ -54,7 +54,8 @@ def owners(
     """Key → name of the consumer ``selector`` gives it (``None`` if nobody)."""
     out: dict[str | None, str | None] = {}
     for key in keys:
-        consumer = selector.select(key_info(key).hash)
+        # The selector's own hashing: 31-bit murmur in 3.x, a 16-bit slot in 4.0.
+        consumer = selector.select_for_key(sticky_key(None, key))
         out[key] = consumer.consumer_name if consumer is not None else None
     return out
 

@@ -66,8 +66,9 @@ class WhatIf:
     ``partitions=0`` makes a non-partitioned topic; ``n > 0`` a partitioned one whose
     consumers, like a partitioned consumer of pulsar-client, attach to every partition.
     Other keyword arguments are broker settings (e.g.
-    ``key_shared_use_consistent_hashing=False`` for AUTO_SPLIT hash ranges, or
-    ``active_consumer_failover_delay_ms``).
+    ``key_shared_use_consistent_hashing=False`` for AUTO_SPLIT hash ranges,
+    ``active_consumer_failover_delay_ms``, or ``pulsar_version="4.0"`` for Pulsar 4.0's
+    Key_Shared).
     """
 
     simulated = True
@@ -111,6 +112,8 @@ class WhatIf:
         self._clients: dict[int, _Client] = {}
         self._by_name: dict[str, list[_Client]] = {}
         self._producers: dict[str, int] = {}
+        # pulsar-client numbers each producer's messages 0, 1, 2, ...
+        self._sequence_ids: dict[str, Iterator[int]] = {}
         self._round_robin = itertools.count()
         self._callbacks: list[Callable[[], None]] = []
         self._batch_depth = 0
@@ -192,6 +195,7 @@ class WhatIf:
             clients=clients,
             pending=pending,
             settings={
+                "pulsar_version": self.settings.pulsar_version,
                 "key_shared_use_consistent_hashing":
                     self.settings.key_shared_use_consistent_hashing,
                 "consistent_hashing_points":
@@ -293,6 +297,7 @@ class WhatIf:
             metadata = MessageMetadata(
                 partition_key=key, ordering_key=ordering_key, num_messages_in_batch=batch,
                 properties=dict(properties or {}),
+                sequence_id=next(self._sequence_ids.setdefault(topic, itertools.count())),
             )
             positions.append(self.service.send(producer_id, metadata, b"what-if"))
         self.service.commit()

@@ -33,6 +33,7 @@ from ..message_id import MessageId
 from ..topic_name import TopicName
 from .checks import check_type, check_type_or_none
 from .dead_letter import BackgroundWorker
+from .entries import EntryBatch
 from .enums import ConsumerType, RegexSubscriptionMode
 from .exceptions import (
     AlreadyClosed,
@@ -166,8 +167,13 @@ class Consumer:
     def _drop_queued(self, owner: TopicConsumer) -> int:
         """Remove ``owner``'s messages from the receiver queue; returns how many."""
         with self._cond:
-            keep = deque(m for m in self._queue if m._owner is not owner)
-            dropped = len(self._queue) - len(keep)
+            keep: deque[Message] = deque()
+            dropped = 0
+            for m in self._queue:
+                if m._owner is not owner:
+                    keep.append(m)
+                else:  # a whole entry (deliver_entries readers) holds several messages
+                    dropped += m.count if type(m) is EntryBatch else 1
             self._queue = keep
         return dropped
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
+import logging
 from typing import Any
 
 from ..message_id import MessageId
@@ -23,6 +24,8 @@ from .message import Message
 from .partition_producer import PartitionProducer, Pending, SendCallback
 
 __all__ = ["Producer"]
+
+log = logging.getLogger("pulsarlab.client")
 
 
 class Producer:
@@ -93,6 +96,9 @@ class Producer:
         except PulsarException as exc:
             if callback is not None:
                 self._client._executor.submit(callback, result_of(exc), None)
+            else:  # nobody would hear of it: never drop a message silently
+                log.warning("send_async to %s without a callback was not sent: %s: %s",
+                            self._topic, type(exc).__name__, exc)
 
     def flush(self) -> None:
         """Send every batched message now and wait for all pending receipts."""

@@ -51,6 +51,8 @@ class Reader:
     def read_entry(self, timeout_millis: int | None = None) -> EntryBatch:
         """Extension (``deliver_entries=True`` readers): the next entry's messages still to
         read, as one :class:`~.entries.EntryBatch`; waits at most ``timeout_millis``."""
+        if timeout_millis is not None:
+            check_type(int, timeout_millis, "timeout_millis")
         if not self._consumer._config.deliver_entries:
             raise InvalidConfiguration("read_entry() needs a reader made with deliver_entries=True")
         return self._consumer._take(timeout_millis)  # type: ignore[return-value]

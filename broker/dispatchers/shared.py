@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..consumer import Consumer, SubType
+from ..consumer import Consumer, SubType, UnackedCounter
 from ..delayed_delivery import DelayedDeliveryTracker
 from ..entry import EntryHeader
 from ..errors import ConsumerBusy
@@ -100,7 +100,7 @@ class SharedDispatcher(Dispatcher):
             else None
         )
         self._delayed_timer: TimerHandle | None = None
-        self.total_unacked_messages = 0
+        self._unacked = UnackedCounter()
 
     # -- consumers ------------------------------------------------------------------------
 
@@ -108,12 +108,19 @@ class SharedDispatcher(Dispatcher):
         if any(c.consumer_id == consumer.consumer_id for c in self.consumers):
             raise ConsumerBusy(f"consumer {consumer.consumer_name} is already subscribed")
         self.consumers.append(consumer)
+        consumer.unacked_counter = self._unacked
+
+    @property
+    def total_unacked_messages(self) -> int:
+        """Unacknowledged messages of all the consumers (Pulsar's totalUnackedMessages)."""
+        return self._unacked.value
 
     def remove_consumer(self, consumer: Consumer) -> None:
         if consumer not in self.consumers:
             return
         self.consumers.remove(consumer)
         pending = consumer.take_all_pending()
+        consumer.unacked_counter = None
         self.on_unacked_changed()
         for position, ack in sorted(pending.items()):
             self.replay.add(position, ack.sticky_key_hash)
@@ -188,8 +195,7 @@ class SharedDispatcher(Dispatcher):
         reaches ``max_unacked_messages_per_subscription`` (> 0), unblocked when it falls
         below half of it, or at once if the limit is 0.
         """
-        total = sum(c.unacked_messages for c in self.consumers)
-        self.total_unacked_messages = total
+        total = self._unacked.value
         limit = self.subscription.settings.max_unacked_messages_per_subscription
         if limit <= 0:
             self.blocked_dispatcher_on_unacked = False

@@ -4,7 +4,8 @@
 mode → :class:`HashRangeExclusiveStickyKeyConsumerSelector`; AUTO_SPLIT mode → consistent
 hashing when the broker setting ``subscriptionKeySharedUseConsistentHashing`` is on (Pulsar's
 default since 2.10), else the auto-split hash ranges. Which consistent-hashing ring depends on
-the broker's ``pulsar_version`` (:mod:`pulsarlab.broker.pulsar_version`).
+the broker's ``pulsar_version`` (:mod:`pulsarlab.broker.pulsar_version`); from 4.0 every
+selector comes from :mod:`.pip379` (16-bit sticky key hashes, the first-come ring).
 """
 
 from __future__ import annotations
@@ -48,7 +49,11 @@ from .hashing import (
     sticky_key,
     sticky_key_hash,
 )
-from .sticky import HashRangeExclusiveStickyKeyConsumerSelector
+from .pip379 import ConsistentHashingStickyKeyConsumerSelector40, make_selector_40
+from .sticky import (
+    HashRangeExclusiveStickyKeyConsumerSelector,
+    LegacyHashRangeExclusiveStickyKeyConsumerSelector,
+)
 
 __all__ = [
     "CONSUMER_CONSISTENT_HASH_REPLICAS",
@@ -66,6 +71,7 @@ __all__ = [
     "HashingScheme",
     "KeySharedConsumer",
     "LegacyConsistentHashingStickyKeyConsumerSelector",
+    "LegacyHashRangeExclusiveStickyKeyConsumerSelector",
     "PriorityConsumer",
     "StickyKeyConsumerSelector",
     "active_consumer_hash_ring",
@@ -84,6 +90,7 @@ __all__ = [
     "sort_consumers",
     "sticky_key",
     "sticky_key_hash",
+    "sticky_selector",
 ]
 
 _MODES = ("auto_split", "sticky")
@@ -102,8 +109,10 @@ def make_selector(
     the latest 3.3) picks the consistent-hashing ring.
     """
     name = str(getattr(mode, "name", mode)).lower()
+    if version is not None and version.key_shared_draining_hashes and name in _MODES:
+        return make_selector_40(name, use_consistent_hashing, consistent_hashing_points)
     if name == "sticky":
-        return HashRangeExclusiveStickyKeyConsumerSelector()
+        return sticky_selector(version)
     if name == "auto_split":
         if use_consistent_hashing:
             return consistent_hashing_selector(consistent_hashing_points, version)
@@ -116,6 +125,18 @@ def consistent_hashing_selector(
 ) -> ConsistentHashRing:
     """The consistent-hashing selector of ``version`` (default: the latest 3.3)."""
     version = version or PulsarVersion.parse(DEFAULT_PULSAR_VERSION)
+    if version.key_shared_draining_hashes:
+        return ConsistentHashingStickyKeyConsumerSelector40(points)  # type: ignore[return-value]
     if version.consistent_hashing_replaces_on_collision:
         return ConsistentHashingStickyKeyConsumerSelector(points)
     return LegacyConsistentHashingStickyKeyConsumerSelector(points)
+
+
+def sticky_selector(
+    version: PulsarVersion | None = None,
+) -> HashRangeExclusiveStickyKeyConsumerSelector:
+    """The STICKY-mode (and key-hash-range filter) selector of ``version`` (default: latest 3.3)."""
+    version = version or PulsarVersion.parse(DEFAULT_PULSAR_VERSION)
+    if version.sticky_ranges_select_by_containment:
+        return HashRangeExclusiveStickyKeyConsumerSelector()
+    return LegacyHashRangeExclusiveStickyKeyConsumerSelector()

@@ -24,7 +24,9 @@ client's ``KeySharedPolicy`` check uses ``Range.toString``, ``[s, e]``):
    (``findConflictingConsumer``).
 
 Selection is the fixed rule of Pulsar 3.3.9+ (PR #24730): the consumer whose range contains
-``hash % range_size``, else ``None``. :meth:`legacy_floor_ceiling_select` reproduces the buggy
+``hash % range_size``, else ``None``. :class:`LegacyHashRangeExclusiveStickyKeyConsumerSelector`
+is the 3.3.0–3.3.8 sibling (its own validation and the floor/ceiling selection), chosen by the
+broker's ``pulsar_version``. :meth:`legacy_floor_ceiling_select` reproduces the buggy
 rule of Pulsar ≤ 3.3.8 for teaching (see its docstring). Pulsar's 3.1+ broker also pings the
 conflicting consumer's connection before rejecting; that liveness check is the dispatcher's
 job, not the selector's.
@@ -40,7 +42,10 @@ from ..errors import ConsumerAssignError
 from .base import HashRange, HashRangeConsumer, StickyKeyConsumerSelector, format_range
 from .hashing import RANGE_SIZE
 
-__all__ = ["HashRangeExclusiveStickyKeyConsumerSelector"]
+__all__ = [
+    "HashRangeExclusiveStickyKeyConsumerSelector",
+    "LegacyHashRangeExclusiveStickyKeyConsumerSelector",
+]
 
 
 def _overlaps(a: HashRange, b: HashRange) -> bool:
@@ -167,3 +172,53 @@ class HashRangeExclusiveStickyKeyConsumerSelector(StickyKeyConsumerSelector[Hash
                 return existing, self._owners[index]
             index += 1
         return None
+
+
+class LegacyHashRangeExclusiveStickyKeyConsumerSelector(
+    HashRangeExclusiveStickyKeyConsumerSelector
+):
+    """STICKY mode as Pulsar 3.3.0–3.3.8 had it (before PR #24730).
+
+    The broker kept every range's start and end as keys of one ``TreeMap`` and selected
+    with :meth:`legacy_floor_ceiling_select` (a consumer also catches the gaps between its
+    own ranges). Its validation checked, range by range in the declared order: start > end
+    ("Fixed hash range start > end", no range printed), then a conflict named by the
+    ``floorEntry(end)`` key inside the range, else the ``ceilingEntry(start)`` key inside
+    it, else a range swallowed whole by one consumer's range. A consumer's own overlapping
+    ranges were not rejected. The ``[0, 65535]`` bound is checked first, as the client does.
+    """
+
+    def select(self, sticky_key_hash: int) -> HashRangeConsumer | None:
+        return self.legacy_floor_ceiling_select(sticky_key_hash)
+
+    def validate(self, consumer: HashRangeConsumer) -> list[HashRange]:
+        declared: Sequence[HashRange] | None = getattr(consumer, "key_hash_ranges", None)
+        if not declared:
+            raise ConsumerAssignError("Ranges for KeyShared policy must not be empty.")
+        ranges = [(int(start), int(end)) for start, end in declared]
+        top = self.range_size - 1
+        for r in ranges:
+            if r[0] <= r[1] and (r[0] < 0 or r[1] > top):
+                raise ConsumerAssignError(
+                    f"Ranges must be [0, {top}] but provided range is {format_range(r)}"
+                )
+        keys = sorted(
+            [(s, i, o) for i, (s, o) in enumerate(zip(self._starts, self._owners, strict=True))]
+            + [(e, i, o) for i, (e, o) in enumerate(zip(self._ends, self._owners, strict=True))],
+            key=lambda k: k[0],
+        )
+        points = [k[0] for k in keys]
+        for start, end in ranges:
+            if start > end:
+                raise ConsumerAssignError("Fixed hash range start > end")
+            floor = bisect_right(points, end) - 1
+            ceiling = bisect_left(points, start)
+            if floor >= 0 and points[floor] >= start:
+                raise ConsumerAssignError(f"Range conflict with consumer {keys[floor][2]}")
+            if ceiling < len(points) and points[ceiling] <= end:
+                raise ConsumerAssignError(f"Range conflict with consumer {keys[ceiling][2]}")
+            if floor >= 0 and ceiling < len(points) and keys[floor][2] == keys[ceiling][2]:
+                owner = keys[floor][2]
+                if any(_overlaps((start, end), r) for r in self._ranges_of[owner]):
+                    raise ConsumerAssignError(f"Range conflict with consumer {owner}")
+        return sorted(ranges)

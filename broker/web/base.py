@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tornado.httputil import responses
 from tornado.web import HTTPError, RequestHandler
 
 from .. import errors
@@ -60,7 +61,7 @@ class ApiError(Exception):
         self.reason = reason
 
 
-class AdminHandler(RequestHandler):
+class AdminResource(RequestHandler):
     """Base of the ``/admin/v2`` resources; ``self.broker`` is the running :class:`Broker`."""
 
     broker: Any
@@ -106,15 +107,11 @@ class AdminHandler(RequestHandler):
             self.finish(json.dumps(value))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Tornado's own errors (405, 500 …) in Pulsar's ``{"reason": ...}`` shape."""
         exc = kwargs.get("exc_info", (None, None, None))[1]
         reason = exc.log_message if isinstance(exc, HTTPError) and exc.log_message else None
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"reason": reason or self._reason}))
-
-    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, ApiError | errors.PulsarLabError):
-            return
-        super().log_exception(typ, value, tb)
+        self.finish(json.dumps({"reason": reason or responses.get(status_code, "Error")}))
 
     # -- the broker -----------------------------------------------------------------------
 
@@ -168,7 +165,7 @@ def integer(text: str, what: str) -> int:
 def guarded(method: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a handler method so broker errors and :class:`ApiError` become Pulsar answers."""
 
-    async def wrapper(self: AdminHandler, *args: Any) -> None:
+    async def wrapper(self: AdminResource, *args: Any) -> None:
         try:
             await method(self, *args)
         except ApiError as exc:
@@ -181,7 +178,7 @@ def guarded(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-class NotFoundHandler(AdminHandler):
+class NotFoundHandler(AdminResource):
     """Any path that is not an admin resource: 404 with a reason."""
 
     def prepare(self) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from tornado.httputil import HTTPHeaders
 
 from ..client.compression import decompress
-from .base import AdminHandler
+from .base import AdminResource
 
 _HEADER_SAFE = re.compile(r"[\x21-\x7e][\x20-\x7e]*")
 
@@ -101,7 +101,7 @@ class PulsarSpelledHeaders(HTTPHeaders):
             yield self.spelling.get(name.lower(), name), value
 
 
-class MessageHandler(AdminHandler):
+class MessageHandler(AdminResource):
     """Base of the resources that answer with one stored message."""
 
     def clear(self) -> None:
@@ -109,7 +109,7 @@ class MessageHandler(AdminHandler):
         self._headers = PulsarSpelledHeaders(self._headers)
 
 
-def write_message(handler: AdminHandler, message: dict[str, Any]) -> None:
+def write_message(handler: AdminResource, message: dict[str, Any]) -> None:
     """Answer ``handler``'s request with ``message`` (200, octet-stream)."""
     meta = message["metadata"]
     payload = message["payload"]

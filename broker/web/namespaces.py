@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import AdminHandler, ApiError, guarded
+from .base import AdminResource, ApiError, guarded
 
 _QUOTA_TYPE = "destination_storage"
 
@@ -78,7 +78,7 @@ _POLICIES: dict[str, tuple[str, str, Any]] = {
 POLICY_RESOURCES = tuple(_POLICIES)
 
 
-class NamespaceBase(AdminHandler):
+class NamespaceBase(AdminResource):
     async def stored_policies(self, namespace: str) -> dict[str, Any]:
         """The namespace's stored policies; 404 when the namespace does not exist."""
         tenant = namespace.split("/")[0]
@@ -95,7 +95,7 @@ class NamespaceBase(AdminHandler):
         self.reply(await self.run(op, namespace=namespace, value=value))
 
 
-class NamespacesHandler(AdminHandler):
+class NamespacesHandler(AdminResource):
     @guarded
     async def get(self, tenant: str) -> None:
         self.reply(await self.run("namespaces.get_namespaces", tenant=tenant))
@@ -120,7 +120,7 @@ class NamespaceHandler(NamespaceBase):
                                   namespace=f"{tenant}/{namespace}", force=self.flag("force")))
 
 
-class NamespaceTopicsHandler(AdminHandler):
+class NamespaceTopicsHandler(AdminResource):
     @guarded
     async def get(self, tenant: str, namespace: str) -> None:
         self.reply(await self.run("namespaces.get_topics", namespace=f"{tenant}/{namespace}",

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from .base import AdminHandler, guarded
+from .base import AdminResource, guarded
 
 
-class ClustersHandler(AdminHandler):
+class ClustersHandler(AdminResource):
     @guarded
     async def get(self) -> None:
         self.reply(await self.run("clusters.get_clusters"))
 
 
-class ClusterHandler(AdminHandler):
+class ClusterHandler(AdminResource):
     @guarded
     async def get(self, cluster: str) -> None:
         self.reply(await self.run("clusters.get_cluster", cluster=cluster))
 
 
-class TenantsHandler(AdminHandler):
+class TenantsHandler(AdminResource):
     @guarded
     async def get(self) -> None:
         self.reply(await self.run("tenants.get_tenants"))
 
 
-class TenantHandler(AdminHandler):
+class TenantHandler(AdminResource):
     """GET the TenantInfo, PUT creates, POST updates, DELETE (``?force=true``) deletes."""
 
     @guarded

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import AdminHandler, ApiError, guarded, integer
+from .base import AdminResource, ApiError, guarded, integer
 from .messages import MessageHandler, write_message
 
 # Pulsar's MessageId.latest / earliest as the JSON body of create-subscription.
@@ -48,7 +48,7 @@ def _message_id(body: Any, default: str = "latest") -> Any:
     return [ledger, entry]
 
 
-class NamespaceTopicsListHandler(AdminHandler):
+class NamespaceTopicsListHandler(AdminResource):
     """GET the namespace's topics of this domain (partitions by their own names)."""
 
     @guarded
@@ -58,7 +58,7 @@ class NamespaceTopicsListHandler(AdminHandler):
         self.reply([n for n in names if n.startswith(f"{domain}://")])
 
 
-class PartitionedTopicsListHandler(AdminHandler):
+class PartitionedTopicsListHandler(AdminResource):
     @guarded
     async def get(self, domain: str, tenant: str, namespace: str) -> None:
         ns = f"{tenant}/{namespace}"
@@ -67,7 +67,7 @@ class PartitionedTopicsListHandler(AdminHandler):
         self.reply([n for n in names if n.startswith(f"{domain}://")])
 
 
-class TopicHandler(AdminHandler):
+class TopicHandler(AdminResource):
     """PUT creates a non-partitioned topic, DELETE (``?force=true``) deletes a topic."""
 
     @guarded
@@ -80,7 +80,7 @@ class TopicHandler(AdminHandler):
                                   force=self.flag("force")))
 
 
-class PartitionsHandler(AdminHandler):
+class PartitionsHandler(AdminResource):
     """GET the partition count, PUT creates, POST grows, DELETE deletes a partitioned topic."""
 
     def _partitions(self) -> int:
@@ -115,7 +115,7 @@ class PartitionsHandler(AdminHandler):
         self.reply(await self.run("topics.delete", topic=topic, force=self.flag("force")))
 
 
-class TopicInfoHandler(AdminHandler):
+class TopicInfoHandler(AdminResource):
     """The read-only topic resources: stats, internalStats, partitioned-stats,
     lastMessageId, subscriptions."""
 
@@ -131,7 +131,7 @@ class TopicInfoHandler(AdminHandler):
         return self.flag(name) if self.get_query_argument(name, None) is not None else default
 
 
-class UnloadHandler(AdminHandler):
+class UnloadHandler(AdminResource):
     """PUT unload: one broker owns every topic, so it only checks the topic exists."""
 
     @guarded
@@ -139,7 +139,7 @@ class UnloadHandler(AdminHandler):
         self.reply(await self.run("topics.unload", topic=_topic(*path)))
 
 
-class SubscriptionHandler(AdminHandler):
+class SubscriptionHandler(AdminResource):
     """PUT creates a subscription at the message id in the body (default latest), DELETE
     (``?force=true``) deletes it."""
 
@@ -160,7 +160,7 @@ class SubscriptionHandler(AdminHandler):
         ))
 
 
-class CursorActionHandler(AdminHandler):
+class CursorActionHandler(AdminResource):
     """POST skip/{n}, skip_all, expireMessages/{seconds}, resetcursor/{timestamp} and
     resetcursor (a ``ResetCursorData`` body)."""
 
@@ -221,7 +221,7 @@ class ExamineMessageHandler(MessageHandler):
                                            initial_position=initial, message_position=n))
 
 
-async def _refuse_partitioned(handler: AdminHandler, topic: str, what: str) -> None:
+async def _refuse_partitioned(handler: AdminResource, topic: str, what: str) -> None:
     meta = await handler.run("topics.get_partitioned_topic_metadata", topic=topic)
     if meta["partitions"]:
         raise ApiError(405, f"{what} on a partitioned topic is not allowed; "

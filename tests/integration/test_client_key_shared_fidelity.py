@@ -103,3 +103,19 @@ def test_ring_and_key_hash_ranges_follow_pulsar_version(version):
                 owner = reference.select(sticky_key_hash(msg.partition_key().encode()))
                 assert owner is named[name]
         client.close()
+
+
+def test_sticky_gap_goes_to_the_consumer_on_3_3_8():
+    from pulsarlab.broker.selectors import slot, sticky_key_hash
+
+    with Broker(storage="memory", pulsar_version="3.3.8") as broker:
+        client = Client(broker.service_url, operation_timeout_seconds=10)
+        topic = unique("sticky-gap")
+        consumer = client.subscribe(topic, "sub", ConsumerType.KeyShared,
+                                    key_shared_policy=sticky([(0, 16383), (32768, 49151)]))
+        key = next(k for k in (f"k{i}" for i in range(1000))
+                   if 16384 <= slot(sticky_key_hash(k.encode())) <= 32767)
+        client.create_producer(topic).send(b"in the gap", partition_key=key)
+        (msg,) = receive_n(consumer, 1)
+        assert msg.partition_key() == key  # the ≤ 3.3.8 floor/ceiling rule
+        client.close()

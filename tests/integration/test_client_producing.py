@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -299,3 +300,33 @@ def test_queue_full_error_without_blocking(client):
         threading.Event().wait(0.05)
     assert results.count(Result.ProducerQueueIsFull) == 2
     assert producer.last_sequence_id() == 2
+
+
+def test_queue_full_without_a_callback_is_logged(client, caplog):
+    producer = client.create_producer(unique("full-nocb"), batching_enabled=True,
+                                      batching_max_publish_delay_ms=60_000,
+                                      batching_max_messages=100, max_pending_messages=1)
+    producer.send_async(b"kept", None)
+    with caplog.at_level(logging.WARNING, logger="pulsarlab.client"):
+        producer.send_async(b"rejected", None)
+    producer.flush()
+    assert [r.getMessage() for r in caplog.records if "was not sent" in r.getMessage()] == [
+        f"send_async to {producer.topic()} without a callback was not sent: "
+        "ProducerQueueIsFull: producer on "
+        f"{producer.topic()} has 1 pending messages"
+    ]
+
+
+def test_blocking_queue_takes_more_than_its_size_in_one_burst(client):
+    topic = unique("burst")
+    consumer = client.subscribe(topic, "sub", initial_position=EARLIEST)
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=10,
+                                      block_if_queue_full=True, max_pending_messages=20)
+    settled = []
+    for i in range(500):
+        producer.send_async(str(i).encode(), lambda res, mid: settled.append(res))
+    producer.flush()
+    assert settled == [Result.Ok] * 500
+    assert [consumer.receive(WAIT_MS).data() for _ in range(500)] == [
+        str(i).encode() for i in range(500)
+    ]

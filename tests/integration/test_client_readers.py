@@ -147,3 +147,49 @@ def test_reader_key_hash_ranges(client):
     got = [m.partition_key() for m in read_all(reader)]
     expected = [k for k in keys if murmur3_32_hash(k) % 65536 <= 32767]
     assert got == expected and 0 < len(got) < 40
+
+
+# -- deliver_entries (bulk readers) ---------------------------------------------------------
+
+
+def test_entry_reader_hands_out_whole_entries_from_a_batched_start(client):
+    topic = unique("entries")
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=4,
+                                      batching_max_publish_delay_ms=60_000)
+    ids = []
+    for i in range(10):
+        producer.send_async(f"m{i}".encode(), lambda res, mid: ids.append(mid),
+                            properties={"i": str(i)})
+    producer.flush()
+    client.create_producer(topic).send(b"single")  # an entry of one message, not a batch
+    ids.sort()
+    start = ids[5]  # inside the second batch: read from index 2 of it (exclusive start)
+    reader = client.create_reader(topic, start, deliver_entries=True)
+    with pytest.raises(Exception, match="delivers entries: use read_entry"):
+        reader.read_next(QUIET_MS)
+    first = reader.read_entry(WAIT_MS)
+    assert (first.ledger_id, first.entry_id) == start.position
+    assert first.count == 2 and list(first.batch_indexes()) == [2, 3]
+    assert [r[6] for r in first.rows()] == [b"m6", b"m7"]
+    assert [r[0] for r in first.rows()] == [{"i": "6"}, {"i": "7"}]
+    assert first.message_id() == ids[7]
+    second = reader.read_entry(WAIT_MS)
+    assert second.count == 2 and second.batch_size == 2
+    assert [r[4] for r in second.rows()] == [8, 9]  # each message's sequence id
+    last = reader.read_entry(WAIT_MS)
+    assert last.items is None and last.batch_size == 0 and list(last.batch_indexes()) == [-1]
+    assert [r[6] for r in last.rows()] == [b"single"]
+    assert not reader.has_message_available()
+    with pytest.raises(Timeout):
+        reader.read_entry(QUIET_MS)
+    reader.close()
+
+
+def test_plain_reader_refuses_read_entry(client):
+    topic = unique("no-entries")
+    fill(client, topic, 1)
+    reader = client.create_reader(topic, MessageId.earliest)
+    with pytest.raises(Exception, match="needs a reader made with deliver_entries=True"):
+        reader.read_entry(QUIET_MS)
+    assert reader.read_next(WAIT_MS).data() == b"m0"
+    reader.close()

@@ -219,25 +219,28 @@ def test_receipts_of_a_burst_arrive_once_each_in_send_order(broker):
     c.close()
 
 
-class _Outbox:
-    def __init__(self, actions):
-        self.actions = actions
-
-    def take_actions(self):
-        actions, self.actions = self.actions, []
-        return actions
-
-
 def test_consecutive_receipts_of_one_producer_are_packed_into_send_receipts():
+    from pulsarlab.broker import BrokerService, BrokerSettings, ManualClock
     from pulsarlab.broker.actions import SendError, SendReceipt
-    from pulsarlab.broker.server import Connection
+    from pulsarlab.broker.security import Authenticator
+    from pulsarlab.broker.storage import MemoryStorage
+    from pulsarlab.broker.zmq_session import Connection, ZmqProtocol
 
-    b = Broker(storage="memory")
+    settings = BrokerSettings()
+    sent = []
+    protocol = ZmqProtocol(
+        BrokerService(MemoryStorage(), ManualClock(), settings), settings,
+        Authenticator(settings),
+        send=lambda conn, frames: sent.append(
+            (conn.identity, wire.decode(frames, wire.BROKER_COMMANDS))
+        ),
+        flush=lambda: None, now_ms=lambda: 0,
+    )
     a, other = Connection(b"a", connected=True), Connection(b"o", connected=True)
     a.producer_ids = {10: 1, 11: 2}
     other.producer_ids = {12: 1}
-    b.connections = {b"a": a, b"o": other}
-    b.service = _Outbox([
+    protocol.connections.update({b"a": a, b"o": other})
+    protocol.handle_actions([
         SendReceipt(10, a, 0, 5, 0, -1),
         SendReceipt(10, a, 1, 5, 1, -1),
         SendReceipt(11, a, 7, 6, 0, 2),  # another producer: a new message
@@ -245,12 +248,7 @@ def test_consecutive_receipts_of_one_producer_are_packed_into_send_receipts():
         SendReceipt(10, a, 3, 5, 2, -1),  # after an error: its own message
         SendReceipt(12, other, 0, 7, 0, -1),
         SendReceipt(12, other, 1, 7, 1, -1),
-    ])
-    sent = []
-    b._send = lambda conn, frames: sent.append(
-        (conn.identity, wire.decode(frames, wire.BROKER_COMMANDS))
-    )
-    b._flush_actions()
+    ], foreign=lambda action: None)
     shape = [(ident, cmd.name, cmd["producer_id"]) for ident, cmd in sent]
     assert shape == [
         (b"a", "SEND_RECEIPTS", 1), (b"a", "SEND_RECEIPT", 2), (b"a", "SEND_ERROR", 1),

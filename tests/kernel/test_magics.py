@@ -201,6 +201,15 @@ def test_produce_line_and_cell(run, broker) -> None:
     assert "<table>" in html and "hello world" in html
 
 
+def test_produce_more_than_a_producer_queue_loses_nothing(run, broker) -> None:
+    # The producer's pending queue holds 1000 messages; %pulsar produce blocks on a full
+    # queue (block_if_queue_full=True) instead of getting ProducerQueueIsFull.
+    sent = run("%pulsar produce burst x --count 2500")
+    assert sent.success, sent.out
+    assert len(sent.value) == 2500 and all(m is not None for m in sent.value)
+    assert run("%pulsar stats burst").value["msgInCounter"] == 2500
+
+
 def test_produce_many_to_a_partitioned_topic(run, broker) -> None:
     run("%pulsar create many --partitions 2")
     sent = run("%pulsar produce many x --count 1000")
@@ -219,7 +228,10 @@ def test_consume_positions_and_types(run, broker) -> None:
     assert latest.success and latest.value == []  # a new subscription starts at the latest
     assert "0 messages from" in latest.out
     for kind in ("exclusive", "shared", "failover", "key_shared"):
-        got = run(f"%pulsar consume early --sub {kind} --type {kind} --earliest --timeout 300")
+        # A Failover consumer reads after the failover delay (1 s), its first pick included.
+        timeout = 3000 if kind == "failover" else 300
+        got = run(f"%pulsar consume early --sub {kind} --type {kind} --earliest "
+                  f"--timeout {timeout}")
         assert got.success, got.out
         assert [m["value"] for m in got.value] == ["a"]
     stats = run("%pulsar stats early").value

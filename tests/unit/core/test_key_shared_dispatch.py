@@ -259,3 +259,28 @@ def test_key_hash_ranges_in_stats_look_like_the_versions(make_harness, version):
     if replacing:
         expected[ring[0][1]].append(f"[{ring[-1][0] + 1}, 2147483646]")
     assert ranges == expected
+
+
+@pytest.mark.parametrize(("version", "gap_owner"), [("3.3", None), ("3.3.8", "C1")])
+def test_sticky_gap_by_version(make_harness, version, gap_owner):
+    """3.3.0–3.3.8's ``HashRangeExclusiveStickyKeyConsumerSelector.select`` returned the
+    consumer when ``floorEntry`` and ``ceilingEntry`` agreed, so C1 also got the gap between
+    its own ranges; 3.3.9+ (PR #24730) selects by ``Range.contains`` and nobody gets it."""
+    from pulsarlab.broker.selectors import slot, sticky_key_hash
+
+    h = make_harness(pulsar_version=version)
+    c1 = h.subscribe(
+        T, "s", "C1", SubType.Key_Shared, permits=100,
+        key_shared_meta=KeySharedMeta(KeySharedMode.STICKY, ((0, 16383), (32768, 49151))),
+    )
+    h.subscribe(
+        T, "s", "C2", SubType.Key_Shared, permits=100,
+        key_shared_meta=KeySharedMeta(KeySharedMode.STICKY, ((49152, 65535),)),
+    )
+    key = next(k for k in (f"k{i}" for i in range(1000))
+               if 16384 <= slot(sticky_key_hash(k.encode())) <= 32767)
+    (m,) = h.publish(T, 1, key=key)
+    assert h.take(c1) == ([m] if gap_owner == "C1" else [])
+    assert h.service.topic_stats(T)["subscriptions"]["s"]["msgInReplay"] == (
+        0 if gap_owner else 1
+    )

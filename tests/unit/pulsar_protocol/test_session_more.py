@@ -78,6 +78,15 @@ def test_failover_consumers_hear_who_is_active() -> None:
     replies = h.run(s, command(T.SUBSCRIBE, "subscribe", topic="t", subscription="sub",
                                subType=api.CommandSubscribe.Failover, consumer_id=1,
                                request_id=1, consumer_name="a"))
+    assert [r.type for r in replies] == [T.SUCCESS]  # the first pick waits for the delay
+    h.clock.advance(h.settings.active_consumer_failover_delay_ms)
+    h.service.tick()
+    replies = h.run(s)
+    notices = [r.active_consumer_change for r in replies if r.type == T.ACTIVE_CONSUMER_CHANGE]
+    assert notices == []  # the first pick waits for the failover delay, as any switch does
+    h.clock.advance(h.settings.active_consumer_failover_delay_ms)
+    h.service.tick()
+    replies = h.run(s)
     notices = [r.active_consumer_change for r in replies if r.type == T.ACTIVE_CONSUMER_CHANGE]
     assert [(n.consumer_id, n.is_active) for n in notices] == [(1, True)]
 

@@ -210,3 +210,61 @@ def test_custom_range_size_bounds() -> None:
         selector.add_consumer(FakeConsumer("C", [(0, 16)]))
     with pytest.raises(ValueError):
         HashRangeExclusiveStickyKeyConsumerSelector(range_size=0)
+
+
+def test_version_picks_the_sticky_selector() -> None:
+    """PR #24730 fixed STICKY selection and validation in 3.3.9."""
+    from pulsarlab.broker.pulsar_version import PulsarVersion
+    from pulsarlab.broker.selectors import (
+        LegacyHashRangeExclusiveStickyKeyConsumerSelector,
+        sticky_selector,
+    )
+
+    assert type(sticky_selector()) is HashRangeExclusiveStickyKeyConsumerSelector
+    assert type(sticky_selector(PulsarVersion.parse("3.3.9"))) is (
+        HashRangeExclusiveStickyKeyConsumerSelector
+    )
+    legacy = sticky_selector(PulsarVersion.parse("3.3.8"))
+    assert type(legacy) is LegacyHashRangeExclusiveStickyKeyConsumerSelector
+
+
+@pytest.mark.parametrize(
+    ("ranges", "message"),
+    [
+        ([(5, 4)], "Fixed hash range start > end"),
+        ([(0, 70000)], "Ranges must be [0, 65535] but provided range is [0, 70000]"),
+        # floorEntry(end) first: A's end 300 lies inside [20, 1000] (the fixed rule names B)
+        ([(20, 1000)], "Range conflict with consumer A"),
+        ([(100, 200)], "Range conflict with consumer A"),  # A's start 200 is the floor of 200
+        ([(140, 160)], "Range conflict with consumer B"),  # floorEntry(160) = B's end 150
+        ([(60, 70)], "Range conflict with consumer B"),  # inside B's range: no key inside
+        ([(11, 49), (151, 199)], None),  # the gaps of A and between A and B are free
+        ([(400, 500), (450, 460)], None),  # own overlaps were not rejected
+    ],
+)
+def test_legacy_validation(ranges, message: str | None) -> None:
+    """``HashRangeExclusiveStickyKeyConsumerSelector.validateKeySharedMeta`` before PR #24730:
+    per declared range, start > end, then ``floorEntry(end)``, ``ceilingEntry(start)`` and the
+    same-consumer containment check over the map of range starts and ends."""
+    from pulsarlab.broker.selectors import LegacyHashRangeExclusiveStickyKeyConsumerSelector
+
+    selector = LegacyHashRangeExclusiveStickyKeyConsumerSelector()
+    selector.add_consumer(FakeConsumer("A", [(0, 10), (200, 300)]))
+    selector.add_consumer(FakeConsumer("B", [(50, 150)]))
+    newcomer = FakeConsumer("C", ranges)
+    if message is None:
+        selector.add_consumer(newcomer)
+        return
+    with pytest.raises(ConsumerAssignError) as info:
+        selector.add_consumer(newcomer)
+    assert str(info.value) == message
+
+
+def test_legacy_selection_catches_the_gaps() -> None:
+    from pulsarlab.broker.selectors import LegacyHashRangeExclusiveStickyKeyConsumerSelector
+
+    selector = LegacyHashRangeExclusiveStickyKeyConsumerSelector()
+    c1 = FakeConsumer("C1", [(0, 9999), (20000, 29999)])
+    selector.add_consumer(c1)
+    assert selector.select(15000) is c1  # the ≤ 3.3.8 bug
+    assert selector.select(30000) is None

@@ -1,0 +1,553 @@
+"""The ZeroMQ side of the broker as a sans-I/O protocol: commands in, frames out.
+
+:class:`Connection` is one client connection's state (a DEALER identity: handshake, role,
+the client's producer and consumer ids mapped to the core's). :class:`ZmqProtocol` owns the
+connections and turns decoded ZeroMQ commands (:mod:`.wire`) into core calls and the core's
+actions into frames; it never touches a socket: frames leave through the ``send`` callable
+the shell gives it (:class:`~.server.Broker` writes them to its ROUTER socket; tests collect
+them). Its sibling for Pulsar's binary protocol is :class:`~.pulsar_protocol.PulsarSession`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq
+
+from . import wire
+from .actions import ActiveConsumerChange, ConsumerClosed, Deliver, SendError, SendReceipt
+from .admin_handler import AdminHandler
+from .consumer import KeySharedMeta, KeySharedMode, SubType
+from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_entry
+from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, PulsarLabError
+from .limits import check_connections, check_consumers, check_producers
+from .message_id import MessageId
+from .pulsar_protocol.metadata import pulsar_entry_for_zmq
+from .security import Authenticator
+from .service import BrokerService
+from .settings import BrokerSettings
+
+log = logging.getLogger("pulsarlab.broker.server")
+
+__all__ = ["SERVER_VERSION", "Connection", "ZmqProtocol"]
+
+SERVER_VERSION = "pulsarlab-0.1"
+_MAX_IGNORED = 100_000  # refused identities remembered (oldest forgotten first)
+_HANDLERS = {name: f"_cmd_{name.lower()}" for name in wire.CLIENT_COMMANDS}
+
+
+@dataclass(eq=False)
+class Connection:
+    """One client connection (a DEALER identity) and what it opened."""
+
+    identity: bytes
+    connected: bool = False
+    role: str | None = None  # the token's subject when authentication is on
+    fd: int | None = None  # its TCP socket (authentication on: dropped when that closes)
+    last_seen_ms: int = 0
+    producers: dict[int, int] = field(default_factory=dict)  # client id -> core id
+    consumers: dict[int, int] = field(default_factory=dict)  # client id -> core id
+    consumer_ids: dict[int, int] = field(default_factory=dict)  # core id -> client id
+    producer_ids: dict[int, int] = field(default_factory=dict)  # core id -> client id
+
+
+class ZmqProtocol:
+    """ZeroMQ commands -> core calls, core actions -> frames, for every connection."""
+
+    def __init__(
+        self,
+        service: BrokerService,
+        settings: BrokerSettings,
+        authenticator: Authenticator,
+        *,
+        send: Callable[[Connection, list], None],
+        flush: Callable[[], None],
+        now_ms: Callable[[], int],
+        open_connections: Callable[[], int] | None = None,
+    ) -> None:
+        """``send(conn, frames)`` writes frames to a connection; ``flush()`` has the shell
+        hand out the core's pending actions now (SEEK needs that); ``open_connections()``
+        counts every client connection the broker serves (for ``max_connections``)."""
+        self.service = service
+        self.settings = settings
+        self.authenticator = authenticator
+        self.admin = AdminHandler(service)
+        self.connections: dict[bytes, Connection] = {}
+        self._ignored: dict[bytes, int] = {}  # refused identities -> when (frames dropped)
+        self.dropped_from_refused = 0  # messages dropped from refused connections
+        self._send = send
+        self._flush = flush
+        self._now_ms = now_ms
+        self._open_connections = open_connections or (lambda: len(self.connections))
+        self._header_frame: Any = None
+
+    def forget_refused(self, before_ms: int) -> None:
+        """Stop ignoring identities refused before ``before_ms``."""
+        if self._ignored:
+            self._ignored = {i: t for i, t in self._ignored.items() if t > before_ms}
+
+    def _reply_error(self, conn: Connection, request_id: int, code: str, message: str) -> None:
+        self._send(conn, wire.encode("ERROR", request_id, code=code, message=message))
+
+    def handle(self, frames: list, now_ms: int, header_frame: Any = None) -> None:
+        """One message read from the ROUTER: the identity frame, then the command's.
+
+        ``now_ms`` is when its burst was read (the connection's "last seen");
+        ``header_frame`` the received header frame when the shell wants CONNECT to record
+        which TCP socket a connection came over (authentication on).
+        """
+        if len(frames) < 2:
+            log.warning("dropped a message with no header frame")
+            return
+        identity = frames[0]
+        self._header_frame = header_frame
+        conn = self.connections.get(identity)
+        if conn is None:
+            if identity in self._ignored:
+                self.dropped_from_refused += 1
+                return  # refused once already: everything else it sends is dropped
+            conn = Connection(identity)
+            self.connections[identity] = conn
+        conn.last_seen_ms = now_ms
+        try:
+            command = wire.decode(frames[1:], wire.CLIENT_COMMANDS)
+        except wire.ProtocolError as exc:
+            if not conn.connected and self.authenticator.enabled:
+                self._refuse(conn, exc.request_id, AuthenticationError(
+                    "authentication required: the first message must be CONNECT with a token"
+                ))
+                return
+            log.info("protocol error from a client: %s", exc)
+            self._reply_error(conn, exc.request_id, "InvalidMessage", str(exc))
+            return
+        name = command.name
+        if not conn.connected and name != "CONNECT" and self.authenticator.enabled:
+            self._refuse(conn, command.request_id, AuthenticationError(
+                f"authentication required: {name} before CONNECT"
+            ))
+            return
+        if name == "PONG":
+            return
+        if name == "PING":
+            self._send(conn, wire.encode("PONG", command.request_id))
+            return
+        if name != "CONNECT" and not conn.connected:
+            self._reply_error(
+                conn, command.request_id, "NotConnected",
+                f"{name} before CONNECT: send CONNECT first",
+            )
+            return
+        handler = getattr(self, _HANDLERS[name])
+        try:
+            handler(conn, command)
+        except PulsarLabError as exc:
+            self._reply_error(conn, command.request_id, exc.code, str(exc))
+        except wire.ProtocolError as exc:
+            self._reply_error(conn, command.request_id, "InvalidMessage", str(exc))
+        except (ValueError, TypeError, KeyError) as exc:
+            self._reply_error(
+                conn, command.request_id, "InvalidMessage", f"{name}: {type(exc).__name__}: {exc}"
+            )
+        except Exception as exc:  # a bug must cost one request, never the broker
+            log.exception("internal error while handling %s", name)
+            self._reply_error(
+                conn, command.request_id, "UnknownError",
+                f"{name}: internal error ({type(exc).__name__}); the broker logged it",
+            )
+
+    def _success(self, conn: Connection, command: wire.Command, result: Any = None) -> None:
+        if command.request_id or result is not None:
+            self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
+
+    def _refuse(self, conn: Connection, request_id: int, exc: PulsarLabError) -> None:
+        """Send one ERROR, forget the connection and drop what it sends from now on."""
+        self._reply_error(conn, request_id, exc.code, str(exc))
+        self.service.close_connection(conn)
+        self.connections.pop(conn.identity, None)
+        if len(self._ignored) >= _MAX_IGNORED:
+            del self._ignored[next(iter(self._ignored))]
+        self._ignored[conn.identity] = self._now_ms()
+        log.info("refused a client: %s", exc)
+
+    def _cmd_connect(self, conn: Connection, command: wire.Command) -> None:
+        try:
+            if not conn.connected:
+                check_connections(self.settings, self._open_connections())
+            if self.authenticator.enabled:
+                conn.role = self.authenticator.authenticate(command.get("auth_token"))
+                conn.fd = _source_fd(self._header_frame)
+        except PulsarLabError as exc:
+            self._refuse(conn, command.request_id, exc)
+            return
+        conn.connected = True
+        self._send(
+            conn,
+            wire.encode(
+                "CONNECTED",
+                command.request_id,
+                server_version=SERVER_VERSION,
+                protocol_version=wire.PROTOCOL_VERSION,
+                max_message_size=self.settings.max_message_size,
+            ),
+        )
+
+    def _cmd_producer(self, conn: Connection, command: wire.Command) -> None:
+        client_id = command["producer_id"]
+        if client_id in conn.producers:
+            raise InvalidArgument(f"producer id {client_id} is already in use on this connection")
+        self.admin.authorizer.check_topic(conn.role, command["topic"], "produce")
+        check_producers(self.settings, len(conn.producers))
+        producer = self.service.create_producer(
+            command["topic"], command.get("producer_name"), conn
+        )
+        conn.producers[client_id] = producer.producer_id
+        conn.producer_ids[producer.producer_id] = client_id
+        self._send(
+            conn,
+            wire.encode(
+                "PRODUCER_SUCCESS",
+                command.request_id,
+                producer_id=client_id,
+                producer_name=producer.producer_name,
+                last_sequence_id=producer.last_sequence_id,
+            ),
+        )
+
+    def _cmd_send(self, conn: Connection, command: wire.Command) -> None:
+        fields = command.fields  # the hot path reads the checked map directly
+        client_id = fields["producer_id"]
+        core_id = conn.producers.get(client_id)
+        sequence_id = fields["sequence_id"]
+        if core_id is None:
+            self._send(
+                conn,
+                wire.encode(
+                    "SEND_ERROR", command.request_id, producer_id=client_id,
+                    sequence_id=sequence_id, code="ProducerNotFound",
+                    message=f"producer {client_id} is not open on this connection",
+                ),
+            )
+            return
+        meta = fields["metadata"]
+        if meta:
+            try:
+                metadata = MessageMetadata.from_dict(meta)
+            except (TypeError, ValueError) as exc:
+                raise InvalidArgument(f"SEND: {exc}") from None
+        else:
+            metadata = MessageMetadata()  # nothing to check
+        metadata.sequence_id = sequence_id
+        payload = command.payloads[0]
+        payload = payload.bytes if type(payload) is zmq.Frame else bytes(payload)
+        try:
+            self.service.send(core_id, metadata, payload)
+        except PulsarLabError as exc:
+            self._send(
+                conn,
+                wire.encode(
+                    "SEND_ERROR", command.request_id, producer_id=client_id,
+                    sequence_id=sequence_id, code=exc.code, message=str(exc),
+                ),
+            )
+
+    def _cmd_close_producer(self, conn: Connection, command: wire.Command) -> None:
+        client_id = command["producer_id"]
+        core_id = conn.producers.pop(client_id, None)
+        if core_id is not None:
+            conn.producer_ids.pop(core_id, None)
+            self.service.close_producer(core_id)
+        self._success(conn, command)
+
+    def _cmd_subscribe(self, conn: Connection, command: wire.Command) -> None:
+        client_id = command["consumer_id"]
+        if client_id in conn.consumers:
+            raise InvalidArgument(f"consumer id {client_id} is already in use on this connection")
+        self.admin.authorizer.check_topic(conn.role, command["topic"], "consume")
+        check_consumers(self.settings, len(conn.consumers))
+        try:
+            sub_type = SubType(command["sub_type"])
+        except ValueError:
+            raise InvalidArgument(f"unknown subscription type {command['sub_type']!r}") from None
+        key_shared_meta = None
+        if sub_type is SubType.Key_Shared:
+            mode = command.get("key_shared_mode") or "AUTO_SPLIT"
+            try:
+                ks_mode = KeySharedMode(mode)
+            except ValueError:
+                raise InvalidArgument(f"unknown key_shared_mode {mode!r}") from None
+            key_shared_meta = KeySharedMeta(
+                ks_mode,
+                tuple(_ranges(command.get("sticky_ranges") or [])),
+                bool(command.get("allow_out_of_order_delivery", False)),
+            )
+        start = command.get("start_message_id")
+        start_id = None
+        if start is not None:
+            if len(start) != 4 or not all(isinstance(v, int) for v in start):
+                raise InvalidArgument("start_message_id must be [ledger, entry, partition, batch]")
+            start_id = MessageId(start[2], start[0], start[1], start[3])
+        initial = command.get("initial_position", "latest")
+        if initial not in ("latest", "earliest"):
+            raise InvalidArgument(f"initial_position must be latest or earliest, not {initial!r}")
+        consumer = self.service.subscribe(
+            command["topic"],
+            command["subscription"],
+            command.get("consumer_name"),
+            sub_type,
+            initial_position_earliest=initial == "earliest",
+            durable=bool(command.get("durable", True)),
+            priority_level=command.get("priority_level", 0),
+            key_shared_meta=key_shared_meta,
+            key_hash_ranges=_ranges(command.get("key_hash_ranges") or []) or None,
+            start_message_id=start_id,
+            start_message_id_inclusive=bool(command.get("start_message_id_inclusive", False)),
+            batch_index_ack_enabled=bool(command.get("batch_index_ack_enabled", False)),
+            is_reader=bool(command.get("is_reader", False)),
+            conn=conn,
+        )
+        conn.consumers[client_id] = consumer.consumer_id
+        conn.consumer_ids[consumer.consumer_id] = client_id
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=consumer.consumer_name))
+
+    def _cmd_flow(self, conn: Connection, command: wire.Command) -> None:
+        self.service.flow(self._core_consumer(conn, command), command["permits"])
+        self._success(conn, command)
+
+    def _cmd_ack(self, conn: Connection, command: wire.Command) -> None:
+        core_id = self._core_consumer(conn, command)
+        positions = [wire.position_list(p) for p in command["positions"]]
+        ack_sets = None
+        if command.get("ack_sets"):
+            ack_sets = {}
+            for item in command["ack_sets"]:
+                if (
+                    not isinstance(item, list) or len(item) != 4
+                    or not all(isinstance(v, int) for v in item)
+                ):
+                    raise InvalidArgument("ack_sets items are [ledger, entry, bits, batch_size]")
+                ack_sets[(item[0], item[1])] = (item[2], item[3])
+        self.service.ack(
+            core_id, positions, cumulative=bool(command.get("cumulative", False)), ack_sets=ack_sets
+        )
+        self._success(conn, command)
+
+    def _cmd_redeliver_unacknowledged(self, conn: Connection, command: wire.Command) -> None:
+        core_id = self._core_consumer(conn, command)
+        positions = command.get("positions")
+        requested_at = command.get("requested_at")
+        if requested_at is not None and not all(
+            isinstance(t, int) and not isinstance(t, bool) for t in requested_at
+        ):
+            raise InvalidArgument("requested_at must be a list of ms timestamps")
+        self.service.redeliver_unacknowledged(
+            core_id,
+            None if positions is None else [wire.position_list(p) for p in positions],
+            reason=command.get("reason") or "consumer_request",
+            requested_at=requested_at,
+        )
+        self._success(conn, command)
+
+    def _cmd_close_consumer(self, conn: Connection, command: wire.Command) -> None:
+        client_id = command["consumer_id"]
+        core_id = conn.consumers.pop(client_id, None)
+        if core_id is not None:
+            conn.consumer_ids.pop(core_id, None)
+            self.service.close_consumer(core_id)
+        self._success(conn, command)
+
+    def _cmd_unsubscribe(self, conn: Connection, command: wire.Command) -> None:
+        core_id = self._core_consumer(conn, command)
+        self.service.unsubscribe(core_id)
+        client_id = conn.consumer_ids.pop(core_id, None)
+        if client_id is not None:
+            conn.consumers.pop(client_id, None)
+        self._success(conn, command)
+
+    def _cmd_seek(self, conn: Connection, command: wire.Command) -> None:
+        core_id = self._core_consumer(conn, command)
+        # Messages dispatched before the seek must reach the client before its SUCCESS
+        # (the client drops its queue on SUCCESS); those after it, after.
+        self.service.commit()
+        self._flush()
+        mid = command.get("message_id")
+        if mid is not None:
+            if len(mid) != 4 or not all(isinstance(v, int) for v in mid):
+                raise InvalidArgument("message_id must be [ledger, entry, partition, batch]")
+            self.service.seek(core_id, message_id=MessageId(mid[2], mid[0], mid[1], mid[3]))
+        elif command.get("publish_time") is not None:
+            self.service.seek(core_id, publish_time=command["publish_time"])
+        else:
+            raise InvalidArgument("SEEK needs message_id or publish_time")
+        self._success(conn, command)
+
+    def _cmd_get_last_message_id(self, conn: Connection, command: wire.Command) -> None:
+        core_id = self._core_consumer(conn, command)
+        _consumer, sub = self.service.consumers[core_id]
+        ledger_id, entry_id = sub.topic.ledger.last_confirmed
+        result = [ledger_id, entry_id, sub.topic.partition_index, -1]
+        md = sub.cursor.mark_delete_position
+        self._send(
+            conn,
+            wire.encode(
+                "SUCCESS", command.request_id, result=result, mark_delete_position=list(md)
+            ),
+        )
+
+    def _cmd_partitioned_metadata(self, conn: Connection, command: wire.Command) -> None:
+        self.admin.authorizer.check_topic(conn.role, command["topic"], "lookup")
+        n = self.service.get_partitioned_topic_metadata(command["topic"])
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=n))
+
+    def _cmd_get_topics(self, conn: Connection, command: wire.Command) -> None:
+        self.admin.authorizer.check(conn.role, command["namespace"], "consume")
+        names = self.service.list_topics(
+            command["namespace"], bool(command.get("include_system", False))
+        )
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=names))
+
+    def _cmd_admin(self, conn: Connection, command: wire.Command) -> None:
+        self.admin.authorizer.check_admin(conn.role, command["op"], command.get("args") or {})
+        result = self.admin.call(command["op"], command.get("args") or {})
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
+
+    def _core_consumer(self, conn: Connection, command: wire.Command) -> int:
+        client_id = command["consumer_id"]
+        core_id = conn.consumers.get(client_id)
+        if core_id is None:
+            raise ConsumerNotFound(f"consumer {client_id} is not open on this connection")
+        return core_id
+
+    def handle_actions(self, actions: list, foreign: Callable[[Any], None]) -> None:
+        """Frames for the core's actions, in order; actions for connections that are not
+        ZeroMQ ones (pulsar:// sessions) go to ``foreign``."""
+        connections = self.connections
+        send = self._send
+        # Consecutive receipts for one producer travel as one SEND_RECEIPTS message.
+        receipts: list[tuple[int, int, int, int]] = []
+        receipts_to: tuple[Connection, int] | None = None
+        for action in actions:
+            conn = action.conn
+            if type(conn) is not Connection:
+                if conn is not None:
+                    foreign(action)
+                continue
+            if conn.identity not in connections:
+                continue
+            kind = type(action)
+            if kind is SendReceipt:
+                client_id = conn.producer_ids.get(action.producer_id)
+                if client_id is None:
+                    continue
+                if receipts_to is None or receipts_to[0] is not conn or receipts_to[1] != client_id:
+                    if receipts:
+                        self._send_receipts(receipts_to, receipts)
+                        receipts = []
+                    receipts_to = (conn, client_id)
+                receipts.append(
+                    (action.sequence_id, action.ledger_id, action.entry_id, action.partition)
+                )
+                continue
+            if receipts:  # keep every push in the order the core queued it
+                self._send_receipts(receipts_to, receipts)
+                receipts = []
+                receipts_to = None
+            # MESSAGE builds its header map directly (the same frame as wire.encode, without
+            # its keyword-argument detour).
+            if kind is Deliver:
+                client_id = conn.consumer_ids.get(action.consumer_id)
+                if client_id is None:
+                    continue
+                entries = [
+                    [e.position[0], e.position[1], e.partition, e.redelivery_count, e.ack_set]
+                    for e in action.entries
+                ]
+                header = wire.pack_header({
+                    "v": wire.PROTOCOL_VERSION, "cmd": "MESSAGE", "rid": 0,
+                    "consumer_id": client_id, "entries": entries,
+                })
+                send(conn, [header, *[
+                    _zmq_layout(e.data) if e.data[1] & FLAG_PULSAR_BATCH else e.data
+                    for e in action.entries
+                ]])
+            elif isinstance(action, SendError):
+                client_id = conn.producer_ids.get(action.producer_id)
+                if client_id is not None:
+                    self._send(
+                        conn,
+                        wire.encode(
+                            "SEND_ERROR", 0, producer_id=client_id,
+                            sequence_id=action.sequence_id, code=action.code,
+                            message=action.message,
+                        ),
+                    )
+            elif isinstance(action, ActiveConsumerChange):
+                client_id = conn.consumer_ids.get(action.consumer_id)
+                if client_id is not None:
+                    self._send(
+                        conn,
+                        wire.encode(
+                            "ACTIVE_CONSUMER_CHANGE", 0, consumer_id=client_id,
+                            is_active=action.is_active,
+                        ),
+                    )
+            elif isinstance(action, ConsumerClosed):
+                client_id = conn.consumer_ids.pop(action.consumer_id, None)
+                if client_id is not None:
+                    conn.consumers.pop(client_id, None)
+                    self._send(
+                        conn,
+                        wire.encode(
+                            "CLOSE_CONSUMER", 0, consumer_id=client_id, reason=action.reason
+                        ),
+                    )
+
+        if receipts:
+            self._send_receipts(receipts_to, receipts)
+
+    def _send_receipts(
+        self, to: tuple[Connection, int] | None, receipts: list[tuple[int, int, int, int]]
+    ) -> None:
+        assert to is not None
+        conn, client_id = to
+        if len(receipts) == 1:
+            sequence_id, ledger_id, entry_id, partition = receipts[0]
+            header = {
+                "v": wire.PROTOCOL_VERSION, "cmd": "SEND_RECEIPT", "rid": 0,
+                "producer_id": client_id, "sequence_id": sequence_id,
+                "message_id": [ledger_id, entry_id, partition, -1],
+            }
+        else:
+            header = {
+                "v": wire.PROTOCOL_VERSION, "cmd": "SEND_RECEIPTS", "rid": 0,
+                "producer_id": client_id, "receipts": receipts,
+            }
+        self._send(conn, [wire.pack_header(header)])
+
+
+def _zmq_layout(data: bytes) -> bytes:
+    """An entry holding a batch in Pulsar's layout, re-laid for a ZeroMQ consumer."""
+    metadata, payload = pulsar_entry_for_zmq(*decode_entry(data))
+    return encode_entry(metadata, payload)
+
+
+def _source_fd(frame: Any) -> int | None:
+    """The TCP socket a frame came over (``zmq.SRCFD``), if ZeroMQ tells."""
+    try:
+        return frame.get(zmq.SRCFD) if isinstance(frame, zmq.Frame) else None
+    except zmq.ZMQError:
+        return None
+
+
+def _ranges(value: list) -> list[tuple[int, int]]:
+    out = []
+    for item in value:
+        if (
+            not isinstance(item, list | tuple) or len(item) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in item)
+        ):
+            raise InvalidArgument(f"hash ranges are [start, end] pairs of ints, not {item!r}")
+        out.append((item[0], item[1]))
+    return out
