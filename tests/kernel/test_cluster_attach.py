@@ -48,6 +48,10 @@ def test_connect_reports_backend_and_is_read_only(run, attach, cluster: Broker) 
     assert "Traceback" not in refused.out
     assert not run("%pulsar reset-cursor ro-topic --sub s --earliest").success
     assert run("%pulsar topics").success  # reading needs no permission
+    missing = run("%pulsar stats no-such-topic")
+    assert not missing.success and "Traceback" not in missing.out
+    assert missing.out.startswith(
+        "%pulsar stats: GET persistent/public/default/no-such-topic/stats: 404 ")
 
 
 def test_produce_consume_peek_stats_with_writes(run, attach) -> None:
