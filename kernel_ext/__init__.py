@@ -50,10 +50,25 @@ __all__ += sorted(_CLIENT_NAMES)
 
 
 def load_ipython_extension(ipython) -> None:
-    """Register the ``%pulsar``/``%%pulsar`` magics (see :mod:`pulsarlab.magics`)."""
+    """Register the ``%pulsar``/``%%pulsar`` magics (see :mod:`pulsarlab.magics`).
+
+    A kernel that auto-loads the extension (``./scripts/run``, the ``pulsarlab`` kernelspec)
+    also runs the tutorials' own ``%load_ext pulsarlab``: that second load is a silent no-op
+    instead of IPython's "already loaded, use %reload_ext" note.
+    """
     from .magics import load_ipython_extension as load
 
     load(ipython)
+    manager = getattr(ipython, "extension_manager", None)
+    if manager is not None and "load_extension" not in vars(manager):
+        original = manager.load_extension
+
+        def load_extension(module_str: str):
+            if module_str == __name__ and module_str in manager.loaded:
+                return None
+            return original(module_str)
+
+        manager.load_extension = load_extension
 
 
 def unload_ipython_extension(ipython) -> None:
@@ -61,3 +76,6 @@ def unload_ipython_extension(ipython) -> None:
     from .magics import unload_ipython_extension as unload
 
     unload(ipython)
+    manager = getattr(ipython, "extension_manager", None)
+    if manager is not None and "load_extension" in vars(manager):
+        del manager.load_extension

@@ -46,6 +46,8 @@ class Progress:
         self._bar: Any = None
         self._label: Any = None
         self._tqdm: Any = None
+        self._box: Any = None
+        self._handle: Any = None
         if enabled is None:
             enabled = in_kernel()
         if enabled:
@@ -67,7 +69,8 @@ class Progress:
                 )
                 children.append(self._bar)
             children.append(self._label)
-            display(ipywidgets.HBox(children))
+            self._box = ipywidgets.HBox(children)
+            self._handle = display(self._bundle(self._text()), raw=True, display_id=True)
             self.backend = "ipywidgets"
             return
         try:
@@ -76,6 +79,13 @@ class Progress:
             return
         self._tqdm = tqdm(total=self.total, desc=self.description, leave=True)
         self.backend = "tqdm"
+
+    def _bundle(self, text: str) -> dict[str, Any]:
+        """The bar's output: the widget, and its line as text (what a saved notebook keeps
+        instead of the box's ``HBox(children=…)`` repr)."""
+        bundle = dict(self._box._repr_mimebundle_())
+        bundle["text/plain"] = text
+        return bundle
 
     def _text(self, final: str | None = None) -> str:
         if final is not None:
@@ -111,6 +121,8 @@ class Progress:
             self._bar.bar_style = "success" if ok else "danger"
         if self._label is not None:
             self._label.value = self._text(final)
+        if self._handle is not None:
+            self._handle.update(self._bundle(self._text(final)), raw=True)
         if self._tqdm is not None:
             self._tqdm.n = self.done
             self._tqdm.close()

@@ -29,19 +29,27 @@ def parse_keys(text: str) -> list[str | None]:
 class WhatIfControls(ipywidgets.VBox):
     """Consumer, producer and clock buttons for a :class:`WhatIf` source."""
 
-    def __init__(self, whatif: WhatIf, keys: str = "k1, k2, k3, k4") -> None:
+    def __init__(
+        self,
+        whatif: WhatIf,
+        keys: str = "k1, k2, k3, k4",
+        on_action: Callable[[], object] | None = None,
+    ) -> None:
+        """``on_action`` runs before each button's action (a view unpins itself there)."""
         super().__init__()
         self.whatif = whatif
+        self.on_action = on_action
         self.message = ipywidgets.HTML()
         self.clock = ipywidgets.HTML()
         self.new_name = ipywidgets.Text(placeholder="new consumer name", value="C1")
         self.priority = ipywidgets.BoundedIntText(
             value=0, min=0, max=100, description="priority", layout={"width": "150px"}
         )
-        add = ipywidgets.Button(description="add consumer", icon="plus")
+        add = ipywidgets.Button(description="add consumer", icon="plus", layout={"width": "auto"})
         add.on_click(lambda _b: self._run(self._add))
         self.consumer = ipywidgets.Dropdown(description="consumer", options=[])
-        remove = ipywidgets.Button(description="remove", icon="minus")
+        remove = ipywidgets.Button(description="remove consumer", icon="minus",
+                                   layout={"width": "auto"})
         remove.on_click(lambda _b: self._run(whatif.remove_consumer, self.consumer.value))
         receive = ipywidgets.Button(description="receive all")
         receive.on_click(lambda _b: self._run(whatif.receive, self.consumer.value))
@@ -60,6 +68,7 @@ class WhatIfControls(ipywidgets.VBox):
         self.buttons: dict[str, ipywidgets.Button] = {
             b.description: b for b in (add, remove, receive, ack, nack, publish, *steps)
         }
+        self.buttons["remove"] = remove  # its earlier label, for existing callers
         self.children = (
             ipywidgets.HBox([self.new_name, self.priority, add]),
             ipywidgets.HBox([self.consumer, remove, receive, ack, nack]),
@@ -75,6 +84,8 @@ class WhatIfControls(ipywidgets.VBox):
         self.new_name.value = f"C{len(self.whatif.consumer_names) + 1}"
 
     def _run(self, action: Callable[..., object], *args: object) -> None:
+        if self.on_action is not None:
+            self.on_action()
         try:
             action(*args)
         except (PulsarLabError, ValueError, KeyError) as exc:  # a rule said no: show it

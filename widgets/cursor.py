@@ -54,6 +54,9 @@ def _colorscale() -> list[list[Any]]:
 class CursorView(View):
     """The ledger as a strip: mark-delete, read position, holes, batch-index acks."""
 
+    _history_fields = ("positions", "states", "mark_delete", "read_position", "holes",
+                       "batch_bits", "pending", "backlog", "changed")
+
     def __init__(
         self,
         source: Source,
@@ -73,13 +76,19 @@ class CursorView(View):
         self.batch_bits: dict[Position, int] = {}
         self.pending: set[Position] | None = None
         self.backlog = 0
+        self.changed: list[int] = []
+        """Indexes (into :attr:`positions`) of the cells whose state changed in the step."""
         self.fig = go.FigureWidget(
             data=[go.Heatmap(
                 zmin=0, zmax=len(CELL_STATES), colorscale=_colorscale(), showscale=False,
                 hoverinfo="text", xgap=1,
+            ), go.Scatter(
+                name="changed in this step", mode="markers", hoverinfo="skip",
+                marker={"symbol": "square-open", "size": 18, "color": "#d50000",
+                        "line": {"width": 2}},
             )],
             layout=go.Layout(
-                height=200, margin={"l": 20, "r": 20, "t": 40, "b": 40},
+                height=220, margin={"l": 20, "r": 50, "t": 50, "b": 40}, showlegend=False,
                 title={"text": "cursor", "font": {"size": 14}},
                 yaxis={"visible": False}, xaxis={"title": "entry"},
             ),
@@ -87,7 +96,7 @@ class CursorView(View):
         self.table = ipywidgets.HTML()
         children: list[ipywidgets.Widget] = [self.fig, self.table]
         if source.simulated and controls:
-            children.append(WhatIfControls(self.require_whatif()))
+            children.append(WhatIfControls(self.require_whatif(), on_action=self.follow))
         children.append(self.message)
         self._bind(children)
 
@@ -143,10 +152,14 @@ class CursorView(View):
             {p for ps in snapshot.pending.values() for p in ps}
             if snapshot.pending is not None else None
         )
+        before = dict(zip(self.positions, self.states.tolist(), strict=True))
         self.positions = positions[start:start + self.max_entries]
         self.states = np.fromiter(
             (self._state(p) for p in self.positions), dtype=np.int8, count=len(self.positions)
         )
+        self.changed = [i for i, (p, state) in enumerate(zip(self.positions, self.states,
+                                                                 strict=True))
+                        if before and before.get(p) != state]
 
     def _state(self, position: Position) -> int:
         if self.mark_delete is not None and position <= self.mark_delete:
@@ -196,6 +209,11 @@ class CursorView(View):
             heat.x = np.arange(n)
             heat.hovertext = [[self._hover(p, s) for p, s in zip(self.positions, self.states,
                                                                   strict=True)]]
+            self.fig.data[1].x = list(self.changed)
+            self.fig.data[1].y = [0] * len(self.changed)
+            self.fig.layout.xaxis.range = [-0.5, max(n, 10) - 0.5]
+            self.fig.layout.xaxis.dtick = 1 if n <= 30 else None
+            self.fig.layout.yaxis.range = [-0.9, 0.9]
             self.fig.layout.shapes = shapes
             self.fig.layout.annotations = notes
             summary = self.summary()

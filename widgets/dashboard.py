@@ -9,6 +9,7 @@ live mode, where the type is only known from the first stats, the tabs appear th
 
 from __future__ import annotations
 
+import contextlib
 import html
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from .flow import FlowView
 from .hash_range import DEFAULT_KEYS, HashRangeView
 from .hash_ring import HashRingView
 from .source import Snapshot, Source
+from .static import html_to_lines
 from .timeline import RedeliveryTimeline
 
 __all__ = ["Dashboard"]
@@ -41,9 +43,32 @@ class Dashboard(View):
         self._numbers: dict[str, Any] = {}
         children: list[ipywidgets.Widget] = [self.header]
         if source.simulated:
-            children.append(WhatIfControls(self.require_whatif()))
+            children.append(WhatIfControls(self.require_whatif(), on_action=self.follow))
         children += [self.tabs, self.message]
         self._bind(children)
+
+    _history_fields = ("sub_type", "_numbers")
+
+    def at(self, step: int) -> Dashboard:
+        """Pin the dashboard — and each tab at the step of the same label — to ``step``."""
+        super().at(step)
+        label = self.history[step].label
+        for view in self.views.values():
+            with contextlib.suppress(KeyError):
+                view.show_step(label)
+        return self
+
+    def follow(self) -> Dashboard:
+        super().follow()
+        for view in self.views.values():
+            view.follow()
+        return self
+
+    def figures(self) -> list[Any]:
+        return [fig for view in self.views.values() for fig in view.figures()]
+
+    def caption(self) -> list[str]:
+        return html_to_lines(self.header.value)
 
     def summary(self) -> dict[str, Any]:
         return {"type": self.sub_type, "tabs": list(self.views), **self._numbers}

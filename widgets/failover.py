@@ -40,6 +40,8 @@ __all__ = ["STATES", "FailoverView"]
 STATES = ("disconnected", "lower priority", "standby", "switching", "active")
 """Cell states, in the order of their numeric code in :attr:`FailoverView.grid`."""
 
+_STAR = "★ hash of the topic name (the next point clockwise is the active consumer)"
+
 _COLORS = ("#eeeeee", "#c5cae9", "#90caf9", "#ffb300", "#2e7d32")
 
 
@@ -54,6 +56,9 @@ def _colorscale() -> list[list[Any]]:
 class FailoverView(View):
     """Partitions × consumers: active / switching / standby, with failover buttons."""
 
+    _history_fields = ("partitions", "consumers", "priorities", "active", "switching", "grid",
+                       "ring", "topic_point", "changed_cells")
+
     def __init__(self, source: Source, *, controls: bool = True) -> None:
         super().__init__(source)
         self.partitions: list[str] = []
@@ -64,6 +69,10 @@ class FailoverView(View):
         self.grid: list[list[int]] = []
         self.ring: list[tuple[int, str]] = []
         self.topic_point: int | None = None
+        self.changed_cells: list[tuple[str, int]] = []
+        """(consumer, partition) cells whose state changed in the step shown (outlined)."""
+        self._ring_legend: dict[str, int] = {}
+        self.consumers_before: list[str] = []
         self._delivered_to: dict[tuple[str, int, int], set[str]] = {}
         self._pending: dict[str, tuple[str | None, str | None, int]] = {}
         self.fig = go.FigureWidget(
@@ -80,12 +89,17 @@ class FailoverView(View):
         self.ring_fig = go.FigureWidget(
             data=[
                 go.Scatterpolar(name="consumer points", mode="markers", hoverinfo="text",
-                                marker={"size": 6}),
-                go.Scatterpolar(name="topic hash", mode="markers", hoverinfo="text",
+                                showlegend=False, marker={"size": 6}),
+                go.Scatterpolar(name=_STAR, mode="markers", hoverinfo="text",
                                 marker={"size": 16, "symbol": "star", "color": "#000000"}),
+                go.Scatterpolar(name="active consumer's point", mode="markers",
+                                hoverinfo="text",
+                                marker={"size": 16, "symbol": "circle-open", "color": "#000000",
+                                        "line": {"width": 2}}),
             ],
             layout=go.Layout(
-                height=320, margin={"l": 30, "r": 30, "t": 50, "b": 30}, showlegend=False,
+                height=380, margin={"l": 30, "r": 50, "t": 50, "b": 30}, showlegend=True,
+                legend={"orientation": "h", "y": -0.05},
                 title={"text": "non-partitioned topic: the consumer ring", "font": {"size": 13}},
                 polar={"radialaxis": {"visible": False, "range": [0, 1.2]},
                        "angularaxis": {"rotation": 90, "direction": "clockwise",
@@ -101,7 +115,8 @@ class FailoverView(View):
         if source.simulated:
             children.append(self.toggles)
             if controls:
-                children.append(WhatIfControls(self.require_whatif(), keys="-, -, -"))
+                children.append(WhatIfControls(self.require_whatif(), keys="-, -, -",
+                                               on_action=self.follow))
         children += [self.ring_box, self.message]
         self._bind(children)
 
@@ -144,7 +159,14 @@ class FailoverView(View):
                     state = 1
                 row.append(state)
             grid.append(row)
+        before = {(n, i): state for n, row in zip(self.consumers_before, self.grid, strict=False)
+                  for i, state in enumerate(row)}
+        self.changed_cells = [
+            (name, i) for name, row in zip(self.consumers, grid, strict=True)
+            for i, state in enumerate(row) if before and before.get((name, i), 0) != state
+        ]
         self.grid = grid
+        self.consumers_before = list(self.consumers)
         self._update_ring(connected)
 
     def _follow(self, events: Iterable[dict[str, Any]]) -> None:
@@ -208,6 +230,12 @@ class FailoverView(View):
             [f"{name} on {label}: {STATES[s]}" for label, s in zip(labels, row, strict=True)]
             for name, row in zip(self.consumers, self.grid, strict=True)
         ]
+        index = {name: r for r, name in enumerate(self.consumers)}
+        outlines = [
+            {"type": "rect", "x0": i - 0.5, "x1": i + 0.5, "y0": index[name] - 0.5,
+             "y1": index[name] + 0.5, "line": {"color": "#d50000", "width": 3}}
+            for name, i in self.changed_cells if name in index
+        ]
         with self.fig.batch_update():
             heat = self.fig.data[0]
             heat.z = [[s + 0.5 for s in row] for row in self.grid]
@@ -215,17 +243,32 @@ class FailoverView(View):
             heat.y = rows
             heat.text = text
             heat.hovertext = hover
+            self.fig.layout.shapes = outlines
             self.fig.layout.height = max(220, 80 + 45 * len(rows))
+            active = ", ".join(f"P{i}→{n or 'nobody'}" for i, n in sorted(self.active.items()))
+            changed = f" — {len(outlines)} cell(s) changed (outlined)" if outlines else ""
+            self.fig.layout.title.text = f"Failover: active {active or 'nowhere'}{changed}"
         self._draw_ring()
         self.table.value = self._table_html()
         if self.source.simulated:
             self._sync_toggles()
 
+    def figures(self) -> list[go.FigureWidget]:
+        return [self.fig, self.ring_fig] if self.ring else [self.fig]
+
     def _draw_ring(self) -> None:
         palette = self.source.palette
         self.ring_box.layout.display = "flex" if self.ring else "none"
+        for name in dict.fromkeys(n for _, n in self.ring):
+            if name not in self._ring_legend:
+                self.ring_fig.add_trace(go.Scatterpolar(
+                    name=f"{name}'s points", r=[], theta=[], mode="markers", meta="legend",
+                    marker={"size": 10, "color": palette.color(name)},
+                ))
+                self._ring_legend[name] = len(self.ring_fig.data) - 1
+        chosen = self._chosen_point()
         with self.ring_fig.batch_update():
-            points, star = self.ring_fig.data
+            points, star, active = self.ring_fig.data[:3]
             points.r = [1.0] * len(self.ring)
             points.theta = [degrees(h) for h, _ in self.ring]
             points.marker.color = [palette.color(n) for _, n in self.ring]
@@ -235,6 +278,21 @@ class FailoverView(View):
                 star.hovertext = [f"hash of the topic name: {self.topic_point}"]
             else:
                 star.r, star.theta = [], []
+            if chosen is not None:
+                active.r, active.theta = [1.0], [degrees(chosen[0])]
+                active.hovertext = [f"{chosen[1]}: the first point at or after the topic's hash"]
+            else:
+                active.r, active.theta = [], []
+            names = {n for _, n in self.ring}
+            for name, index in self._ring_legend.items():
+                self.ring_fig.data[index].visible = name in names
+
+    def _chosen_point(self) -> tuple[int, str] | None:
+        """The consumer point the topic's hash walks to (clockwise, wrapping)."""
+        if self.topic_point is None or not self.ring:
+            return None
+        ordered = sorted(self.ring)
+        return next((p for p in ordered if p[0] >= self.topic_point), ordered[0])
 
     def _table_html(self) -> str:
         parts = []

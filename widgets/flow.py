@@ -50,6 +50,9 @@ class Series:
 class FlowView(View):
     """Permits, receiver-queue fill and unacked messages per consumer over time."""
 
+    _history_fields = ("extent", "current", "waiting", "holding", "mark_delete",
+                       "subscription_blocked")
+
     def __init__(self, source: Source, *, topic: str | None = None, controls: bool = True) -> None:
         super().__init__(source)
         self.topic = topic
@@ -60,6 +63,8 @@ class FlowView(View):
         self.current: dict[str, dict[str, Any]] = {}
         self.subscription_blocked = False
         self._traces: dict[str, tuple[int, int, int]] = {}
+        self.extent: dict[str, int] = {}
+        """Samples per consumer in the step shown."""
         self._step = 0
         queue_title = "receiver queue fill (solid) · unacked (dotted)"
         figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
@@ -70,14 +75,15 @@ class FlowView(View):
         figure.add_trace(go.Scatter(name="holds mark-delete back", mode="markers",
                                     marker={"symbol": "x", "size": 12, "color": "#c62828"}),
                          row=2, col=1)
-        figure.update_layout(height=420, margin={"l": 50, "r": 20, "t": 50, "b": 40},
+        figure.update_layout(height=440, margin={"l": 50, "r": 50, "t": 70, "b": 40},
+                             title={"font": {"size": 13}},
                              legend={"orientation": "h", "y": -0.15})
         figure.update_xaxes(title_text="frame" if source.simulated else "seconds", row=2, col=1)
         self.fig = go.FigureWidget(figure)
         self.table = ipywidgets.HTML()
         children: list[ipywidgets.Widget] = [self.fig, self.table]
         if source.simulated and controls:
-            children.append(WhatIfControls(self.require_whatif()))
+            children.append(WhatIfControls(self.require_whatif(), on_action=self.follow))
         children.append(self.message)
         self._bind(children)
 
@@ -117,6 +123,7 @@ class FlowView(View):
             series.queue.append(client.queue if client is not None else -1)
             series.waiting.append(name in waiting)
             series.holding.append(name in self.holding)
+        self.extent = {name: len(series.x) for name, series in self.series.items()}
 
     def _holders(self, snapshot: Snapshot, consumers: dict[str, dict[str, Any]]) -> list[str]:
         """Who keeps the mark-delete from reaching the join marks.
@@ -148,12 +155,13 @@ class FlowView(View):
         for name in self.series:
             if name not in self._traces:
                 self._add_consumer_traces(name)
+        series_shown = {n: _head(s, self.extent.get(n, 0)) for n, s in self.series.items()}
         wait_x: list[float] = []
         wait_y: list[int] = []
         hold_x: list[float] = []
         hold_y: list[int] = []
         with self.fig.batch_update():
-            for name, series in self.series.items():
+            for name, series in series_shown.items():
                 permits_i, queue_i, unacked_i = self._traces[name]
                 x = np.asarray(series.x)
                 queue = np.asarray(series.queue, dtype=np.float64)
@@ -172,7 +180,21 @@ class FlowView(View):
                         hold_y.append(series.unacked[i])
             self.fig.data[0].x, self.fig.data[0].y = wait_x, wait_y
             self.fig.data[1].x, self.fig.data[1].y = hold_x, hold_y
+            if self.source.simulated:
+                self.fig.layout.xaxis.dtick = self.fig.layout.xaxis2.dtick = 1
+            self.fig.layout.title.text = self._title()
         self.table.value = self._table_html()
+
+    def _title(self) -> str:
+        parts = [f"{n}: {c['permits']} permits, {c['unacked']} unacked"
+                 for n, c in self.current.items()]
+        notes = []
+        if self.waiting:
+            notes.append("waiting for the mark-delete: " + ", ".join(self.waiting))
+        if self.holding:
+            notes.append("holding it back: " + ", ".join(self.holding))
+        title = "flow — " + (" · ".join(parts) or "no consumers")
+        return title + ("<br>" + " · ".join(notes) if notes else "")
 
     def _add_consumer_traces(self, name: str) -> None:
         color = self.source.palette.color(name)
@@ -191,7 +213,7 @@ class FlowView(View):
     def _table_html(self) -> str:
         rows = []
         for name, now in self.current.items():
-            series = self.series[name]
+            series = _head(self.series[name], self.extent.get(name, 0))
             queue = series.queue[-1] if series.queue and series.queue[-1] >= 0 else "—"
             if name in self.waiting:
                 state = (f"recently joined: gets only entries before "
@@ -216,3 +238,9 @@ class FlowView(View):
                    if self.subscription_blocked else "")
         return ("<table><tr><th>consumer</th><th>permits</th><th>queue</th><th>unacked</th>"
                 f"<th></th></tr>{''.join(rows)}</table>{blocked}")
+
+
+def _head(series: Series, n: int) -> Series:
+    """The first ``n`` samples of ``series``."""
+    return Series(series.x[:n], series.time_ms[:n], series.permits[:n], series.unacked[:n],
+                  series.queue[:n], series.waiting[:n], series.holding[:n])

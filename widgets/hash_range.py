@@ -32,6 +32,7 @@ __all__ = ["HashRangeView", "parse_hash_ranges"]
 
 DEFAULT_KEYS = tuple(f"key-{i}" for i in range(16))
 _HIGHLIGHT = "#d50000"
+_MOVED = "#ff6d00"
 
 
 def parse_hash_ranges(text: str) -> list[tuple[int, int]]:
@@ -48,12 +49,16 @@ def parse_hash_ranges(text: str) -> list[tuple[int, int]]:
 class HashRangeView(View):
     """Hash ranges per consumer (AUTO_SPLIT or STICKY) with keys coloured by owner."""
 
+    _history_fields = ("mode", "ranges", "space", "key_owners", "highlighted", "last_moved",
+                       "step_moved", "message_keys")
+
     def __init__(
         self,
         source: Source,
         keys: Sequence[str | None] = DEFAULT_KEYS,
         *,
         topic: str | None = None,
+        controls: bool = True,
     ) -> None:
         super().__init__(source)
         self.message_keys: list[str | None] = list(keys)
@@ -64,6 +69,8 @@ class HashRangeView(View):
         self.key_owners: dict[str | None, str | None] = {}
         self.highlighted: list[str | None] = []
         self.last_moved: list[str | None] = []
+        self.step_moved: list[str | None] = []
+        """Keys whose owner changed in the step shown (outlined in the picture)."""
         self.fig = go.FigureWidget(
             data=[
                 go.Bar(name="ranges", orientation="h", hoverinfo="text", showlegend=False),
@@ -76,12 +83,23 @@ class HashRangeView(View):
                     marker={"symbol": "circle-open", "size": 26, "color": _HIGHLIGHT,
                             "line": {"width": 3}},
                 ),
+                go.Scatter(
+                    name="moved in this step", mode="markers", hoverinfo="text",
+                    marker={"symbol": "square-open", "size": 24, "color": _MOVED,
+                            "line": {"width": 3, "color": _MOVED}},
+                ),
+                go.Scatter(
+                    name="looked-up key", mode="markers+text", hoverinfo="text",
+                    textposition="top center", showlegend=False,
+                    marker={"symbol": "triangle-down", "size": 14, "color": "#000000"},
+                ),
             ],
             layout=go.Layout(
-                height=260, margin={"l": 60, "r": 20, "t": 40, "b": 40}, barmode="overlay",
+                height=280, margin={"l": 60, "r": 50, "t": 50, "b": 40}, barmode="overlay",
                 title={"text": "Key_Shared hash ranges", "font": {"size": 14}},
                 xaxis={"range": [0, SLOT_SPACE], "title": "slot = hash % 65536"},
-                yaxis={"categoryorder": "array", "categoryarray": ["keys", "ranges"]},
+                yaxis={"categoryorder": "array", "categoryarray": ["keys", "ranges"],
+                       "range": [-0.6, 1.6], "fixedrange": True},
                 legend={"orientation": "h", "y": -0.3},
             ),
         )
@@ -90,11 +108,11 @@ class HashRangeView(View):
             placeholder="type a key", description="key", continuous_update=False
         )
         self.lookup_result = ipywidgets.HTML()
-        self.lookup_box.observe(lambda _c: self._show_lookup(), names="value")
+        self.lookup_box.observe(lambda _c: self._redraw(), names="value")
         children: list[ipywidgets.Widget] = [
             self.fig, ipywidgets.HBox([self.lookup_box, self.lookup_result]), self.table,
         ]
-        if source.simulated:
+        if source.simulated and controls:
             children.append(self._what_if_controls())
         children.append(self.message)
         self._bind(children)
@@ -108,13 +126,16 @@ class HashRangeView(View):
         self.ranges_box = ipywidgets.Text(
             description="ranges", placeholder="STICKY only: 0-16383, 32768-49151"
         )
-        self.name_box.observe(lambda _c: self._act(self.preview), names="value")
-        self.ranges_box.observe(lambda _c: self._act(self.preview), names="value")
-        add = ipywidgets.Button(description="add", icon="plus")
+        self.name_box.observe(lambda _c: self._act(self.preview, record=False), names="value")
+        self.ranges_box.observe(lambda _c: self._act(self.preview, record=False), names="value")
+        add = ipywidgets.Button(description="add consumer", icon="plus",
+                                layout={"width": "auto"})
         add.on_click(lambda _b: self._act(self.add_consumer))
-        remove = ipywidgets.Button(description="remove", icon="minus")
+        remove = ipywidgets.Button(description="remove consumer", icon="minus",
+                                   layout={"width": "auto"})
         remove.on_click(lambda _b: self._act(self.remove_consumer))
-        publish = ipywidgets.Button(description="publish these keys", icon="paper-plane")
+        publish = ipywidgets.Button(description="publish these keys", icon="paper-plane",
+                                    layout={"width": "auto"})
         publish.on_click(lambda _b: self._act(self.require_whatif().publish, self.message_keys))
         keys_box = ipywidgets.Text(value=", ".join(k or "-" for k in self.message_keys),
                                    description="keys", continuous_update=False)
@@ -130,11 +151,13 @@ class HashRangeView(View):
         ])
 
     def preview(
-        self, name: str | None = None, hash_ranges: Sequence[tuple[int, int]] | None = None
+        self, name: str | None = None, hash_ranges: Sequence[tuple[int, int]] | None = None,
+        *, record: bool = True,
     ) -> list[str | None]:
         """Highlight (and return) the keys that would move if ``name`` joined or left.
 
-        What-if only: it runs the change on a copy of the broker's selector.
+        What-if only: it runs the change on a copy of the broker's selector. The preview
+        is a step of the history (``"preview C5"``) unless ``record`` is false.
         """
         if self.whatif is None:
             return []
@@ -152,8 +175,12 @@ class HashRangeView(View):
             except PulsarLabError:
                 self.highlighted = []
                 raise
-        with self.hold_sync():
-            self._draw()
+        if record:
+            self.step_moved = []  # a preview moves nothing
+            self._record(f"preview {name}" if name else "preview cleared")
+        elif self.pinned is None:
+            with self.hold_sync():
+                self._draw()
         return self.highlighted
 
     def add_consumer(
@@ -215,14 +242,18 @@ class HashRangeView(View):
     def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
         sub = snapshot.subscription(self.source.subscription, self.topic) or {}
         self.mode = sub.get("keySharedMode")
-        self.ranges = subscription_key_hash_ranges(sub)
+        ranges = subscription_key_hash_ranges(sub)
+        if ranges != self.ranges:
+            self.highlighted = []  # a preview of the change before this one
+        self.ranges = ranges
         self.space = key_hash_space(self.ranges)
         owners = {k: self._owner(key_info(k).hash) for k in self.message_keys}
         before = self.key_owners
+        self.step_moved = []
         if before and set(before) == set(owners):
             moved = moved_keys(before, owners)
             if moved:
-                self.last_moved = moved
+                self.last_moved = self.step_moved = moved
         self.key_owners = owners
 
     # -- drawing --------------------------------------------------------------------------
@@ -237,12 +268,14 @@ class HashRangeView(View):
         )
         infos = [key_info(k, self.key_owners.get(k)) for k in self.message_keys]
         moving = [key_info(k) for k in self.highlighted]
+        moved = [key_info(k, self.key_owners.get(k)) for k in self.step_moved]
+        looked_up = self.lookup_box.value
         axis = "slot = hash % 65536" if self.space == SLOT_SPACE else "31-bit hash (ring)"
         old_bounds = tuple(self.fig.data[0].base or ())
         changed = old_bounds != tuple(b[0] for b in bars)
         batch = self.fig.batch_animate(duration=500) if changed else self.fig.batch_update()
         with batch:
-            ranges_trace, keys_trace, moving_trace = self.fig.data
+            ranges_trace, keys_trace, moving_trace, moved_trace, lookup_trace = self.fig.data
             ranges_trace.base = [b[0] for b in bars]
             ranges_trace.x = [b[1] - b[0] + 1 for b in bars]
             ranges_trace.y = ["ranges"] * len(bars)
@@ -259,6 +292,16 @@ class HashRangeView(View):
             moving_trace.x = [self._x(i) for i in moving]
             moving_trace.y = ["keys"] * len(moving)
             moving_trace.hovertext = [f"{i.key} would move" for i in moving]
+            moved_trace.x = [self._x(i) for i in moved]
+            moved_trace.y = ["keys"] * len(moved)
+            moved_trace.hovertext = [f"{i.key} moved to {i.owner}" for i in moved]
+            if looked_up:
+                info = self.lookup(looked_up)
+                lookup_trace.x, lookup_trace.y = [self._x(info)], ["keys"]
+                lookup_trace.text = [f"{looked_up} → {info.owner or 'nobody'}"]
+                lookup_trace.hovertext = [_describe(info)]
+            else:
+                lookup_trace.x, lookup_trace.y, lookup_trace.text = [], [], []
             self.fig.layout.xaxis.range = [0, self.space]
             self.fig.layout.xaxis.title.text = axis
             self.fig.layout.title.text = (

@@ -4,17 +4,21 @@ Answers "how much of the key space does each consumer own?" and "which keys move
 consumer joins or leaves?" — on a ring a newcomer takes a little from everybody, unlike
 AUTO_SPLIT's halving. Each consumer's points (100 by default on the 31-bit ring,
 ``murmur(name + "\\0" + nameIndex + "\\0" + i)`` since 3.3.2, ``murmur(name + "\\0" + i)``
-before) sit on the outer circle; the band inside
-is coloured by who owns each arc; keys sit on the inner circle, coloured by owner. The table
-gives each consumer's exact keyspace share (they sum to 1) from the broker's own selector.
-Typing a consumer name highlights the keys that would move if it joined (or left); in
-what-if mode the buttons make the change. The ring is a pure function of the consumer
+before) sit on the outer circle; the band inside is one arc per run of ring the same
+consumer owns (a legend names the colours); keys sit on the inner circle, coloured by
+owner, and a key typed in the lookup box is marked and named. After a change, the arcs
+that changed owner are outlined and the keys that moved ringed. The table gives each
+consumer's exact keyspace share (they sum to 1) from the broker's own selector. Typing a
+consumer name highlights the keys that would move if it joined (or left); in what-if mode
+the buttons make the change. :meth:`HashRingView.zoom` shows one sector of the ring. The
+ring is a pure function of the consumer
 names, so live mode rebuilds it with the broker's selector class from the names in stats.
 """
 
 from __future__ import annotations
 
 import html
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,9 +36,45 @@ from .hash_range import DEFAULT_KEYS
 from .keys import key_info, moved_keys, owners, preview_change, ring_of
 from .source import Snapshot, Source
 
-__all__ = ["HashRingView", "degrees"]
+__all__ = ["Arc", "HashRingView", "changed_arcs", "degrees", "merge_arcs"]
 
 _HIGHLIGHT = "#d50000"
+_CHANGED = "#000000"
+
+Arc = tuple[int, int, str]
+"""``(start, end, owner)``: an inclusive stretch of the 31-bit ring and who owns it."""
+
+
+def merge_arcs(arcs: Sequence[Arc]) -> list[Arc]:
+    """Join neighbouring arcs of the same owner (the ring as runs, not one slice a point)."""
+    merged: list[Arc] = []
+    for start, end, owner in arcs:
+        if merged and merged[-1][2] == owner and merged[-1][1] + 1 == start:
+            merged[-1] = (merged[-1][0], end, owner)
+        else:
+            merged.append((start, end, owner))
+    return merged
+
+
+def changed_arcs(before: Sequence[Arc], after: Sequence[Arc]) -> list[tuple[int, int, str, str]]:
+    """Stretches whose owner differs between two arc lists: ``(start, end, old, new)``."""
+    if not before or not after:
+        return []
+    cuts = sorted({a[0] for a in before} | {a[0] for a in after} | {RING_SIZE})
+    out: list[tuple[int, int, str, str]] = []
+    i = j = 0
+    for lo, hi in itertools.pairwise(cuts):
+        while before[i][1] < lo:
+            i += 1
+        while after[j][1] < lo:
+            j += 1
+        old, new = before[i][2], after[j][2]
+        if old != new:
+            if out and out[-1][1] + 1 == lo and out[-1][2:] == (old, new):
+                out[-1] = (out[-1][0], hi - 1, old, new)
+            else:
+                out.append((lo, hi - 1, old, new))
+    return out
 
 
 def degrees(h: int) -> float:
@@ -45,6 +85,9 @@ def degrees(h: int) -> float:
 class HashRingView(View):
     """Consumers' points on the consistent-hash ring, their shares, and keys."""
 
+    _history_fields = ("consumers", "points", "shares", "key_owners", "highlighted",
+                       "last_moved", "step_moved", "arcs", "changed", "sector")
+
     def __init__(
         self,
         source: Source,
@@ -52,6 +95,7 @@ class HashRingView(View):
         *,
         points: int | None = None,
         topic: str | None = None,
+        controls: bool = True,
     ) -> None:
         super().__init__(source)
         self.message_keys: list[str | None] = list(keys)
@@ -63,21 +107,38 @@ class HashRingView(View):
         self.key_owners: dict[str | None, str | None] = {}
         self.highlighted: list[str | None] = []
         self.last_moved: list[str | None] = []
+        self.step_moved: list[str | None] = []
+        """Keys whose owner changed in the step shown."""
+        self.arcs: list[Arc] = []
+        self.changed: list[tuple[int, int, str, str]] = []
+        """Stretches of ring that changed owner in the step shown: (start, end, old, new)."""
+        self.sector: tuple[float, float] | None = None
         self.selector: ConsistentHashRing | None = None
+        self._legend: dict[str, int] = {}
         self.fig = go.FigureWidget(
             data=[
                 go.Barpolar(name="owner arcs", hoverinfo="text", showlegend=False,
                             marker={"line": {"width": 0}}),
                 go.Scatterpolar(name="consumer points", mode="markers", hoverinfo="text",
-                                showlegend=False, marker={"size": 5}),
+                                showlegend=False, marker={"size": 4}),
                 go.Scatterpolar(name="keys", mode="markers", hoverinfo="text",
                                 showlegend=False, marker={"size": 10, "symbol": "diamond"}),
                 go.Scatterpolar(name="would move", mode="markers", hoverinfo="text",
                                 marker={"size": 18, "symbol": "circle-open",
                                         "color": _HIGHLIGHT, "line": {"width": 3}}),
+                go.Barpolar(name="changed owner in this step", hoverinfo="text",
+                            marker={"color": "rgba(0,0,0,0)",
+                                    "line": {"width": 2, "color": _CHANGED}}),
+                go.Scatterpolar(name="moved in this step", mode="markers", hoverinfo="text",
+                                marker={"size": 16, "symbol": "square-open",
+                                        "color": "#ff6d00",
+                                        "line": {"width": 3, "color": "#ff6d00"}}),
+                go.Scatterpolar(name="looked-up key", mode="markers+text", hoverinfo="text",
+                                textposition="top center", showlegend=False,
+                                marker={"size": 14, "symbol": "star", "color": "#000000"}),
             ],
             layout=go.Layout(
-                height=420, margin={"l": 30, "r": 30, "t": 50, "b": 30},
+                height=460, margin={"l": 30, "r": 50, "t": 50, "b": 30},
                 title={"text": "Key_Shared consistent-hash ring", "font": {"size": 14}},
                 polar={
                     "radialaxis": {"visible": False, "range": [0, 1.15]},
@@ -85,37 +146,64 @@ class HashRingView(View):
                                     "tickvals": [0, 90, 180, 270],
                                     "ticktext": ["0", "2^29", "2^30", "3·2^29"]},
                 },
-                legend={"orientation": "h"},
+                legend={"orientation": "h", "y": -0.05},
             ),
         )
         self.table = ipywidgets.HTML()
+        self.lookup_box = ipywidgets.Text(
+            placeholder="type a key", description="key", continuous_update=False
+        )
+        self.lookup_box.observe(lambda _c: self._redraw(), names="value")
         self.name_box = ipywidgets.Text(description="consumer", placeholder="name")
-        self.name_box.observe(lambda _c: self._act(self.preview), names="value")
+        self.name_box.observe(lambda _c: self._act(self.preview, record=False), names="value")
         row: list[ipywidgets.Widget] = [self.name_box]
-        if source.simulated:
-            add = ipywidgets.Button(description="add", icon="plus")
+        if source.simulated and controls:
+            add = ipywidgets.Button(description="add consumer", icon="plus",
+                                    layout={"width": "auto"})
             add.on_click(lambda _b: self._act(self._apply, "add"))
-            remove = ipywidgets.Button(description="remove", icon="minus")
+            remove = ipywidgets.Button(description="remove consumer", icon="minus",
+                                       layout={"width": "auto"})
             remove.on_click(lambda _b: self._act(self._apply, "remove"))
-            publish = ipywidgets.Button(description="publish these keys", icon="paper-plane")
+            publish = ipywidgets.Button(description="publish these keys", icon="paper-plane",
+                                        layout={"width": "auto"})
             publish.on_click(
                 lambda _b: self._act(self.require_whatif().publish, self.message_keys)
             )
             row += [add, remove, publish]
-        self._bind([self.fig, self.table, ipywidgets.HBox(row), self.message])
+        self._bind([self.fig, self.lookup_box, self.table, ipywidgets.HBox(row),
+                    self.message])
 
     # -- actions --------------------------------------------------------------------------
 
-    def preview(self, name: str | None = None) -> list[str | None]:
-        """Highlight (and return) the keys that would move if ``name`` joined or left."""
+    def preview(self, name: str | None = None, *, record: bool = True) -> list[str | None]:
+        """Highlight (and return) the keys that would move if ``name`` joined or left.
+
+        The preview is a step of the history (``"preview C5"``) unless ``record`` is false.
+        """
         name = (name if name is not None else self.name_box.value).strip()
         if not name or self.selector is None:
             self.highlighted = []
         else:
             self.highlighted = preview_change(self.selector, self.message_keys, name)
-        with self.hold_sync():
-            self._draw()
+        if record:
+            self.step_moved, self.changed = [], []  # a preview moves nothing
+            self._record(f"preview {name}" if name else "preview cleared")
+        elif self.pinned is None:
+            with self.hold_sync():
+                self._draw()
         return self.highlighted
+
+    def zoom(self, around: str | int | None = None, width: float = 30.0) -> HashRingView:
+        """Show only ``width`` degrees of ring centred on a key (or a 31-bit hash);
+        ``zoom()`` shows the whole ring again. Returns the view."""
+        if around is None:
+            self.sector = None
+        else:
+            h = around if isinstance(around, int) else key_info(around).hash
+            centre = degrees(h)
+            self.sector = (centre - width / 2, centre + width / 2)
+        self._redraw()
+        return self
 
     def _apply(self, what: str) -> None:
         name = self.name_box.value.strip()
@@ -134,6 +222,8 @@ class HashRingView(View):
             "shares": dict(self.shares),
             "key_owners": dict(self.key_owners),
             "last_moved": list(self.last_moved),
+            "step_moved": list(self.step_moved),
+            "changed_arcs": len(self.changed),
         }
 
     def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
@@ -148,34 +238,78 @@ class HashRingView(View):
             if isinstance(real, ConsistentHashRing):  # either 3.3 ring, as the broker has it
                 selector = real
         self.selector = selector or ring_of(names, count)
-        self.consumers = [c.consumer_name for c in self.selector.consumers]
+        consumers = [c.consumer_name for c in self.selector.consumers]
+        if consumers != self.consumers:
+            self.highlighted = []  # a preview of the change before this one
+        self.consumers = consumers
         self.points = {c.consumer_name: p for c, p in self.selector.consumer_points().items()}
         self.shares = {c.consumer_name: s for c, s in self.selector.keyspace_shares().items()}
+        arcs = merge_arcs(self._ring_arcs())
+        self.changed = changed_arcs(self.arcs, arcs)
+        self.arcs = arcs
         now = owners(self.selector, self.message_keys)
+        self.step_moved = []
         if self.key_owners and set(self.key_owners) == set(now):
             moved = moved_keys(self.key_owners, now)
             if moved:
-                self.last_moved = moved
+                self.last_moved = self.step_moved = moved
         self.key_owners = now
+
+    def _ring_arcs(self) -> list[Arc]:
+        """Ring slices ``[start, end]`` with the (first) owner of each, wrap-around included."""
+        if self.selector is None:
+            return []
+        ring = self.selector.ring()
+        arcs: list[Arc] = []
+        start = 0
+        for point, members in ring:
+            arcs.append((start, point, members[0].consumer_name))
+            start = point + 1
+        if ring and start < RING_SIZE:
+            arcs.append((start, RING_SIZE - 1, ring[0][1][0].consumer_name))
+        return arcs
+
+    def owner_of_hash(self, h: int) -> str | None:
+        """The owner of a 31-bit hash in the step shown."""
+        for start, end, owner in self.arcs:
+            if start <= h <= end:
+                return owner
+        return None
 
     # -- drawing --------------------------------------------------------------------------
 
     def _draw(self) -> None:
         palette = self.source.palette
-        arcs = self._arcs()
+        arcs = self.arcs
         point_names = [n for n, ps in self.points.items() for _ in ps]
         point_hashes = [h for ps in self.points.values() for h in ps]
         keys = [key_info(k, self.key_owners.get(k)) for k in self.message_keys]
         moving = [key_info(k) for k in self.highlighted]
+        moved = [key_info(k, self.key_owners.get(k)) for k in self.step_moved]
+        for name in self.consumers:
+            if name not in self._legend:
+                self.fig.add_trace(go.Scatterpolar(
+                    name=name, r=[], theta=[], mode="markers", legendgroup=name,
+                    marker={"size": 12, "symbol": "square", "color": palette.color(name)},
+                    meta="legend",
+                ))
+                self._legend[name] = len(self.fig.data) - 1
+        looked_up = self.lookup_box.value
         with self.fig.batch_update():
-            band, pts, key_trace, moving_trace = self.fig.data
+            band, pts, key_trace, moving_trace, changed, moved_trace, lookup = self.fig.data[:7]
             band.r = [0.12] * len(arcs)
             band.base = [0.85] * len(arcs)
             band.theta = [degrees(s) + degrees(e - s + 1) / 2 for s, e, _ in arcs]
             band.width = [degrees(e - s + 1) for s, e, _ in arcs]
             band.marker.color = [palette.color(n) for *_, n in arcs]
-            band.hovertext = [f"{n}: [{s}, {e}]" for s, e, n in arcs]
-            pts.r = [1.05] * len(point_hashes)
+            band.hovertext = [f"{n}: [{s}, {e}] — {(e - s + 1) / RING_SIZE:.2%} of the ring"
+                              for s, e, n in arcs]
+            changed.r = [0.2] * len(self.changed)
+            changed.base = [0.81] * len(self.changed)
+            changed.theta = [degrees(s) + degrees(e - s + 1) / 2 for s, e, *_ in self.changed]
+            changed.width = [max(0.5, degrees(e - s + 1)) for s, e, *_ in self.changed]
+            changed.hovertext = [f"[{s}, {e}]: {old} → {new}" for s, e, old, new in self.changed]
+            pts.r = [1.03] * len(point_hashes)
             pts.theta = [degrees(h) for h in point_hashes]
             pts.marker.color = [palette.color(n) for n in point_names]
             pts.hovertext = [
@@ -188,25 +322,28 @@ class HashRingView(View):
             moving_trace.r = [0.6] * len(moving)
             moving_trace.theta = [degrees(k.hash) for k in moving]
             moving_trace.hovertext = [f"{k.key!r} would move" for k in moving]
+            moved_trace.r = [0.6] * len(moved)
+            moved_trace.theta = [degrees(k.hash) for k in moved]
+            moved_trace.hovertext = [f"{k.key!r} moved to {k.owner}" for k in moved]
+            if looked_up:
+                info = key_info(looked_up)
+                owner = self.owner_of_hash(info.hash)
+                lookup.r, lookup.theta = [0.45], [degrees(info.hash)]
+                lookup.text = [f"{looked_up} → {owner or 'nobody'}"]
+                lookup.hovertext = [f"{looked_up!r}: hash {info.hash} → {owner}"]
+            else:
+                lookup.r, lookup.theta, lookup.text = [], [], []
+            for name, index in self._legend.items():
+                self.fig.data[index].visible = name in self.consumers
+            self.fig.layout.polar.sector = (
+                [90 - self.sector[1], 90 - self.sector[0]] if self.sector else [0, 360]
+            )
+            changes = f", {len(self.changed)} arc(s) changed owner" if self.changed else ""
             self.fig.layout.title.text = (
                 f"consistent-hash ring — {len(self.consumers)} consumer(s), "
-                f"{len(point_hashes)} points"
+                f"{len(point_hashes)} points{changes}"
             )
         self.table.value = self._table_html()
-
-    def _arcs(self) -> list[tuple[int, int, str]]:
-        """Ring slices ``[start, end]`` with the (first) owner of each, wrap-around included."""
-        if self.selector is None:
-            return []
-        ring = self.selector.ring()
-        arcs: list[tuple[int, int, str]] = []
-        start = 0
-        for point, members in ring:
-            arcs.append((start, point, members[0].consumer_name))
-            start = point + 1
-        if ring and start < RING_SIZE:
-            arcs.append((start, RING_SIZE - 1, ring[0][1][0].consumer_name))
-        return arcs
 
     def _table_html(self) -> str:
         rows = []
@@ -218,9 +355,9 @@ class HashRingView(View):
                 f"<td>{self.shares.get(name, 0.0):.2%}</td><td>{keys}</td></tr>"
             )
         moved = ""
-        if self.last_moved:
-            listed = ", ".join(html.escape(str(k)) for k in self.last_moved)
-            moved = (f"<p>last change moved {len(self.last_moved)} of "
+        if self.step_moved:
+            listed = ", ".join(html.escape(str(k)) for k in self.step_moved)
+            moved = (f"<p>this step moved {len(self.step_moved)} of "
                      f"{len(self.message_keys)} keys: {listed}</p>")
         return (
             "<table><tr><th>consumer</th><th>points</th><th>keyspace share</th>"

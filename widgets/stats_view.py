@@ -27,6 +27,7 @@ from .pulsar_stats import (
     subscription_key_hash_ranges,
 )
 from .source import Palette
+from .static import html_to_lines, picture_bundle, picture_svg
 
 __all__ = ["StatsView"]
 
@@ -49,7 +50,8 @@ class StatsView(ipywidgets.VBox):
                                 showlegend=False, textposition="inside"), row=1, col=1)
         figure.add_trace(go.Bar(name="backlog", hoverinfo="x+y", showlegend=False,
                                 marker={"color": "#ef6c00"}), row=2, col=1)
-        figure.update_layout(height=420, margin={"l": 80, "r": 20, "t": 50, "b": 40})
+        figure.update_layout(height=420, margin={"l": 80, "r": 50, "t": 50, "b": 40},
+                             modebar={"orientation": "v"})
         self.fig = go.FigureWidget(figure)
         self.table = ipywidgets.HTML()
         self.children = (self.fig, self.table)
@@ -59,6 +61,22 @@ class StatsView(ipywidgets.VBox):
     @property
     def widget(self) -> StatsView:
         return self
+
+    def picture(self) -> str:
+        """A static SVG of the stats drawn (see :mod:`~.static`)."""
+        return picture_svg([self.fig], html_to_lines(self.table.value))
+
+    def describe(self) -> str:
+        return f"<StatsView: {self.fig.layout.title.text or ''}>"
+
+    def __repr__(self) -> str:
+        return self.describe()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = self.describe()
+        bundle.update(picture_bundle(self.picture(), bundle["text/plain"]))
+        return bundle
 
     def update(self, stats: Mapping[str, Any] | str) -> None:
         """Redraw from a new stats dict (or its JSON text)."""

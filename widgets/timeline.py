@@ -267,14 +267,16 @@ class TimelineModel:
 
     # -- reading --------------------------------------------------------------------------
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The columns: ``time`` (ms), ``lane``, ``kind``/``consumer`` codes, ``count``."""
+    def arrays(self, limit: int | None = None) -> dict[str, np.ndarray]:
+        """The columns: ``time`` (ms), ``lane``, ``kind``/``consumer`` codes, ``count``
+        (of the first ``limit`` marks: the model as it was after that many)."""
+        end = len(self) if limit is None else min(limit, len(self))
         return {
-            "time": self._time.values,
-            "lane": self._lane.values,
-            "kind": self._kind.values,
-            "consumer": self._consumer.values,
-            "count": self._count.values,
+            "time": self._time.values[:end],
+            "lane": self._lane.values[:end],
+            "kind": self._kind.values[:end],
+            "consumer": self._consumer.values[:end],
+            "count": self._count.values[:end],
         }
 
     def lane(self, position: Position) -> list[Mark]:
@@ -291,13 +293,17 @@ class TimelineModel:
             for i in rows
         ]
 
-    def segments(self, y: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def segments(
+        self, y: np.ndarray, limit: int | None = None, now_ms: int | None = None
+    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Per phase, line coordinates (x in ms, y) joining each mark to the next in its lane.
 
         ``y`` gives each mark's row. Segments are separated by NaN, ready for one trace each.
+        With ``now_ms``, a lane whose last mark leads on (queued, in flight, waiting) runs
+        on to that time. ``limit``: only the first ``limit`` marks.
         """
-        a = self.arrays()
-        order = np.lexsort((np.arange(len(self)), a["time"], a["lane"]))
+        a = self.arrays(limit)
+        order = np.lexsort((np.arange(len(a["time"])), a["time"], a["lane"]))
         time, lane, kind = a["time"][order], a["lane"][order], a["kind"][order]
         ys = y[order].astype(np.float64)
         same = lane[:-1] == lane[1:]
@@ -308,16 +314,33 @@ class TimelineModel:
         )
         phase = phase_of_kind[kind[:-1]] if len(kind) else np.zeros(0, dtype=np.int8)
         out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        last = np.flatnonzero(np.append(~same, True)) if len(kind) else np.zeros(0, np.int64)
+        last_phase = phase_of_kind[kind[last]] if len(last) else np.zeros(0, dtype=np.int8)
         for code, name in enumerate(PHASES):
             pick = np.flatnonzero(same & (phase == code))
-            xs = np.column_stack([time[pick], time[pick + 1], np.full(len(pick), np.nan)])
-            yv = np.column_stack([ys[pick], ys[pick + 1], np.full(len(pick), np.nan)])
+            starts, ends = time[pick].astype(np.float64), time[pick + 1].astype(np.float64)
+            y0, y1 = ys[pick], ys[pick + 1]
+            if now_ms is not None:
+                tail = last[(last_phase == code) & (time[last] < now_ms)]
+                starts = np.concatenate([starts, time[tail].astype(np.float64)])
+                ends = np.concatenate([ends, np.full(len(tail), float(now_ms))])
+                y0 = np.concatenate([y0, ys[tail]])
+                y1 = np.concatenate([y1, ys[tail]])
+            xs = np.column_stack([starts, ends, np.full(len(starts), np.nan)])
+            yv = np.column_stack([y0, y1, np.full(len(starts), np.nan)])
             out[name] = (xs.ravel(), yv.ravel())
         return out
 
 
 class RedeliveryTimeline(View):
-    """Per-message (or per-consumer) lanes of published → dispatched → acked/redelivered."""
+    """Per-message (or per-consumer) lanes of published → dispatched → acked/redelivered.
+
+    Marks of one lane at the same instant sit side by side (offset across the lane), a
+    lane still in progress runs on to the current time, a redelivered dispatch carries its
+    redelivery count (``↻2``), and the marks the step shown added are ringed.
+    """
+
+    _history_fields = ("extent", "step_start", "now_ms")
 
     def __init__(
         self,
@@ -333,12 +356,20 @@ class RedeliveryTimeline(View):
         self.lanes = lanes
         self.max_lane_labels = max_lane_labels
         self.model = TimelineModel(source.subscription, source.topic)
+        self.extent = (0, 0)
+        """(marks, lanes) of the model in the step shown."""
+        self.step_start = 0
+        """How many marks there were before the step shown (later ones are new in it)."""
+        self.now_ms: int | None = None
         self._trace_of: dict[str, int] = {}
         self.fig = go.FigureWidget(
             data=[go.Scattergl(name=p, mode="lines", line=_PHASE_STYLE[p], hoverinfo="skip")
-                  for p in PHASES],
+                  for p in PHASES] + [go.Scatter(
+                      name="new in this step", mode="markers", hoverinfo="skip",
+                      marker={"symbol": "circle-open", "size": 18, "color": "#d50000",
+                              "line": {"width": 2}})],
             layout=go.Layout(
-                height=420, margin={"l": 70, "r": 20, "t": 40, "b": 40},
+                height=420, margin={"l": 70, "r": 50, "t": 50, "b": 40},
                 title={"text": "redelivery timeline", "font": {"size": 14}},
                 xaxis={"title": "seconds since start"},
                 yaxis={"title": "message" if lanes == "message" else "consumer",
@@ -348,7 +379,7 @@ class RedeliveryTimeline(View):
         )
         children: list[ipywidgets.Widget] = [self.fig]
         if source.simulated and controls:
-            children.append(WhatIfControls(self.require_whatif()))
+            children.append(WhatIfControls(self.require_whatif(), on_action=self.follow))
         children.append(self.message)
         self._bind(children)
 
@@ -357,27 +388,44 @@ class RedeliveryTimeline(View):
         return self.model.lane(position)
 
     def summary(self) -> dict[str, Any]:
-        a = self.model.arrays()
+        a = self.model.arrays(self.extent[0])
         counts = np.bincount(a["kind"], minlength=len(self.model.kind_names))
         return {
-            "lanes": len(self.model.lane_positions),
-            "marks": len(self.model),
+            "lanes": self.extent[1],
+            "marks": self.extent[0],
             "by_kind": {n: int(c) for n, c in zip(self.model.kind_names, counts, strict=True)},
             "max_redelivery_count": int(a["count"].max()) if len(a["count"]) else -1,
         }
 
     def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+        self.step_start = len(self.model)
         self.model.ingest(events)
+        self.extent = (len(self.model), len(self.model.lane_positions))
+        self.now_ms = snapshot.time_ms
 
     def _rows(self) -> np.ndarray:
-        a = self.model.arrays()
-        return a["lane"] if self.lanes == "message" else a["consumer"]
+        """Each mark's y: its lane, offset across the lane when marks share an instant."""
+        a = self.model.arrays(self.extent[0])
+        base = (a["lane"] if self.lanes == "message" else a["consumer"]).astype(np.float64)
+        if not len(base):
+            return base
+        order = np.lexsort((np.arange(len(base)), a["time"], base))
+        key_row, key_time = base[order], a["time"][order]
+        starts = np.append(True, (key_row[1:] != key_row[:-1]) | (key_time[1:] != key_time[:-1]))
+        group = np.cumsum(starts) - 1
+        first = np.flatnonzero(starts)
+        size = np.bincount(group)
+        rank = np.arange(len(order)) - first[group]
+        spacing = np.minimum(0.22, 0.8 / size[group])
+        offset = np.empty(len(base))
+        offset[order] = (rank - (size[group] - 1) / 2) * spacing
+        return base + offset
 
     def _draw(self) -> None:
-        a = self.model.arrays()
+        a = self.model.arrays(self.extent[0])
         rows = self._rows()
         x = (a["time"] - self.source.start_ms) / 1000.0
-        segments = self.model.segments(rows)
+        segments = self.model.segments(rows, self.extent[0], self.now_ms)
         for name in self.model.kind_names:
             if name not in self._trace_of:
                 self._add_kind_trace(name)
@@ -385,7 +433,7 @@ class RedeliveryTimeline(View):
         consumer_colors = np.array(
             [palette.color(n) for n in self.model.consumer_names] or ["#000000"], dtype=object
         )
-        lanes = self.model.lane_positions
+        lanes = self.model.lane_positions[: self.extent[1]]
         ledgers = np.fromiter((p[0] for p in lanes), dtype=np.int64, count=len(lanes))
         entries = np.fromiter((p[1] for p in lanes), dtype=np.int64, count=len(lanes))
         with self.fig.batch_update():
@@ -398,27 +446,32 @@ class RedeliveryTimeline(View):
                 trace = self.fig.data[self._trace_of[name]]
                 trace.x = x[pick]
                 trace.y = rows[pick]
+                counts = a["count"][pick]
                 trace.customdata = np.column_stack(
-                    [ledgers[a["lane"][pick]], entries[a["lane"][pick]], a["count"][pick]]
+                    [ledgers[a["lane"][pick]], entries[a["lane"][pick]], counts,
+                     consumer_names_of(self.model.consumer_names, a["consumer"][pick])]
                 )
-                trace.text = consumer_names_of(self.model.consumer_names, a["consumer"][pick])
+                trace.text = np.array([f"↻{c}" if c > 0 else "" for c in counts], dtype=object)
                 if KINDS.get(name, DEFAULT_KIND).color is None:
                     trace.marker.color = consumer_colors[a["consumer"][pick]]
+            new = np.arange(self.step_start, len(x))
+            self.fig.data[len(PHASES)].x = x[new]
+            self.fig.data[len(PHASES)].y = rows[new]
             self._label_lanes()
             self.fig.layout.title.text = (
-                f"redelivery timeline — {len(self.model.lane_positions)} message(s), "
-                f"{len(self.model)} event(s)"
+                f"redelivery timeline — {self.extent[1]} message(s), {self.extent[0]} event(s)"
             )
 
     def _add_kind_trace(self, name: str) -> None:
         kind = KINDS.get(name, DEFAULT_KIND)
         label = kind.label if kind is not DEFAULT_KIND else name
         self.fig.add_trace(go.Scattergl(
-            name=label, mode="markers",
+            name=label, mode="markers+text", textposition="top center",
+            textfont={"size": 11, "color": "#b71c1c"},
             marker={"symbol": kind.symbol, "size": 9, "color": kind.color or "#000000"},
             hovertemplate=(
-                "%{customdata[0]}:%{customdata[1]} · " + label +
-                " · %{text} · redelivery %{customdata[2]} · t = %{x:.3f} s<extra></extra>"
+                "%{customdata[0]}:%{customdata[1]} · " + label + " · %{customdata[3]}"
+                " · redelivery %{customdata[2]} · t = %{x:.3f} s<extra></extra>"
             ),
         ))
         self._trace_of[name] = len(self.fig.data) - 1
@@ -428,9 +481,10 @@ class RedeliveryTimeline(View):
         if self.lanes == "consumer":
             names = [n or "—" for n in self.model.consumer_names]
             yaxis.tickvals, yaxis.ticktext = list(range(len(names))), names
-        elif len(self.model.lane_positions) <= self.max_lane_labels:
-            yaxis.tickvals = list(range(len(self.model.lane_positions)))
-            yaxis.ticktext = [format_position(p) for p in self.model.lane_positions]
+        elif self.extent[1] <= self.max_lane_labels:
+            yaxis.tickvals = list(range(self.extent[1]))
+            yaxis.ticktext = [format_position(p)
+                              for p in self.model.lane_positions[: self.extent[1]]]
         else:
             yaxis.tickvals, yaxis.ticktext = None, None
 

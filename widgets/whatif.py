@@ -60,6 +60,12 @@ class _Client:
     consumed_since_flow: int = 0
 
 
+def _publish_label(keys: list[str | None]) -> str:
+    shown = ", ".join("-" if k is None else k for k in keys[:4])
+    more = f" … ({len(keys)} messages)" if len(keys) > 4 else ""
+    return f"publish {shown}{more}"
+
+
 class WhatIf:
     """Drive the broker core by hand for one topic and subscription.
 
@@ -118,6 +124,9 @@ class WhatIf:
         self._callbacks: list[Callable[[], None]] = []
         self._batch_depth = 0
         self._changed_in_batch = False
+        self._actions: list[str] = []
+        self.last_action = "start"
+        """What the operations since the previous notification did (a view step's label)."""
         self._version = 0
         self._cached: tuple[int, Snapshot] | None = None
 
@@ -139,15 +148,18 @@ class WhatIf:
                 self._changed_in_batch = False
                 self._notify()
 
-    def _changed(self) -> None:
+    def _changed(self, action: str = "change") -> None:
         self._drain()
         self._version += 1
+        self._actions.append(action)
         if self._batch_depth:
             self._changed_in_batch = True
         else:
             self._notify()
 
     def _notify(self) -> None:
+        self.last_action = "; ".join(self._actions)
+        self._actions = []
         for callback in list(self._callbacks):
             callback()
 
@@ -253,14 +265,14 @@ class WhatIf:
         self.palette.color(name)
         for client in clients:
             self.service.flow(client.consumer.consumer_id, size)
-        self._changed()
+        self._changed(f"add consumer {name}")
 
     def remove_consumer(self, name: str) -> None:
         """Close the consumer (its unacknowledged messages go back to the subscription)."""
         for client in self._clients_of(name):
             self._close(client)
         del self._by_name[name]
-        self._changed()
+        self._changed(f"remove consumer {name}")
 
     def _close(self, client: _Client) -> None:
         self._clients.pop(client.consumer.consumer_id, None)
@@ -290,6 +302,7 @@ class WhatIf:
         """
         if keys is None or isinstance(keys, str):
             keys = [keys] * (count if keys is None else 1)
+        keys = list(keys)
         positions: list[Position] = []
         for key in keys:
             topic = self._route(key)
@@ -301,7 +314,7 @@ class WhatIf:
             )
             positions.append(self.service.send(producer_id, metadata, b"what-if"))
         self.service.commit()
-        self._changed()
+        self._changed(_publish_label(keys))
         return positions
 
     def _route(self, key: str | None) -> str:
@@ -336,7 +349,7 @@ class WhatIf:
             if client.consumed_since_flow >= max(1, client.queue_size // 2):
                 self.service.flow(client.consumer.consumer_id, client.consumed_since_flow)
                 client.consumed_since_flow = 0
-        self._changed()
+        self._changed(f"{name} receives")
         return got
 
     def ack(
@@ -367,7 +380,7 @@ class WhatIf:
             fully = chosen - set(ack_sets)
             client.received = [p for p in client.received if p not in fully]
             client.queue = deque(p for p in client.queue if p not in fully)
-        self._changed()
+        self._changed(f"{name} acks")
 
     def ack_cumulative(self, name: str, position: Position) -> None:
         """Acknowledge everything up to ``position`` (Exclusive/Failover only)."""
@@ -376,7 +389,7 @@ class WhatIf:
             if any(info.ledger_id == position[0] for info in ledgers):
                 self.service.ack(client.consumer.consumer_id, [position], cumulative=True)
                 client.received = [p for p in client.received if p > position]
-        self._changed()
+        self._changed(f"{name} acks cumulatively up to {position[0]}:{position[1]}")
 
     def nack(self, name: str, positions: Iterable[Position] | None = None) -> None:
         """Give messages back for redelivery (default: everything received, unacked).
@@ -391,7 +404,7 @@ class WhatIf:
             self.service.redeliver_unacknowledged(client.consumer.consumer_id, sorted(chosen))
             client.received = [p for p in client.received if p not in chosen]
             client.queue = deque(p for p in client.queue if p not in chosen)
-        self._changed()
+        self._changed(f"{name} nacks")
 
     def redeliver_all(self, name: str) -> None:
         """``consumer.redeliver_unacknowledged_messages()``: drop the queue, redeliver all."""
@@ -402,13 +415,13 @@ class WhatIf:
             self.service.redeliver_unacknowledged(client.consumer.consumer_id)
             if cleared:
                 self.service.flow(client.consumer.consumer_id, cleared)
-        self._changed()
+        self._changed(f"{name} asks to redeliver unacked")
 
     def flow(self, name: str, permits: int) -> None:
         """Grant extra permits by hand."""
         for client in self._clients_of(name):
             self.service.flow(client.consumer.consumer_id, permits)
-        self._changed()
+        self._changed(f"{name} flows {permits} permits")
 
     def _choose(self, client: _Client, positions: Iterable[Position] | None) -> set[Position]:
         if positions is None:
@@ -430,7 +443,7 @@ class WhatIf:
         """Move the simulated clock on and run the broker's timers."""
         self.clock.advance(ms)
         self.service.tick()
-        self._changed()
+        self._changed(f"advance {ms} ms")
 
     # -- actions --------------------------------------------------------------------------
 

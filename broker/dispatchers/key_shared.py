@@ -13,8 +13,11 @@ Pulsar 3.3's ``PersistentStickyKeyDispatcherMultipleConsumers`` ("classic"):
    (on replays, before the smallest join mark of all recently joined consumers) until the
    mark-delete position passes the mark. ``allow_out_of_order_delivery`` exempts a
    consumer from this rule;
-4. what a consumer cannot take (no permits, rule 2 or 3) goes to the replay set, and a
-   replayed entry goes to whoever owns its key now.
+4. a consumer takes at most ``min(entries, available permits)`` entries of a read — entries
+   counted against message permits, as 3.3 does — with the permits cut to what its
+   unacked-message limit leaves (``getAvailablePermits``);
+5. what a consumer cannot take (rules 2 to 4) goes to the replay set, and a replayed entry
+   goes to whoever owns its key now.
 
 A Pulsar 4.0 "draining hashes" dispatcher would be a sibling class of this one.
 """

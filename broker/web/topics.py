@@ -76,8 +76,11 @@ class TopicHandler(AdminResource):
 
     @guarded
     async def delete(self, *path: str) -> None:
-        self.reply(await self.run("topics.delete", topic=_topic(*path),
-                                  force=self.flag("force")))
+        topic = _topic(*path)
+        if await _partition_count(self, topic):
+            raise ApiError(409, f"{topic} is a partitioned topic, instead of calling delete "
+                                "topic, please call delete-partitioned-topic.")
+        self.reply(await self.run("topics.delete", topic=topic, force=self.flag("force")))
 
 
 class PartitionsHandler(AdminResource):
@@ -109,8 +112,7 @@ class PartitionsHandler(AdminResource):
     @guarded
     async def delete(self, *path: str) -> None:
         topic = _topic(*path)
-        meta = await self.run("topics.get_partitioned_topic_metadata", topic=topic)
-        if not meta["partitions"]:
+        if not await _partition_count(self, topic):
             raise ApiError(404, f"partitioned topic {topic} does not exist")
         self.reply(await self.run("topics.delete", topic=topic, force=self.flag("force")))
 
@@ -123,6 +125,11 @@ class TopicInfoHandler(AdminResource):
     async def get(self, domain: str, tenant: str, namespace: str, topic: str,
                   resource: str) -> None:
         args: dict[str, Any] = {"topic": _topic(domain, tenant, namespace, topic)}
+        if resource in ("stats", "internalStats") and await _partition_count(
+            self, args["topic"]
+        ):  # Pulsar has no such topic: the partitions are the topics
+            raise ApiError(404, f"topic {args['topic']} not found: it is a partitioned "
+                                "topic, see partitioned-stats or one of its partitions")
         if resource == "partitioned-stats":
             args["per_partition"] = self.flag_default("perPartition", True)
         self.reply(await self.run(_INFO_OPS[resource], **args))
@@ -221,8 +228,11 @@ class ExamineMessageHandler(MessageHandler):
                                            initial_position=initial, message_position=n))
 
 
+async def _partition_count(handler: AdminResource, topic: str) -> int:
+    return (await handler.run("topics.get_partitioned_topic_metadata", topic=topic))["partitions"]
+
+
 async def _refuse_partitioned(handler: AdminResource, topic: str, what: str) -> None:
-    meta = await handler.run("topics.get_partitioned_topic_metadata", topic=topic)
-    if meta["partitions"]:
+    if await _partition_count(handler, topic):
         raise ApiError(405, f"{what} on a partitioned topic is not allowed; "
                             "use one of its partitions")

@@ -129,9 +129,16 @@ def get_or_create_session(
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
     settings.update({str(k): v for k, v in conf.items()})
+    texts = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not attached to an existing JVM
+        from pyspark import SparkConf
+
+        from .gateway import launch_filtered_gateway
+
+        conf_all = SparkConf().setMaster(master).setAppName(app_name).setAll(texts.items())
+        launch_filtered_gateway(conf_all)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in settings.items():
-        text = str(value).lower() if isinstance(value, bool) else str(value)
+    for key, text in texts.items():
         builder = builder.config(key, text)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(level)

@@ -49,11 +49,11 @@ def test_tutorial_03_widgets_render_and_react_in_chromium(lab: Lab, page: Any, a
     page.screenshot(path=str(artifacts / "01_rendered.png"))
     view.screenshot(path=str(artifacts / "01_view.png"))
 
-    # what-if: type a name and press "add" — the kernel splits C3's range
+    # what-if: type a name and press "add consumer" — the kernel splits C3's range
     name_box = view.locator(".widget-text").filter(has_text="consumer").locator("input")
     name_box.first.fill("C5")
     name_box.first.press("Tab")
-    view.locator("button.jupyter-button", has_text=re.compile(r"^\s*add$")).first.click()
+    view.locator("button.jupyter-button", has_text=re.compile(r"^\s*add consumer$")).first.click()
     expect(first.locator(".gtitle")).to_contain_text("5 consumer(s)", timeout=30_000)
     expect(first.locator("g.trace.bars g.point")).to_have_count(5)
     page.wait_for_timeout(800)  # let the 500 ms range animation finish for the picture
@@ -67,8 +67,8 @@ def test_tutorial_03_widgets_render_and_react_in_chromium(lab: Lab, page: Any, a
 
 
 def _failover_view(panel: Any, variable: str) -> Any:
-    """The FailoverView displayed by the cell ``variable`` (its outermost widget box)."""
-    return _cell(panel, variable).locator(".jp-OutputArea-output .widget-vbox").first
+    """The FailoverView displayed by the cell ``variable.pin()`` (its outermost widget box)."""
+    return _cell(panel, f"{variable}.pin()").locator(".jp-OutputArea-output .widget-vbox").first
 
 
 def _grid_shape(view: Any) -> tuple[int, int]:
@@ -92,7 +92,7 @@ def test_tutorial_06_failover_view_renders_and_reacts_in_chromium(
     for variable, (partitions, consumers) in shapes.items():
         view = _failover_view(panel, variable)
         heatmap = view.locator(".js-plotly-plot").first
-        expect(heatmap.locator(".gtitle")).to_contain_text("Failover: partitions × consumers")
+        expect(heatmap.locator(".gtitle")).to_contain_text("Failover: active P0→")
         expect(heatmap.locator("g.xtick")).to_have_count(partitions)
         expect(heatmap.locator("g.ytick")).to_have_count(consumers)
         # the consumer ring is shown for the non-partitioned topic only

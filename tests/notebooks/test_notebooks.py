@@ -10,6 +10,7 @@ mimetype renderer so figures are compared as JSON, not as HTML with random ids.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,34 @@ def test_notebook_is_committed_with_outputs_but_no_widget_state(notebook: Path):
         assert "stop" in code[-1].source, "the last code cell stops the broker"
     markdown = [cell.source for cell in book.cells if cell.cell_type == "markdown"]
     assert "## Try this" in markdown[-1], "every tutorial ends with a few 'try this' ideas"
+
+
+VIEW_REPR = re.compile(r"\w+\(children=")
+"""What ipywidgets prints for a box it cannot draw: never in a committed output."""
+VIEW_TEXT = re.compile(r"^<(picture of )?(\w*View|Dashboard|RedeliveryTimeline)\b")
+"""The one-line text/plain of a pulsarlab view or of a still of one (class, step, title)."""
+
+
+@pytest.mark.parametrize("notebook", _notebooks(), ids=lambda path: path.stem)
+def test_committed_views_are_pictures_not_reprs(notebook: Path):
+    import nbformat
+
+    book = nbformat.read(notebook, as_version=4)
+    for number, cell in enumerate(book.cells):
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            data = output.get("data") or {}
+            text = data.get("text/plain", "") or output.get("text", "")
+            where = f"{notebook.name} cell {number}"
+            assert not VIEW_REPR.search(text), f"{where} shows a raw widget repr: {text[:80]}"
+            assert "application/vnd.jupyter.widget-view+json" not in data, (
+                f"{where} keeps a widget reference that cannot render without saved state "
+                "(run scripts/execute-notebooks)"
+            )
+            if VIEW_TEXT.match(text):
+                assert data.get("image/svg+xml", "").startswith("<svg"), f"{where}: no picture"
+                assert "data:image/svg+xml," in data.get("text/html", ""), where
 
 
 def _groups() -> list[list[Path]]:

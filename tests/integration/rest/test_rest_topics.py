@@ -61,6 +61,11 @@ def test_partitioned_topics(rest):
     assert stats["metadata"] == {"partitions": 5} and len(stats["partitions"]) == 5
     assert "billing" in stats["subscriptions"]
     assert "partitions" not in rest.get(f"{BASE}/orders/partitioned-stats?perPartition=false").json
+    whole = rest.delete(f"{BASE}/orders")
+    assert whole.status == 409 and "delete-partitioned-topic" in whole.reason
+    for resource in ("stats", "internalStats"):
+        assert rest.get(f"{BASE}/orders/{resource}").status == 404
+    assert rest.get(f"{BASE}/orders-partition-0/stats").status == 200
     assert rest.delete(f"{BASE}/orders/partitions").status == 204
     assert rest.get(f"{BASE}/orders/partitions").json == {"partitions": 0}
 

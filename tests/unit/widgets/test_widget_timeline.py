@@ -34,10 +34,15 @@ def test_dispatched_redelivered_then_acked_has_the_exact_sequence_and_times():
     by_name = {t.name: t for t in view.fig.data}
     assert list(by_name["dispatched"].x) == [0.0, 1.0]
     assert list(by_name["acked"].x) == [1.5]
-    assert list(by_name["redelivery requested"].y) == [0]
+    # the request and the redelivery share t = 1.0 s: side by side across lane 0, not stacked
+    [requested_y] = by_name["redelivery requested"].y
+    redelivered_y = by_name["dispatched"].y[1]
+    assert round(requested_y) == round(redelivered_y) == 0
+    assert requested_y < redelivered_y
     assert [list(row) for row in by_name["dispatched"].customdata] == [
-        [position[0], position[1], 0], [position[0], position[1], 1]
+        [position[0], position[1], 0, "C1"], [position[0], position[1], 1, "C1"]
     ]
+    assert list(by_name["dispatched"].text) == ["", "↻1"]  # the count printed on the marker
     # Segments: in flight from each dispatch, waiting after the redelivery request.
     in_flight = by_name["in flight"]
     assert list(in_flight.x[:2]) == [0.0, 1.0] and list(in_flight.x[3:5]) == [1.0, 1.5]

@@ -1,0 +1,137 @@
+"""Every tutorial's views, in Chromium: pictures before running, the pinned step after.
+
+A *view cell* is a code cell whose committed output is a pulsarlab view: its text/plain is
+the view's line ``<Class step N ('label'): title>`` and it carries the static picture.
+
+* Opened as committed (no cell run), every view cell shows its picture and no output shows
+  a raw ``…(children=`` repr.
+* After Run All, every view cell's live widget shows the step its cell pinned: the
+  history bar names the committed step's label, the plot's title is the committed title,
+  and the kernel's ``Out[n].describe()`` is the committed line word for word.
+* Scrubbing a view's history back (◀) redraws the previous step with its own highlight.
+
+Screenshots of every view land in the artefact folder (see ``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import TUTORIALS
+from .lab import Lab, kernel_eval, open_and_run_all, shutdown_kernel
+
+VIEW_LINE = re.compile(r"^<(picture of )?(\w+) step (\d+) \('(.*)'\): (.*)>$", re.DOTALL)
+
+
+def _view_cells(notebook: Path) -> dict[int, re.Match[str]]:
+    """Index among the code cells → the committed line of that cell's view (or still)."""
+    import nbformat
+
+    book = nbformat.read(notebook, as_version=4)
+    code = [cell for cell in book.cells if cell.cell_type == "code"]
+    found = {}
+    for index, cell in enumerate(code):
+        for output in cell.outputs:
+            match = VIEW_LINE.match((output.get("data") or {}).get("text/plain", ""))
+            if match:
+                found[index] = match
+    return found
+
+
+WITH_VIEWS = [path for path in TUTORIALS if _view_cells(path)]
+
+
+def _expect() -> Any:
+    from playwright.sync_api import expect
+
+    return expect
+
+
+def test_tutorials_have_view_cells():
+    assert len(WITH_VIEWS) >= 8, [path.name for path in WITH_VIEWS]
+
+
+def test_committed_tutorials_show_pictures_before_running(lab: Lab, page: Any, artifacts: Path):
+    expect = _expect()
+    for notebook in TUTORIALS:
+        name = f"committed-{notebook.name}"
+        shutil.copy(notebook, lab.root / name)
+        page.goto(f"{lab.url}/lab/workspaces/committed-{notebook.stem[:2]}/tree/{name}"
+                  f"?reset&token={lab.token}")
+        panel = page.locator(".jp-NotebookPanel:visible")
+        expect(panel).to_have_count(1, timeout=60_000)
+        cells = panel.locator(".jp-CodeCell")
+        expect(cells.first).to_be_visible()
+        outputs = panel.locator(".jp-OutputArea-output")
+        expect(outputs.filter(has_text=re.compile(r"\w\(children="))).to_have_count(0)
+        expect(outputs.filter(has_text="model not found")).to_have_count(0)
+        for index, line in _view_cells(notebook).items():
+            cell = cells.nth(index)
+            picture = cell.locator(".jp-OutputArea-output img[src^='data:image/svg+xml,']")
+            expect(picture).to_have_count(1)
+            cell.scroll_into_view_if_needed()
+            width = picture.evaluate("img => img.complete ? img.naturalWidth : 0")
+            assert width > 0, f"{notebook.name} view cell {index} ({line[2]}): blank picture"
+            cell.screenshot(path=str(artifacts / f"{notebook.stem[:2]}-cell{index:02}.png"))
+        shutdown_kernel(lab, name)
+
+
+@pytest.mark.parametrize("notebook", WITH_VIEWS, ids=lambda path: path.stem[:2])
+def test_run_all_leaves_every_view_on_its_pinned_step(
+    lab: Lab, page: Any, artifacts: Path, notebook: Path
+):
+    expect = _expect()
+    panel = open_and_run_all(page, lab, notebook.name)
+    cells = panel.locator(".jp-CodeCell")
+    for index, line in _view_cells(notebook).items():
+        still, kind, _step, label, title = line.groups()
+        cell = cells.nth(index)
+        output = cell.locator(".jp-OutputArea-output").last
+        if still:  # a picture of one step: an image, no widget
+            expect(output.locator("img")).to_have_count(1)
+            continue
+        expect(output.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
+        if kind != "Dashboard":  # a dashboard's title is its first tab's
+            expect(output.locator(".js-plotly-plot .gtitle").first).to_contain_text(
+                title.split("<br>")[0])
+            expect(output.locator(".widget-html").filter(has_text=label).first).to_be_visible()
+        prompt = cell.locator(".jp-InputPrompt").inner_text()
+        number = re.search(r"\d+", prompt)
+        assert number, f"{notebook.name} cell {index} did not run: {prompt!r}"
+        described = kernel_eval(lab, notebook.name, f"Out[{number[0]}].describe()")
+        assert described.strip("'\"") == line[0], (notebook.name, index)
+        cell.scroll_into_view_if_needed()
+        output.screenshot(path=str(artifacts / f"{notebook.stem[:2]}-cell{index:02}.png"))
+
+
+def test_scrubbing_back_redraws_the_previous_step_and_its_highlight(
+    lab: Lab, page: Any, artifacts: Path
+):
+    expect = _expect()
+    notebook = "03-key-shared-hash-ranges.ipynb"
+    panel = open_and_run_all(page, lab, notebook)
+    index = min(i for i, line in _view_cells(next(p for p in TUTORIALS if p.name == notebook))
+                .items() if not line[1])
+    cell = panel.locator(".jp-CodeCell").nth(index)
+    number = re.search(r"\d+", cell.locator(".jp-InputPrompt").inner_text())[0]
+    view = f"Out[{number}]"
+    plot = cell.locator(".js-plotly-plot").first
+    shown = int(kernel_eval(lab, notebook, f"{view}.step.index"))
+    cell.scroll_into_view_if_needed()
+    cell.screenshot(path=str(artifacts / "01_pinned.png"))
+
+    cell.locator("button.jupyter-button", has_text="◀").first.click()
+    expect(cell.locator(".widget-readout").first).to_have_text(str(shown - 1), timeout=30_000)
+    title = kernel_eval(lab, notebook, f"{view}.fig.layout.title.text").strip("'\"")
+    expect(plot.locator(".gtitle")).to_have_text(title)
+    assert kernel_eval(lab, notebook, f"{view}.step.index") == str(shown - 1)
+    moved = int(kernel_eval(lab, notebook, f"len({view}.step.state['step_moved'])"))
+    # scatter traces: keys, would move, moved in this step, looked-up key
+    highlight = plot.locator(".scatterlayer g.trace.scatter").nth(2).locator("path.point")
+    expect(highlight).to_have_count(moved)
+    cell.screenshot(path=str(artifacts / "02_scrubbed_back.png"))
