@@ -656,8 +656,10 @@ class PulsarMagics(Magics):
 
         def settled(index: int) -> Any:
             def callback(result: Any, message_id: Any) -> None:
-                if message_id is None:
+                # Result.Ok in both clients (the official one also hands over an id on failure)
+                if message_id is None or getattr(result, "name", "Ok") != "Ok":
                     failures.append(str(result))
+                    message_id = None
                 ids[index] = message_id
             return callback
 
