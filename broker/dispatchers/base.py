@@ -136,10 +136,10 @@ class Dispatcher(ABC):
         """The mark-delete position advanced (cumulative ack or contiguous acks)."""
         md = self.cursor.mark_delete_position
         for consumer in self.consumers:
-            pending = consumer.pending_acks
-            # min() runs in C; after individual acks there is usually nothing at or below.
-            if pending and min(pending) <= md:
-                for position in [p for p in pending if p <= md]:
+            # After individual acks there is usually nothing at or below.
+            lowest = consumer.lowest_pending()
+            if lowest is not None and lowest <= md:
+                for position in [p for p in consumer.pending_acks if p <= md]:
                     consumer.remove_pending(position)
             if consumer.blocked_on_unacked:
                 self._maybe_unblock(consumer)
