@@ -422,12 +422,19 @@ class ZmqProtocol:
 
     def handle_actions(self, actions: list, foreign: Callable[[Any], None]) -> None:
         """Frames for the core's actions, in order; actions for connections that are not
-        ZeroMQ ones (pulsar:// sessions) go to ``foreign``."""
+        ZeroMQ ones (pulsar:// sessions) go to ``foreign``.
+
+        Consecutive receipts for one producer travel as one ``SEND_RECEIPTS`` message, and
+        consecutive deliveries to one consumer as one ``MESSAGE`` (the dispatcher hands
+        entries out in turns of a few at a time; the frames need not follow them).
+        """
         connections = self.connections
-        send = self._send
-        # Consecutive receipts for one producer travel as one SEND_RECEIPTS message.
+        # The message being gathered: receipts for (conn, producer) or entries for
+        # (conn, consumer); sent when an action for anything else comes.
         receipts: list[tuple[int, int, int, int]] = []
         receipts_to: tuple[Connection, int] | None = None
+        delivered: list = []
+        delivered_to: tuple[Connection, int] | None = None
         for action in actions:
             conn = action.conn
             if type(conn) is not Connection:
@@ -442,6 +449,9 @@ class ZmqProtocol:
                 if client_id is None:
                     continue
                 if receipts_to is None or receipts_to[0] is not conn or receipts_to[1] != client_id:
+                    if delivered:
+                        self._send_delivered(delivered_to, delivered)
+                        delivered = []
                     if receipts:
                         self._send_receipts(receipts_to, receipts)
                         receipts = []
@@ -450,29 +460,33 @@ class ZmqProtocol:
                     (action.sequence_id, action.ledger_id, action.entry_id, action.partition)
                 )
                 continue
-            if receipts:  # keep every push in the order the core queued it
-                self._send_receipts(receipts_to, receipts)
-                receipts = []
-                receipts_to = None
-            # MESSAGE builds its header map directly (the same frame as wire.encode, without
-            # its keyword-argument detour).
             if kind is Deliver:
                 client_id = conn.consumer_ids.get(action.consumer_id)
                 if client_id is None:
                     continue
-                entries = [
-                    [e.position[0], e.position[1], e.partition, e.redelivery_count, e.ack_set]
-                    for e in action.entries
-                ]
-                header = wire.pack_header({
-                    "v": wire.PROTOCOL_VERSION, "cmd": "MESSAGE", "rid": 0,
-                    "consumer_id": client_id, "entries": entries,
-                })
-                send(conn, [header, *[
-                    _zmq_layout(e.data) if e.data[1] & FLAG_PULSAR_BATCH else e.data
-                    for e in action.entries
-                ]])
-            elif isinstance(action, SendError):
+                if (
+                    delivered_to is None or delivered_to[0] is not conn
+                    or delivered_to[1] != client_id
+                ):
+                    if receipts:
+                        self._send_receipts(receipts_to, receipts)
+                        receipts = []
+                    if delivered:
+                        self._send_delivered(delivered_to, delivered)
+                        delivered = []
+                    delivered_to = (conn, client_id)
+                delivered += action.entries
+                continue
+            # Keep every push in the order the core queued it.
+            if receipts:
+                self._send_receipts(receipts_to, receipts)
+                receipts = []
+                receipts_to = None
+            if delivered:
+                self._send_delivered(delivered_to, delivered)
+                delivered = []
+                delivered_to = None
+            if isinstance(action, SendError):
                 client_id = conn.producer_ids.get(action.producer_id)
                 if client_id is not None:
                     self._send(
@@ -503,9 +517,29 @@ class ZmqProtocol:
                             "CLOSE_CONSUMER", 0, consumer_id=client_id, reason=action.reason
                         ),
                     )
-
         if receipts:
             self._send_receipts(receipts_to, receipts)
+        if delivered:
+            self._send_delivered(delivered_to, delivered)
+
+    def _send_delivered(self, to: tuple[Connection, int] | None, entries: list) -> None:
+        """One MESSAGE with ``entries`` (:class:`DeliveredEntry`) for one consumer.
+
+        The header map is built directly: the same frame as :func:`wire.encode` gives,
+        without its keyword-argument detour.
+        """
+        assert to is not None
+        conn, client_id = to
+        header = wire.pack_header({
+            "v": wire.PROTOCOL_VERSION, "cmd": "MESSAGE", "rid": 0, "consumer_id": client_id,
+            "entries": [
+                [e.position[0], e.position[1], e.partition, e.redelivery_count, e.ack_set]
+                for e in entries
+            ],
+        })
+        self._send(conn, [header, *[
+            _zmq_layout(e.data) if e.data[1] & FLAG_PULSAR_BATCH else e.data for e in entries
+        ]])
 
     def _send_receipts(
         self, to: tuple[Connection, int] | None, receipts: list[tuple[int, int, int, int]]
