@@ -318,7 +318,13 @@ class ZmqProtocol:
 
     def _cmd_ack(self, conn: Connection, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
-        positions = [wire.position_list(p) for p in command["positions"]]
+        position_list = wire.position_list
+        positions = [
+            (p[0], p[1])  # position_list()'s common case, without a call per position
+            if type(p) is list and len(p) == 2 and type(p[0]) is int and type(p[1]) is int
+            else position_list(p)
+            for p in command["positions"]
+        ]
         ack_sets = None
         if command.get("ack_sets"):
             ack_sets = {}
@@ -429,8 +435,9 @@ class ZmqProtocol:
         entries out in turns of a few at a time; the frames need not follow them).
         """
         connections = self.connections
-        # The message being gathered: receipts for (conn, producer) or entries for
-        # (conn, consumer); sent when an action for anything else comes.
+        # The one message being gathered: receipts for (conn, producer) or entries for
+        # (conn, consumer); sent as soon as any other action comes, so every push keeps
+        # the order the core queued it in.
         receipts: list[tuple[int, int, int, int]] = []
         receipts_to: tuple[Connection, int] | None = None
         delivered: list = []
@@ -448,10 +455,11 @@ class ZmqProtocol:
                 client_id = conn.producer_ids.get(action.producer_id)
                 if client_id is None:
                     continue
+                if delivered:
+                    self._send_delivered(delivered_to, delivered)
+                    delivered = []
+                    delivered_to = None
                 if receipts_to is None or receipts_to[0] is not conn or receipts_to[1] != client_id:
-                    if delivered:
-                        self._send_delivered(delivered_to, delivered)
-                        delivered = []
                     if receipts:
                         self._send_receipts(receipts_to, receipts)
                         receipts = []
@@ -464,13 +472,14 @@ class ZmqProtocol:
                 client_id = conn.consumer_ids.get(action.consumer_id)
                 if client_id is None:
                     continue
+                if receipts:
+                    self._send_receipts(receipts_to, receipts)
+                    receipts = []
+                    receipts_to = None
                 if (
                     delivered_to is None or delivered_to[0] is not conn
                     or delivered_to[1] != client_id
                 ):
-                    if receipts:
-                        self._send_receipts(receipts_to, receipts)
-                        receipts = []
                     if delivered:
                         self._send_delivered(delivered_to, delivered)
                         delivered = []
