@@ -124,23 +124,26 @@ class ZmqProtocol:
             self._reply_error(conn, exc.request_id, "InvalidMessage", str(exc))
             return
         name = command.name
-        if not conn.connected and name != "CONNECT" and self.authenticator.enabled:
-            self._refuse(conn, command.request_id, AuthenticationError(
-                f"authentication required: {name} before CONNECT"
-            ))
-            return
-        if name == "PONG":
-            return
-        if name == "PING":
-            self._send(conn, wire.encode("PONG", command.request_id))
-            return
-        if name != "CONNECT" and not conn.connected:
-            self._reply_error(
-                conn, command.request_id, "NotConnected",
-                f"{name} before CONNECT: send CONNECT first",
-            )
-            return
-        handler = getattr(self, _HANDLERS[name])
+        if name == "SEND" and conn.connected:
+            handler = self._cmd_send  # the hot path, without the checks below
+        else:
+            if not conn.connected and name != "CONNECT" and self.authenticator.enabled:
+                self._refuse(conn, command.request_id, AuthenticationError(
+                    f"authentication required: {name} before CONNECT"
+                ))
+                return
+            if name == "PONG":
+                return
+            if name == "PING":
+                self._send(conn, wire.encode("PONG", command.request_id))
+                return
+            if name != "CONNECT" and not conn.connected:
+                self._reply_error(
+                    conn, command.request_id, "NotConnected",
+                    f"{name} before CONNECT: send CONNECT first",
+                )
+                return
+            handler = getattr(self, _HANDLERS[name])
         try:
             handler(conn, command)
         except PulsarLabError as exc:
