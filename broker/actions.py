@@ -72,13 +72,22 @@ class ConsumerClosed:
 
 @dataclass(slots=True)
 class ProducerClosed:
-    """The broker closed a producer (its topic was deleted)."""
+    """The broker closed a producer (its topic was deleted or terminated)."""
 
     producer_id: int
     conn: Any
     reason: str
 
 
+@dataclass(slots=True)
+class ReachedEndOfTopic:
+    """The consumer's topic is terminated and its subscription has consumed all of it."""
+
+    consumer_id: int
+    conn: Any
+
+
 Action = (
     Deliver | SendReceipt | SendError | ActiveConsumerChange | ConsumerClosed | ProducerClosed
+    | ReachedEndOfTopic
 )

@@ -218,6 +218,17 @@ class Topics:
     def unload(self, topic: str) -> None:
         self._admin.call("topics.unload", topic=topic)
 
+    def terminate_topic(self, topic: str) -> dict[str, int]:
+        """Terminate a non-partitioned topic: no more messages, consumers drain what is left.
+
+        Returns the last message id, ``{"ledgerId", "entryId", "partitionIndex"}``.
+        """
+        return self._admin.call("topics.terminate_topic", topic=topic)
+
+    def terminate_partitioned_topic(self, topic: str) -> dict[str, dict[str, int]]:
+        """Terminate every partition; partition index (a string) -> its last message id."""
+        return self._admin.call("topics.terminate_partitioned_topic", topic=topic)
+
     def get_stats(self, topic: str) -> dict[str, Any]:
         return self._admin.call("topics.get_stats", topic=topic)
 

@@ -71,6 +71,8 @@ class AdminHandler:
             "topics.peek_messages": self.peek_messages,
             "topics.expire_messages": self.expire_messages,
             "topics.unload": self.unload,
+            "topics.terminate_topic": self.terminate_topic,
+            "topics.terminate_partitioned_topic": self.terminate_partitioned_topic,
             "topics.get_stats": self.get_stats,
             "topics.get_internal_stats": self.get_internal_stats,
             "topics.get_partitioned_stats": self.get_partitioned_stats,
@@ -231,6 +233,16 @@ class AdminHandler:
         for part in self._partitions(topic):
             self.service.get_topic(part, create=False)
 
+    def terminate_topic(self, topic: str) -> dict[str, int]:
+        """Terminate a non-partitioned topic (or one partition); Pulsar's ``MessageIdImpl``
+        JSON of its last message (partition index -1, as Pulsar answers it)."""
+        return _terminated_id(self.service.terminate_topic(topic))
+
+    def terminate_partitioned_topic(self, topic: str) -> dict[str, dict[str, int]]:
+        """Terminate every partition: partition index -> its last message id."""
+        ends = self.service.terminate_partitioned_topic(topic)
+        return {str(index): _terminated_id(position) for index, position in ends.items()}
+
     def get_stats(self, topic: str) -> dict[str, Any]:
         return self.service.topic_stats(topic)
 
@@ -282,6 +294,10 @@ class AdminHandler:
             self.service.remove_namespace_policy(namespace, key)
 
         return remover
+
+
+def _terminated_id(position: tuple[int, int]) -> dict[str, int]:
+    return {"ledgerId": position[0], "entryId": position[1], "partitionIndex": -1}
 
 
 def _message(topic: str, position: tuple[int, int], data: bytes) -> dict[str, Any]:

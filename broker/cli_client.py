@@ -65,6 +65,8 @@ def add_client_commands(commands: Any) -> None:
         ("subscriptions", "subscription names"),
         ("delete", "delete a topic"),
         ("create", "create a non-partitioned topic"),
+        ("terminate", "terminate a topic: no more messages (prints its last message id)"),
+        ("partitioned-terminate", "terminate every partition of a partitioned topic"),
     ):
         op = ops.add_parser(name, help=help_text)
         op.add_argument("topic")
@@ -172,6 +174,10 @@ def _admin(args: argparse.Namespace) -> int:
             result = topics.delete(args.topic, force=args.force)
         elif op == "create":
             result = topics.create_non_partitioned_topic(args.topic)
+        elif op == "terminate":
+            result = topics.terminate_topic(args.topic)
+        elif op == "partitioned-terminate":
+            result = topics.terminate_partitioned_topic(args.topic)
         elif op == "list":
             result = topics.get_list(args.namespace)
         elif op == "create-partitioned-topic":

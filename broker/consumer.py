@@ -84,6 +84,8 @@ class Consumer:
         )
         self.key_hash_filter: HashRangeExclusiveStickyKeyConsumerSelector | None = None
         self.is_reader = is_reader
+        # Told that its terminated topic has nothing left for it (REACHED_END_OF_TOPIC).
+        self.reached_end_of_topic = False
         # Where it consumes (set when it joins a subscription; for messages and stats).
         self.topic_name = ""
         self.subscription_name = ""

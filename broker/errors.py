@@ -60,6 +60,12 @@ class NotAllowed(PulsarLabError):
     code = "NotAllowedError"
 
 
+class TopicTerminated(PulsarLabError):
+    """The topic was terminated: it takes no new producer and no new message."""
+
+    code = "TopicTerminatedError"
+
+
 class CumulativeAcknowledgementNotAllowed(NotAllowed):
     code = "CumulativeAcknowledgementNotAllowedError"
 

@@ -16,6 +16,7 @@ from typing import Any
 class EventType(StrEnum):
     TOPIC_CREATED = "topic_created"
     TOPIC_DELETED = "topic_deleted"
+    TOPIC_TERMINATED = "topic_terminated"
     PRODUCER_ADDED = "producer_added"
     PRODUCER_REMOVED = "producer_removed"
     PUBLISHED = "published"

@@ -35,6 +35,7 @@ from .errors import (
     TopicAlreadyExists,
     TopicBusy,
     TopicNotFound,
+    TopicTerminated,
 )
 from .events import BrokerEvent, EventListener, EventType
 from .limits import check_topic_quota
@@ -339,12 +340,57 @@ class BrokerService:
             metadata.delete_topic(key)
         self.emit(EventType.TOPIC_DELETED, key)
 
+    def terminate_topic(self, topic: str) -> Position:
+        """Terminate a non-partitioned persistent topic (or one partition); return its last
+        position (Pulsar's admin ``terminate``, ``PersistentTopic.terminate``).
+
+        Appended messages are committed first. Producers are disconnected (the client
+        reconnects and is refused with ``TopicTerminatedError``), new sends and producers
+        are refused, and consumers that consumed everything hear REACHED_END_OF_TOPIC.
+        Terminating a terminated topic returns the same position.
+        """
+        name = TopicName.get(topic)
+        key = str(name)
+        if not name.persistent:
+            raise NotAllowed(f"termination of a non-persistent topic is not allowed: {key}")
+        partitions = self.storage.metadata.get_topic(key)
+        if partitions is None:
+            raise TopicNotFound(f"topic {key} not found")
+        if partitions > 0:
+            raise NotAllowed("Termination of a partitioned topic is not allowed")
+        t = self.get_topic(key, create=False)
+        if not t.terminated:
+            self.commit()
+        position = t.terminate()
+        for producer_id in list(t.producers):
+            producer = self.producers.pop(producer_id, None)
+            if producer is not None:
+                self.outbox.append(ProducerClosed(producer_id, producer.conn, "terminated"))
+                self.emit(EventType.PRODUCER_REMOVED, t.name, producer=producer.producer_name)
+        t.producers.clear()
+        return position
+
+    def terminate_partitioned_topic(self, topic: str) -> dict[int, Position]:
+        """Terminate every partition of a partitioned topic: partition index -> position."""
+        name = TopicName.get(topic)
+        partitions = self.storage_for(name).metadata.get_topic(str(name))
+        if partitions is None:
+            raise TopicNotFound(f"topic {name} not found")
+        if partitions == 0:
+            raise NotAllowed(
+                "Termination of a non-partitioned topic is not allowed using "
+                "partitioned-terminate, please use terminate commands."
+            )
+        return {i: self.terminate_topic(str(name.partition(i))) for i in range(partitions)}
+
     # -- producers ------------------------------------------------------------------------
 
     def create_producer(
         self, topic: str, producer_name: str | None = None, conn: Any = None
     ) -> Producer:
         t = self.get_topic(topic)
+        if t.terminated:
+            raise TopicTerminated(f"topic {t.name} was already terminated")
         if producer_name is not None and not isinstance(producer_name, str):
             raise InvalidArgument(f"producer_name must be a string, not {producer_name!r}")
         if producer_name:

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .actions import ActiveConsumerChange, Deliver, DeliveredEntry
+from .actions import ActiveConsumerChange, Deliver, DeliveredEntry, ReachedEndOfTopic
 from .consumer import Consumer, SubType
 from .cursor import ManagedCursor
 from .dispatchers.base import Dispatcher
@@ -281,6 +281,27 @@ class Subscription:
             self.dispatcher.dispatch()
         if mark_delete_moved and self.topic.held_sends:
             self.topic.release_held_sends()
+        if self.topic.ledger.terminated_position is not None:
+            self.check_end_of_topic()
+
+    def check_end_of_topic(self) -> None:
+        """Tell the consumers they reached the end of the terminated topic, once each.
+
+        Pulsar's rule (``PersistentSubscription.acknowledgeMessage``, the dispatchers'
+        ``notifyConsumersEndOfTopic`` and their ``readEntriesFailed`` on
+        ``NoMoreEntriesToReadException``): only when the ledger is terminated and the
+        subscription's backlog is empty, i.e. everything up to the terminated position is
+        acknowledged. Checked at termination, after acks, on subscribe and after a seek.
+        """
+        if self.dispatcher is None or self.topic.ledger.terminated_position is None:
+            return
+        if self.cursor.number_of_entries_in_backlog() > 0:
+            return
+        outbox = self.topic.service.outbox
+        for consumer in self.dispatcher.consumers:
+            if not consumer.reached_end_of_topic:
+                consumer.reached_end_of_topic = True
+                outbox.append(ReachedEndOfTopic(consumer.consumer_id, consumer.conn))
 
     # -- cursor control -------------------------------------------------------------------
 
@@ -305,6 +326,9 @@ class Subscription:
         )
         if self.dispatcher is not None:
             self.dispatcher.dispatch()
+            for consumer in self.dispatcher.consumers:
+                consumer.reached_end_of_topic = False
+            self.check_end_of_topic()
 
     def on_new_entries(self) -> None:
         if self.dispatcher is not None:

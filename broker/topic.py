@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .actions import SendError
 from .consumer import Consumer, SubType
 from .cursor import ManagedCursor
 from .deduplication import MessageDeduplication
@@ -20,6 +21,7 @@ from .errors import (
     ProducerBlockedQuotaExceeded,
     StorageError,
     SubscriptionNotFound,
+    TopicTerminated,
 )
 from .events import EventType
 from .policies import Policies
@@ -171,6 +173,32 @@ class PersistentTopic:
         done, self.pending_sends = self.pending_sends, []
         return done
 
+    def terminate(self) -> Position:
+        """``PersistentTopic.terminate``: terminate the ledger, tell the subscriptions.
+
+        Sends held by the backlog quota fail with ``TopicTerminatedError``; every
+        subscription that has consumed everything tells its consumers they reached the end
+        (``PersistentSubscription.topicTerminated``). The caller disconnects the producers.
+        """
+        if self.terminated:
+            return self.ledger.terminate(self.service.now_ms())
+        position = self.ledger.terminate(self.service.now_ms())
+        self.service.emit(EventType.TOPIC_TERMINATED, self.name, position=list(position))
+        held, self.held_sends = self.held_sends, []
+        for producer, metadata, _payload in held:
+            self.service.outbox.append(SendError(
+                producer.producer_id, producer.conn, metadata.sequence_id,
+                TopicTerminated.code, f"topic {self.name} was terminated",
+            ))
+        log.info("[%s] Topic terminated at %d:%d", self.name, *position)
+        for subscription in list(self.subscriptions.values()):
+            subscription.check_end_of_topic()
+        return position
+
+    @property
+    def terminated(self) -> bool:
+        return self.ledger.terminated_position is not None
+
     def on_entries_confirmed(self) -> None:
         for subscription in list(self.subscriptions.values()):
             subscription.on_new_entries()
@@ -211,6 +239,8 @@ class PersistentTopic:
                 durable=subscription.durable, sub_type=str(sub_type),
             )
         subscription.on_new_entries()
+        if self.ledger.terminated_position is not None:
+            subscription.check_end_of_topic()
 
     def remove_subscription(self, name: str) -> None:
         subscription = self.subscriptions.pop(name, None)
@@ -406,6 +436,7 @@ class PersistentTopic:
             "cursors": {
                 name: s.cursor.internal_stats() for name, s in self.subscriptions.items()
             },
+            "state": "Terminated" if self.terminated else "LedgerOpened",
         }
 
 

@@ -10,7 +10,8 @@ message, in either direction, is::
 
 ``rid`` pairs a request with its reply (``SUCCESS``, ``ERROR`` or a command-specific
 answer); pushes from the broker (``MESSAGE``, ``SEND_RECEIPT``, ``SEND_RECEIPTS``,
-``ACTIVE_CONSUMER_CHANGE``, ``CLOSE_CONSUMER``, ``PING``) carry ``rid`` 0 or the request
+``ACTIVE_CONSUMER_CHANGE``, ``CLOSE_CONSUMER``, ``CLOSE_PRODUCER``, ``REACHED_END_OF_TOPIC``,
+``PING``) carry ``rid`` 0 or the request
 they answer. Positions are ``[ledger_id, entry_id]`` lists; message ids are
 ``[ledger_id, entry_id, partition, batch_index]``.
 
@@ -158,7 +159,10 @@ BROKER_COMMANDS: dict[str, Spec] = {
     "MESSAGE": Spec({"consumer_id": _INT, "entries": _LIST}, payloads="any"),
     "ACTIVE_CONSUMER_CHANGE": Spec({"consumer_id": _INT, "is_active": _BOOL}),
     "CLOSE_CONSUMER": Spec({"consumer_id": _INT}, {"reason": _OPT_STR}),
+    # reason "terminated": the topic was terminated, the producer can send no more.
     "CLOSE_PRODUCER": Spec({"producer_id": _INT}, {"reason": _OPT_STR}),
+    # The consumer's topic is terminated and its subscription consumed all of it.
+    "REACHED_END_OF_TOPIC": Spec({"consumer_id": _INT}),
 }
 
 

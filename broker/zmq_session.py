@@ -18,7 +18,15 @@ from typing import Any
 import zmq
 
 from . import wire
-from .actions import ActiveConsumerChange, ConsumerClosed, Deliver, SendError, SendReceipt
+from .actions import (
+    ActiveConsumerChange,
+    ConsumerClosed,
+    Deliver,
+    ProducerClosed,
+    ReachedEndOfTopic,
+    SendError,
+    SendReceipt,
+)
 from .admin_handler import AdminHandler
 from .consumer import KeySharedMeta, KeySharedMode, SubType
 from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_entry
@@ -528,6 +536,22 @@ class ZmqProtocol:
                         wire.encode(
                             "CLOSE_CONSUMER", 0, consumer_id=client_id, reason=action.reason
                         ),
+                    )
+            elif isinstance(action, ProducerClosed):
+                client_id = conn.producer_ids.pop(action.producer_id, None)
+                if client_id is not None:
+                    conn.producers.pop(client_id, None)
+                    self._send(
+                        conn,
+                        wire.encode(
+                            "CLOSE_PRODUCER", 0, producer_id=client_id, reason=action.reason
+                        ),
+                    )
+            elif isinstance(action, ReachedEndOfTopic):
+                client_id = conn.consumer_ids.get(action.consumer_id)
+                if client_id is not None:
+                    self._send(
+                        conn, wire.encode("REACHED_END_OF_TOPIC", 0, consumer_id=client_id)
                     )
         if receipts:
             self._send_receipts(receipts_to, receipts)

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from pulsarlab.broker import BrokerService, BrokerSettings, ManualClock, MessageMetadata, SubType
-from pulsarlab.broker.actions import ActiveConsumerChange, Deliver, SendError, SendReceipt
+from pulsarlab.broker.actions import (
+    ActiveConsumerChange,
+    Deliver,
+    ProducerClosed,
+    ReachedEndOfTopic,
+    SendError,
+    SendReceipt,
+)
 from pulsarlab.broker.consumer import Consumer
 from pulsarlab.broker.storage import DurableStorage, MemoryStorage
 
@@ -28,6 +35,8 @@ class Harness:
         self.receipts: list[SendReceipt] = []
         self.send_errors: list[SendError] = []
         self.active: dict[int, bool] = {}
+        self.reached_end: list[int] = []  # consumer ids told REACHED_END_OF_TOPIC, in order
+        self.producers_closed: list[ProducerClosed] = []
         self._producers: dict[str, int] = {}
 
     # -- producing ------------------------------------------------------------------------
@@ -115,6 +124,10 @@ class Harness:
                 self.send_errors.append(action)
             elif isinstance(action, ActiveConsumerChange):
                 self.active[action.consumer_id] = action.is_active
+            elif isinstance(action, ReachedEndOfTopic):
+                self.reached_end.append(action.consumer_id)
+            elif isinstance(action, ProducerClosed):
+                self.producers_closed.append(action)
 
     def take(self, consumer: Consumer) -> list[tuple[int, int]]:
         """Positions delivered to ``consumer`` since the last call."""

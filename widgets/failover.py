@@ -262,7 +262,7 @@ class FailoverView(View):
         for name in dict.fromkeys(n for _, n in self.ring):
             if name not in self._ring_legend:
                 self.ring_fig.add_trace(go.Scatterpolar(
-                    name=f"{name}'s points", r=[], theta=[], mode="markers", meta="legend",
+                    name=f"{name}'s points", r=[None], theta=[None], mode="markers", meta="legend",
                     marker={"size": 10, "color": palette.color(name)},
                 ))
                 self._ring_legend[name] = len(self.ring_fig.data) - 1

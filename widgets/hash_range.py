@@ -272,7 +272,11 @@ class HashRangeView(View):
         looked_up = self.lookup_box.value
         axis = "slot = hash % 65536" if self.space == SLOT_SPACE else "31-bit hash (ring)"
         old_bounds = tuple(self.fig.data[0].base or ())
-        changed = old_bounds != tuple(b[0] for b in bars)
+        new_bounds = tuple(b[0] for b in bars)
+        # animate a split or merge as it happens; plotly.js cannot animate bars away (a
+        # shrinking array blanks the figure), and scrubbing the history jumps
+        changed = (old_bounds != new_bounds and len(new_bounds) >= len(old_bounds)
+                   and self.pinned is None)
         batch = self.fig.batch_animate(duration=500) if changed else self.fig.batch_update()
         with batch:
             ranges_trace, keys_trace, moving_trace, moved_trace, lookup_trace = self.fig.data

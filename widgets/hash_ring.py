@@ -289,7 +289,7 @@ class HashRingView(View):
         for name in self.consumers:
             if name not in self._legend:
                 self.fig.add_trace(go.Scatterpolar(
-                    name=name, r=[], theta=[], mode="markers", legendgroup=name,
+                    name=name, r=[None], theta=[None], mode="markers", legendgroup=name,
                     marker={"size": 12, "symbol": "square", "color": palette.color(name)},
                     meta="legend",
                 ))

@@ -626,6 +626,8 @@ def _polar(fig: Any, left: float, top: float, right: float, bottom: float) -> li
             labels = _get(trace, "text")
             dots = _Dots()
             for i, (r, theta) in enumerate(zip(rs, thetas, strict=False)):
+                if _num(r) is None or _num(theta) is None:  # a legend entry's empty point
+                    continue
                 px, py = point(float(r), float(theta))
                 symbol = str(_at(symbols, i, "circle"))
                 size = _num(_at(sizes, i, 8)) or 8

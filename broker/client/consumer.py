@@ -450,6 +450,11 @@ class Consumer:
         if watcher is not None and watcher is not threading.current_thread():
             watcher.join(5)
 
+    def has_reached_end_of_topic(self) -> bool:
+        """Extension (Java's ``hasReachedEndOfTopic``): every topic of this consumer is
+        terminated and its subscription has acknowledged all of it."""
+        return all(tc.reached_end_of_topic for tc in self._consumers)
+
     def is_connected(self) -> bool:
         return (
             not self._closed

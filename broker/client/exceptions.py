@@ -263,6 +263,7 @@ _ALIASES = {
     "UnsupportedVersion": Result.UnsupportedVersionError,
     "AuthorizationError": Result.AuthorizationError,
     "AuthenticationError": Result.AuthenticationError,
+    "TopicTerminatedError": Result.TopicTerminated,
 }
 
 

@@ -32,6 +32,7 @@ from .exceptions import (
     MessageTooBig,
     ProducerQueueIsFull,
     PulsarException,
+    TopicTerminated,
     exception_for,
     exception_for_result,
 )
@@ -109,6 +110,7 @@ class PartitionProducer:
         self._take_posted = False
         self._closed = False
         self._connected = False
+        self._terminated = False  # the broker terminated the topic: no send can succeed
         # I/O-thread state.
         self._builder = (
             make_batch_builder(
@@ -155,6 +157,8 @@ class PartitionProducer:
         with self._lock:
             if self._closed:
                 raise AlreadyClosed(f"producer on {self.topic} is closed")
+            if self._terminated:
+                raise TopicTerminated(f"topic {self.topic} was terminated")
             while limit > 0 and self._pending_count >= limit:
                 if not self.config.block_if_queue_full:
                     raise ProducerQueueIsFull(
@@ -238,6 +242,10 @@ class PartitionProducer:
         with self._lock:
             messages, self._submitted = self._submitted, []
             self._take_posted = False
+        if self._terminated and messages:
+            error = TopicTerminated(f"topic {self.topic} was terminated")
+            self._settle(messages, error.result, None, error)
+            return
         for message in messages:
             self._io_add(message)
 
@@ -370,6 +378,10 @@ class PartitionProducer:
     def on_close_producer(self, cmd: Any) -> None:
         log.warning("the broker closed the producer on %s: %s", self.topic, cmd.get("reason"))
         self._connected = False
+        if cmd.get("reason") == "terminated":  # Java's producer state Terminated
+            with self._lock:
+                self._terminated = True
+            self._io_fail_all(TopicTerminated(f"topic {self.topic} was terminated"))
 
     def on_connection_closed(self) -> None:
         self._io_fail_all(AlreadyClosed("the client was closed"))

@@ -98,6 +98,11 @@ class Reader:
         """Reposition to a message id (read next, inclusive) or a publish time (ms)."""
         self._consumer.seek(messageid)
 
+    def has_reached_end_of_topic(self) -> bool:
+        """Extension (Java's ``Reader.hasReachedEndOfTopic``): the topic is terminated and
+        the reader has read all of it."""
+        return self._consumer.has_reached_end_of_topic()
+
     def close(self) -> None:
         self._consumer.close()
 

@@ -117,6 +117,7 @@ class TopicConsumer:
         self.connected = False
         self.closed = False
         self.is_active: bool | None = None
+        self.reached_end_of_topic = False
         self.last_dequeued: MessageId | None = None
         self.start_message_id = config.start_message_id
         self.start_inclusive = config.start_message_id_inclusive
@@ -466,6 +467,10 @@ class TopicConsumer:
     def on_active_consumer_change(self, cmd: Any) -> None:
         self.is_active = bool(cmd["is_active"])
         self.parent._on_active_change(self, self.is_active)
+
+    def on_reached_end_of_topic(self, cmd: Any) -> None:
+        log.info("consumer on %s reached the end of the terminated topic", self.topic)
+        self.reached_end_of_topic = True
 
     def on_close_consumer(self, cmd: Any) -> None:
         log.warning("the broker closed the consumer on %s: %s", self.topic, cmd.get("reason"))

@@ -28,6 +28,7 @@ from ..actions import (
     ConsumerClosed,
     Deliver,
     ProducerClosed,
+    ReachedEndOfTopic,
     SendError,
     SendReceipt,
 )
@@ -247,9 +248,17 @@ class PulsarSession:
                 )
         elif kind is ProducerClosed:
             self._producer_closed(action.producer_id)
+        elif kind is ReachedEndOfTopic:
+            client_id = self.consumer_ids.get(action.consumer_id)
+            if client_id is not None:
+                self._command(
+                    _T.REACHED_END_OF_TOPIC, "reachedEndOfTopic",
+                    api.CommandReachedEndOfTopic(consumer_id=client_id),
+                )
 
     def _producer_closed(self, core_id: int) -> None:
-        """The broker closed a producer (its topic was deleted): the client reconnects."""
+        """The broker closed a producer (its topic was deleted or terminated): the client
+        reconnects, and is refused with ``TopicTerminatedError`` after a termination."""
         client_id = self.producer_ids.pop(core_id, None)
         if client_id is not None:
             self.producers.pop(client_id, None)

@@ -57,6 +57,8 @@ class ManagedLedger(ABC):
     """Append-only log of one persistent topic, made of ledgers."""
 
     name: str
+    # Where the ledger was terminated (its last entry for good), ``None`` while it is open.
+    terminated_position: Position | None = None
 
     @abstractmethod
     def add_entry(self, data: bytes, now_ms: int) -> Position:
@@ -127,6 +129,15 @@ class ManagedLedger(ABC):
         """Delete ledgers all of whose entries are <= ``mark_delete`` (never the current one).
 
         Returns the deleted ledger ids.
+        """
+
+    @abstractmethod
+    def terminate(self, now_ms: int) -> Position:
+        """Seal the log for good and return its last entry (``ManagedLedgerImpl.asyncTerminate``).
+
+        Appended entries are made durable first; the current ledger is closed and no ledger
+        is ever opened again, so :meth:`add_entry` refuses every entry from now on, across
+        restarts. Terminating a terminated ledger returns the same position.
         """
 
     @abstractmethod

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from ..errors import StorageError
+from ..errors import StorageError, TopicTerminated
 from .base import LedgerConfig, LedgerInfo, ManagedLedger, MetadataStore, Position, Storage
 
 
@@ -42,6 +42,7 @@ class LedgerSequence(ManagedLedger):
         self._corrupt: set[Position] = set()
         self._closed = False
         self._on_release: Callable[[LedgerSequence, bool], None] | None = None
+        self.terminated_position: Position | None = None
 
     # -- storage hooks ----------------------------------------------------------------------
 
@@ -77,16 +78,32 @@ class LedgerSequence(ManagedLedger):
     # -- opening ----------------------------------------------------------------------------
 
     def _start(self, now_ms: int) -> None:
-        """Recover what the metadata store lists, then start a new current ledger."""
+        """Recover what the metadata store lists, then start a new current ledger.
+
+        A terminated managed ledger gets no new ledger: the one holding its terminated
+        position stays the last, so ``last_confirmed`` is that position again.
+        """
         recovered = self._recover(self._metadata.get_ledger_list(self.name), now_ms)
-        kept = [info for info in recovered if info.entries > 0]
-        new_id = self._metadata.next_ledger_id()
-        self._store_create(new_id)
-        self._set_ledgers([*kept, LedgerInfo(new_id, timestamp_ms=now_ms)])
+        terminated = self._metadata.get_policies(self._terminated_scope)
+        end = terminated and terminated.get("terminatedPosition")
+        if end and any(info.ledger_id == end[0] for info in recovered):
+            self.terminated_position = (end[0], end[1])
+            kept = [i for i in recovered if i.entries > 0 or i.ledger_id == end[0]]
+            self._set_ledgers(kept)
+        else:
+            kept = [info for info in recovered if info.entries > 0]
+            new_id = self._metadata.next_ledger_id()
+            self._store_create(new_id)
+            self._set_ledgers([*kept, LedgerInfo(new_id, timestamp_ms=now_ms)])
         self._save()
+        kept_ids = {info.ledger_id for info in kept}
         for info in recovered:
-            if info.entries == 0:
+            if info.entries == 0 and info.ledger_id not in kept_ids:
                 self._store_delete(info.ledger_id)
+
+    @property
+    def _terminated_scope(self) -> str:
+        return f"__terminated__/{self.name}"
 
     def _set_ledgers(self, infos: list[LedgerInfo]) -> None:
         self._infos = infos
@@ -108,6 +125,8 @@ class LedgerSequence(ManagedLedger):
     def add_entry(self, data: bytes, now_ms: int) -> Position:
         if self._closed:
             self._check_open()
+        if self.terminated_position is not None:
+            raise TopicTerminated(f"managed ledger {self.name} was already terminated")
         if type(data) is not bytes:
             data = bytes(data)
         if not data:
@@ -162,6 +181,8 @@ class LedgerSequence(ManagedLedger):
 
     def maybe_rollover(self, now_ms: int) -> bool:
         self._check_open()
+        if self.terminated_position is not None:
+            return False
         if not self._current_full():
             current = self._infos[-1]
             age = now_ms - current.timestamp_ms
@@ -296,6 +317,21 @@ class LedgerSequence(ManagedLedger):
             self._store_delete(ledger_id)
         return doomed
 
+    def terminate(self, now_ms: int) -> Position:
+        self._check_open()
+        if self.terminated_position is not None:
+            return self.terminated_position
+        self.sync()
+        position = self.last_confirmed
+        current = self._infos[-1]
+        infos = [*self._infos[:-1], replace(current, timestamp_ms=now_ms, closed=True)]
+        self._metadata.put_ledger_list(self.name, infos)
+        self._metadata.put_policies(self._terminated_scope, {"terminatedPosition": list(position)})
+        self._set_ledgers(infos)
+        self._store_seal(current.ledger_id)
+        self.terminated_position = position
+        return position
+
     def close(self) -> None:
         if self._closed:
             return
@@ -309,6 +345,8 @@ class LedgerSequence(ManagedLedger):
     def delete(self) -> None:
         self._check_open()
         self._metadata.delete_ledger_list(self.name)
+        if self.terminated_position is not None:
+            self._metadata.put_policies(self._terminated_scope, {})
         for cursor_name in self._metadata.get_cursors(self.name):
             self._metadata.delete_cursor(self.name, cursor_name)
         for ledger_id in self._ids:

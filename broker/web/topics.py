@@ -146,6 +146,27 @@ class UnloadHandler(AdminResource):
         self.reply(await self.run("topics.unload", topic=_topic(*path)))
 
 
+class TerminateHandler(AdminResource):
+    """POST terminate: the topic's last message id; terminate/partitions: each partition's."""
+
+    @guarded
+    async def post(self, domain: str, tenant: str, namespace: str, topic: str,
+                   partitions: str | None = None) -> None:
+        name = _topic(domain, tenant, namespace, topic)
+        if domain != "persistent":
+            raise ApiError(405, "Termination of a non-persistent topic is not allowed")
+        count = await _partition_count(self, name)
+        if partitions is None:
+            if count:
+                raise ApiError(405, "Termination of a partitioned topic is not allowed")
+            self.reply(await self.run("topics.terminate_topic", topic=name))
+            return
+        if not count:
+            raise ApiError(405, "Termination of a non-partitioned topic is not allowed using "
+                                "partitioned-terminate, please use terminate commands.")
+        self.reply(await self.run("topics.terminate_partitioned_topic", topic=name))
+
+
 class SubscriptionHandler(AdminResource):
     """PUT creates a subscription at the message id in the body (default latest), DELETE
     (``?force=true``) deletes it."""
