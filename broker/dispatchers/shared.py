@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..consumer import Consumer, SubType, UnackedCounter
 from ..delayed_delivery import DelayedDeliveryTracker
-from ..entry import EntryHeader
+from ..entry import EntryHeader, read_header
 from ..errors import ConsumerBusy
 from ..events import EventType
 from ..storage.base import Position
@@ -269,7 +269,10 @@ class SharedDispatcher(Dispatcher):
         while self.cursor.has_more_entries():
             out: SendList = []
             for position, data in self.cursor.read_entries(n):
-                header = self.header(position, data)
+                try:  # read_header() first: self.header() reports the entries it refuses
+                    header = read_header(data)
+                except (TypeError, ValueError):
+                    header = self.header(position, data)
                 if header is None or data is None:
                     continue
                 if header.deliver_at_time and self.track_delayed(position, header):
