@@ -10,7 +10,10 @@ first received to the last. Clients speak the wire protocol directly, so this me
 broker, not the client library. Prints one JSON document: msgs/s per configuration and
 ``broker / relay`` ratios, plus latency p50/p99/p999 at a fixed moderate rate (unbatched).
 
-    python bench/bench_e2e.py [--messages N] [--quick]
+    python bench/bench_e2e.py [--messages N] [--quick] [--unbatched-only]
+
+``broker_cpu_us_per_msg`` is the broker process's CPU per message (user + system, its
+Python thread and libzmq's I/O thread): on a shared machine the steadier figure.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import statistics
 import subprocess
 import sys
@@ -236,7 +240,20 @@ def start_broker(storage: str, data_dir: str) -> tuple[subprocess.Popen, str]:
     return proc, report["service_url"].replace("zmq://", "tcp://")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux ``/proc``; 0.0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_broker(storage: str, n_entries: int, payload: bytes, batch: int, rate: int = 0):
+    """msgs/s at the consumer, latencies (µs, when ``rate``) and the broker process's CPU
+    µs per message (its Python thread and libzmq's I/O thread, from start to the last
+    message)."""
     ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = start_broker(storage, tmp)
@@ -252,14 +269,16 @@ def run_broker(storage: str, n_entries: int, payload: bytes, batch: int, rate: i
                 target=broker_producer, args=(url, topic, n_entries, payload, batch, start, rate)
             )
             producer.start()
+            cpu_before = _cpu_seconds(proc.pid)
             start.set()
             got, elapsed, lat = out.get(timeout=900)
+            cpu = _cpu_seconds(proc.pid) - cpu_before
             producer.join(60)
             consumer.join(60)
         finally:
             proc.terminate()
             proc.wait(30)
-    return got * batch / elapsed, lat
+    return got * batch / elapsed, lat, cpu / (got * batch) * 1e6
 
 
 def _free_port() -> int:
@@ -279,25 +298,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
+    parser.add_argument(
+        "--unbatched-only", action="store_true",
+        help="only 100 B, one message per entry (relay, memory, durable): the per-message path",
+    )
     args = parser.parse_args()
     n = 5_000 if args.quick else args.messages
-    results: dict = {"bench": "e2e", "messages": n, "runs": {}, "ratios": {}}
-    for size in (100, 1024):
+    results: dict = {"bench": "e2e", "messages": n, "runs": {}, "ratios": {},
+                     "broker_cpu_us_per_msg": {}}
+    cpu_per_msg = results["broker_cpu_us_per_msg"]
+    for size in (100,) if args.unbatched_only else (100, 1024):
         single = b"x" * size
         batched = _batch_payload(size, 100)
         relay_single = run_relay(n, single, 1)
-        relay_batched = run_relay(max(1, n // 100), batched, 100)
         results["runs"][f"relay_{size}B_unbatched"] = round(relay_single)
+        if args.unbatched_only:
+            for storage in ("memory", "durable"):
+                unb, _, cpu = run_broker(storage, n, single, 1)
+                results["runs"][f"broker_{storage}_{size}B_unbatched"] = round(unb)
+                cpu_per_msg[f"{storage}_{size}B_unbatched"] = round(cpu, 2)
+                results["ratios"][f"{storage}_{size}B_unbatched"] = round(unb / relay_single, 3)
+            print(json.dumps(results, indent=2))
+            return
+        relay_batched = run_relay(max(1, n // 100), batched, 100)
         results["runs"][f"relay_{size}B_batched100"] = round(relay_batched)
         multi_single = run_relay(n, single, 1, "multipart")
         multi_batched = run_relay(max(1, n // 100), batched, 100, "multipart")
         results["runs"][f"relay_multipart_{size}B_unbatched"] = round(multi_single)
         results["runs"][f"relay_multipart_{size}B_batched100"] = round(multi_batched)
         for storage in ("memory", "durable"):
-            unb, _ = run_broker(storage, n, single, 1)
-            bat, _ = run_broker(storage, max(1, n // 100), batched, 100)
+            unb, _, cpu_unb = run_broker(storage, n, single, 1)
+            bat, _, cpu_bat = run_broker(storage, max(1, n // 100), batched, 100)
             results["runs"][f"broker_{storage}_{size}B_unbatched"] = round(unb)
             results["runs"][f"broker_{storage}_{size}B_batched100"] = round(bat)
+            cpu_per_msg[f"{storage}_{size}B_unbatched"] = round(cpu_unb, 2)
+            cpu_per_msg[f"{storage}_{size}B_batched100"] = round(cpu_bat, 2)
             results["ratios"][f"{storage}_{size}B_unbatched"] = round(unb / relay_single, 3)
             results["ratios"][f"{storage}_{size}B_batched100"] = round(bat / relay_batched, 3)
             results["ratios"][f"{storage}_{size}B_unbatched_vs_multipart_relay"] = round(
@@ -306,7 +341,7 @@ def main() -> None:
                 bat / multi_batched, 3)
     rate = 5000
     count = 2_000 if args.quick else 25_000
-    _, lat = run_broker("durable", count, b"x" * 100, 1, rate=rate)
+    _, lat, _ = run_broker("durable", count, b"x" * 100, 1, rate=rate)
     results["latency_ms_at_5k_per_s_durable"] = {
         "p50": _pct(lat, 0.50), "p99": _pct(lat, 0.99), "p999": _pct(lat, 0.999),
         "mean": round(statistics.fmean(lat) / 1000, 3),

@@ -96,6 +96,10 @@ class ServerConsumer:
         self.connected_since_ms = connected_since_ms
         self.permits = 0
         self.pending_acks: dict[Position, PendingAck] = {}
+        # Whether pending_acks was filled in position order (dispatch reads forward, only
+        # replays go back), so its first key is its lowest; and the highest key added.
+        self._pending_in_order = True
+        self._highest_pending: Position = (-1, -1)
         self.unacked_messages = 0
         self.unacked_counter: UnackedCounter | None = None  # its subscription's, if kept
         self.blocked_on_unacked = False
@@ -113,8 +117,16 @@ class ServerConsumer:
         return bool(self.key_shared_meta and self.key_shared_meta.allow_out_of_order_delivery)
 
     def add_pending(self, position: Position, batch_size: int, sticky_key_hash: int) -> None:
-        if position not in self.pending_acks:
-            self.pending_acks[position] = PendingAck(batch_size, sticky_key_hash)
+        pending_acks = self.pending_acks
+        if position not in pending_acks:
+            if not pending_acks:
+                self._pending_in_order = True
+                self._highest_pending = position
+            elif position > self._highest_pending:
+                self._highest_pending = position
+            else:
+                self._pending_in_order = False
+            pending_acks[position] = PendingAck(batch_size, sticky_key_hash)
             self.unacked_messages += batch_size
             if self.unacked_counter is not None:
                 self.unacked_counter.value += batch_size
@@ -126,6 +138,19 @@ class ServerConsumer:
             if self.unacked_counter is not None:
                 self.unacked_counter.value -= pending.batch_size
         return pending
+
+    def lowest_pending(self) -> Position | None:
+        """The lowest position the consumer has not acknowledged, if any.
+
+        Runs on every mark-delete move: without replays the first key is the lowest, so
+        the scan over every pending position is only needed after one.
+        """
+        pending = self.pending_acks
+        if not pending:
+            return None
+        if self._pending_in_order:
+            return next(iter(pending))
+        return min(pending)
 
     def take_all_pending(self) -> dict[Position, PendingAck]:
         pending, self.pending_acks = self.pending_acks, {}

@@ -119,9 +119,12 @@ class ManagedCursor:
                 # ledger that was rolled over): move it to where the next entry will land.
                 self.read_position = self.ledger.next_position(self.ledger.last_confirmed)
                 break
-            for position, data in batch:
-                if not self.is_deleted(position):
-                    result.append((position, data))
+            md = self.mark_delete_position
+            if self.individually_deleted:
+                deleted = self.individually_deleted
+                result += [e for e in batch if e[0] > md and e[0] not in deleted]
+            else:  # nothing acked out of order: is_deleted() comes down to this
+                result += [e for e in batch if e[0] > md]
             self.read_position = self.ledger.next_position(batch[-1][0])
         return result
 

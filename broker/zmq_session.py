@@ -132,23 +132,26 @@ class ZmqProtocol:
             self._reply_error(conn, exc.request_id, "InvalidMessage", str(exc))
             return
         name = command.name
-        if not conn.connected and name != "CONNECT" and self.authenticator.enabled:
-            self._refuse(conn, command.request_id, AuthenticationError(
-                f"authentication required: {name} before CONNECT"
-            ))
-            return
-        if name == "PONG":
-            return
-        if name == "PING":
-            self._send(conn, wire.encode("PONG", command.request_id))
-            return
-        if name != "CONNECT" and not conn.connected:
-            self._reply_error(
-                conn, command.request_id, "NotConnected",
-                f"{name} before CONNECT: send CONNECT first",
-            )
-            return
-        handler = getattr(self, _HANDLERS[name])
+        if name == "SEND" and conn.connected:
+            handler = self._cmd_send  # the hot path, without the checks below
+        else:
+            if not conn.connected and name != "CONNECT" and self.authenticator.enabled:
+                self._refuse(conn, command.request_id, AuthenticationError(
+                    f"authentication required: {name} before CONNECT"
+                ))
+                return
+            if name == "PONG":
+                return
+            if name == "PING":
+                self._send(conn, wire.encode("PONG", command.request_id))
+                return
+            if name != "CONNECT" and not conn.connected:
+                self._reply_error(
+                    conn, command.request_id, "NotConnected",
+                    f"{name} before CONNECT: send CONNECT first",
+                )
+                return
+            handler = getattr(self, _HANDLERS[name])
         try:
             handler(conn, command)
         except PulsarLabError as exc:
@@ -326,7 +329,13 @@ class ZmqProtocol:
 
     def _cmd_ack(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
-        positions = [wire.position_list(p) for p in command["positions"]]
+        position_list = wire.position_list
+        positions = [
+            (p[0], p[1])  # position_list()'s common case, without a call per position
+            if type(p) is list and len(p) == 2 and type(p[0]) is int and type(p[1]) is int
+            else position_list(p)
+            for p in command["positions"]
+        ]
         ack_sets = None
         if command.get("ack_sets"):
             ack_sets = {}
@@ -430,12 +439,20 @@ class ZmqProtocol:
 
     def handle_actions(self, actions: list, foreign: Callable[[Any], None]) -> None:
         """Frames for the core's actions, in order; actions for connections that are not
-        ZeroMQ ones (pulsar:// sessions) go to ``foreign``."""
+        ZeroMQ ones (pulsar:// sessions) go to ``foreign``.
+
+        Consecutive receipts for one producer travel as one ``SEND_RECEIPTS`` message, and
+        consecutive deliveries to one consumer as one ``MESSAGE`` (the dispatcher hands
+        entries out in turns of a few at a time; the frames need not follow them).
+        """
         connections = self.connections
-        send = self._send
-        # Consecutive receipts for one producer travel as one SEND_RECEIPTS message.
+        # The one message being gathered: receipts for (conn, producer) or entries for
+        # (conn, consumer); sent as soon as any other action comes, so every push keeps
+        # the order the core queued it in.
         receipts: list[tuple[int, int, int, int]] = []
         receipts_to: tuple[ServerCnx, int] | None = None
+        delivered: list = []
+        delivered_to: tuple[ServerCnx, int] | None = None
         for action in actions:
             conn = action.conn
             if type(conn) is not ServerCnx:
@@ -449,6 +466,10 @@ class ZmqProtocol:
                 client_id = conn.producer_ids.get(action.producer_id)
                 if client_id is None:
                     continue
+                if delivered:
+                    self._send_delivered(delivered_to, delivered)
+                    delivered = []
+                    delivered_to = None
                 if receipts_to is None or receipts_to[0] is not conn or receipts_to[1] != client_id:
                     if receipts:
                         self._send_receipts(receipts_to, receipts)
@@ -458,29 +479,34 @@ class ZmqProtocol:
                     (action.sequence_id, action.ledger_id, action.entry_id, action.partition)
                 )
                 continue
-            if receipts:  # keep every push in the order the core queued it
-                self._send_receipts(receipts_to, receipts)
-                receipts = []
-                receipts_to = None
-            # MESSAGE builds its header map directly (the same frame as wire.encode, without
-            # its keyword-argument detour).
             if kind is Deliver:
                 client_id = conn.consumer_ids.get(action.consumer_id)
                 if client_id is None:
                     continue
-                entries = [
-                    [e.position[0], e.position[1], e.partition, e.redelivery_count, e.ack_set]
-                    for e in action.entries
-                ]
-                header = wire.pack_header({
-                    "v": wire.PROTOCOL_VERSION, "cmd": "MESSAGE", "rid": 0,
-                    "consumer_id": client_id, "entries": entries,
-                })
-                send(conn, [header, *[
-                    _zmq_layout(e.data) if e.data[1] & FLAG_PULSAR_BATCH else e.data
-                    for e in action.entries
-                ]])
-            elif isinstance(action, SendError):
+                if receipts:
+                    self._send_receipts(receipts_to, receipts)
+                    receipts = []
+                    receipts_to = None
+                if (
+                    delivered_to is None or delivered_to[0] is not conn
+                    or delivered_to[1] != client_id
+                ):
+                    if delivered:
+                        self._send_delivered(delivered_to, delivered)
+                        delivered = []
+                    delivered_to = (conn, client_id)
+                delivered += action.entries
+                continue
+            # Keep every push in the order the core queued it.
+            if receipts:
+                self._send_receipts(receipts_to, receipts)
+                receipts = []
+                receipts_to = None
+            if delivered:
+                self._send_delivered(delivered_to, delivered)
+                delivered = []
+                delivered_to = None
+            if isinstance(action, SendError):
                 client_id = conn.producer_ids.get(action.producer_id)
                 if client_id is not None:
                     self._send(
@@ -527,9 +553,29 @@ class ZmqProtocol:
                     self._send(
                         conn, wire.encode("REACHED_END_OF_TOPIC", 0, consumer_id=client_id)
                     )
-
         if receipts:
             self._send_receipts(receipts_to, receipts)
+        if delivered:
+            self._send_delivered(delivered_to, delivered)
+
+    def _send_delivered(self, to: tuple[ServerCnx, int] | None, entries: list) -> None:
+        """One MESSAGE with ``entries`` (:class:`DeliveredEntry`) for one consumer.
+
+        The header map is built directly: the same frame as :func:`wire.encode` gives,
+        without its keyword-argument detour.
+        """
+        assert to is not None
+        conn, client_id = to
+        header = wire.pack_header({
+            "v": wire.PROTOCOL_VERSION, "cmd": "MESSAGE", "rid": 0, "consumer_id": client_id,
+            "entries": [
+                [e.position[0], e.position[1], e.partition, e.redelivery_count, e.ack_set]
+                for e in entries
+            ],
+        })
+        self._send(conn, [header, *[
+            _zmq_layout(e.data) if e.data[1] & FLAG_PULSAR_BATCH else e.data for e in entries
+        ]])
 
     def _send_receipts(
         self, to: tuple[ServerCnx, int] | None, receipts: list[tuple[int, int, int, int]]

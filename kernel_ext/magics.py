@@ -7,6 +7,8 @@ Load with ``%load_ext pulsarlab``. Every subcommand takes ``-h``/``--help``
 
     %pulsar start [--beside] [--memory] [--data-dir D] [--port P] [--set NAME=VALUE]
     %pulsar stop | status | connect URL [--events URL] [--token T] [--curve-server-key K]
+    %pulsar connect pulsar://host:6650 [--admin-url http://host:8080] [--token T |
+                    --token-file F] [--tls-trust-certs CA] [--allow-writes]   (any Pulsar)
     %pulsar topics [NAMESPACE]            %pulsar create TOPIC [--partitions N]
     %pulsar policies [NAMESPACE] [--ttl SECONDS] [--retention MINUTES,MB] [--dedup on|off]
     %pulsar produce TOPIC [--key K] [--count N] [--property K=V] VALUE
@@ -45,9 +47,11 @@ import argparse
 import atexit
 import importlib
 import importlib.util
+import os
 import re
 import shlex
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -55,7 +59,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from .broker.cli_security import add_client_options, client_options
+from .broker.cli_security import add_client_options
 from .broker.client.enums import ConsumerType
 from .progress import Progress, in_kernel
 from .results import JSONDict, Lines, MessageList, SentMessages, message_row
@@ -70,7 +74,8 @@ __all__ = [
 ]
 
 PROGRESS_MIN = 500  # messages from which produce/consume show a bar
-SUB_TYPES = tuple(t.wire_name.lower() for t in ConsumerType)
+# --type value -> member name of the connected client's ConsumerType (pulsarlab's or pulsar's)
+SUB_TYPES = {t.wire_name.lower(): t.name for t in ConsumerType}
 JUPYTER_HINT = "install the Jupyter extra: pip install 'pulsarlab[jupyter]'"
 SPARK_HINT = "install the Spark extra: pip install 'pulsarlab[spark]' (and Java 17)"
 
@@ -182,8 +187,23 @@ def build_parser() -> argparse.ArgumentParser:
                    description="Show (and return as a dict) the broker the magics use.")
 
     p = sub.add_parser("connect", help="use a broker that runs elsewhere",
-                       description="Use a running broker (checked with one admin call).")
-    p.add_argument("url", metavar="URL", help="service URL, zmq://host:port")
+                       description="Use a running broker (checked with one admin call): a "
+                                   "pulsarlab broker (zmq://) or any Pulsar cluster "
+                                   "(pulsar:// with its admin REST API). A cluster is "
+                                   "read-only unless --allow-writes is given; then each "
+                                   "change is announced before it is made.")
+    p.add_argument("url", metavar="URL",
+                   help="service URL: zmq://host:port, pulsar://host:6650 or "
+                        "pulsar+ssl://host:6651")
+    p.add_argument("--admin-url", metavar="URL",
+                   help="a cluster's admin REST API, http(s)://host:port (default: the "
+                        "service host, port 8080, or 8443 for pulsar+ssl)")
+    p.add_argument("--token-file", metavar="F", help="a file holding the auth token")
+    p.add_argument("--tls-trust-certs", metavar="CA",
+                   help="CA file for pulsar+ssl:// and https:// (a cluster)")
+    p.add_argument("--allow-writes", action="store_true",
+                   help="let the magics change a cluster (produce, consume's acks, skip, "
+                        "reset-cursor, create, policies)")
     p.add_argument("--events", metavar="URL",
                    help="its event-stream URL, tcp://host:port (for %%pulsar show)")
     p.add_argument("--timeout", type=_positive, default=5000, metavar="MS",
@@ -488,10 +508,26 @@ class PulsarMagics(Magics):
         return JSONDict(self.runtime.status(), title="pulsarlab broker")
 
     def _cmd_connect(self, args: argparse.Namespace, cell: str | None) -> None:
+        from .broker.tokens import read_token
+
+        if args.token and args.token_file:
+            raise PulsarMagicError("give --token or --token-file, not both")
+        token = args.token or (f"file://{args.token_file}" if args.token_file else None)
+        token = token or os.environ.get("PULSARLAB_TOKEN")
+        options: dict[str, Any] = {"token": read_token(token) if token else None}
+        key = args.curve_server_key or os.environ.get("PULSARLAB_CURVE_SERVER_KEY")
+        for name, value in (("admin_url", args.admin_url), ("curve_server_key", key),
+                            ("tls_trust_certs_file_path", args.tls_trust_certs)):
+            if value:
+                options[name] = value
         status = self.runtime.connect(args.url, args.events, check_timeout=args.timeout / 1000,
-                                      security=client_options(args))
-        events = f" (events {status['events_url']})" if status["events_url"] else ""
-        print(f"connected to {status['service_url']}{events}")
+                                      allow_writes=args.allow_writes, **options)
+        extra = [f"events {status['events_url']}" if status["events_url"] else "",
+                 f"admin {status['admin_url']}" if status.get("admin_url") else ""]
+        if status.get("backend") == "cluster":
+            extra.append("writes allowed" if status["writes_allowed"] else "read-only")
+        details = ", ".join(e for e in extra if e)
+        print(f"connected to {status['service_url']}" + (f" ({details})" if details else ""))
         return None
 
     # -- admin ----------------------------------------------------------------------------
@@ -609,14 +645,18 @@ class PulsarMagics(Magics):
             values = [" ".join(args.value)]
         properties = dict(args.properties) or None
         total = len(values) * args.count
-        producer = self.runtime.client().create_producer(topic, block_if_queue_full=True)
+        connection = self.runtime.connection()
+        connection.check_write(f"send {total} message{'s' * (total != 1)} to {topic}")
+        producer = connection.client().create_producer(topic, block_if_queue_full=True)
         ids: list[Any] = [None] * total
         failures: list[str] = []
 
         def settled(index: int) -> Any:
             def callback(result: Any, message_id: Any) -> None:
-                if message_id is None:
+                # Result.Ok in both clients (the official one also hands over an id on failure)
+                if message_id is None or getattr(result, "name", "Ok") != "Ok":
                     failures.append(str(result))
+                    message_id = None
                 ids[index] = message_id
             return callback
 
@@ -639,15 +679,18 @@ class PulsarMagics(Magics):
         return SentMessages(ids, topic)
 
     def _cmd_consume(self, args: argparse.Namespace, cell: str | None) -> MessageList:
-        from .broker.client import InitialPosition, Timeout
-
         topic = self._full(args.topic)
         self.runtime.last_subscription = args.sub
-        consumer = self.runtime.client().subscribe(
+        connection = self.runtime.connection()
+        connection.check_write(f"receive and acknowledge up to {args.count} messages of "
+                               f"{args.sub} on {topic}")
+        api = connection.api  # ConsumerType, InitialPosition, Timeout of its client
+        Timeout = api.Timeout
+        consumer = connection.client().subscribe(
             topic, args.sub,
-            consumer_type=ConsumerType.from_wire_name(args.type),
-            initial_position=(InitialPosition.Earliest if args.earliest
-                              else InitialPosition.Latest),
+            consumer_type=getattr(api.ConsumerType, SUB_TYPES[args.type]),
+            initial_position=(api.InitialPosition.Earliest if args.earliest
+                              else api.InitialPosition.Latest),
         )
         rows: list[dict[str, Any]] = []
         interrupted = False
@@ -698,7 +741,7 @@ class PulsarMagics(Magics):
         raise PulsarMagicError(f"pick a subscription with --sub: {', '.join(sorted(existing))}")
 
     def _cmd_show(self, args: argparse.Namespace, cell: str | None) -> Any:
-        from .widgets import VIEWS, LiveBinding, StatsView
+        from .widgets import VIEWS, StatsView
 
         names = [*VIEWS, "stats"]
         if args.widget not in names:
@@ -706,27 +749,18 @@ class PulsarMagics(Magics):
                 f"unknown widget {args.widget!r}; choose from {', '.join(names)}"
             )
         rt = self.runtime
-        url = rt.require_url()
+        rt.require_url()
         if args.topic is None and rt.last_topic is None:
             raise PulsarMagicError("give a TOPIC (no magic has used one yet)")
         topic = self._full(args.topic or rt.last_topic or "")
         if args.widget == "stats":
             stats = rt.admin().topics.get_stats(self._partitions(topic)[0])
             return StatsView(stats, subscription=args.sub)
-        if rt.events_url is None:
-            raise PulsarMagicError(
-                "live views need the event stream: %pulsar connect URL --events tcp://host:port"
-            )
+        connection = rt.connection()
         subscription = self._pick_subscription(topic, args.sub)
         rt.last_subscription = subscription
-        binding = LiveBinding(url, rt.events_url, topic, subscription, security=rt.security)
-        try:
-            view = VIEWS[args.widget](binding)
-            binding.start()
-        except BaseException:
-            binding.stop()
-            raise
-        rt.add_binding(binding)
+        view = VIEWS[args.widget].for_subscription(connection, topic, subscription)
+        rt.add_binding(view.source)
         return view
 
     # -- Spark ----------------------------------------------------------------------------
@@ -775,6 +809,9 @@ class PulsarMagics(Magics):
                 ending: str | None = None) -> Any:
         reader = (spark.readStream if streaming else spark.read).format("pulsar")
         reader = reader.option("service.url", self.runtime.require_url()).option("topic", topic)
+        admin_url = self.runtime.connection().admin_url
+        if admin_url:
+            reader = reader.option("admin.url", admin_url)
         if starting:
             reader = reader.option("startingOffsets", starting)
         if ending:
@@ -948,6 +985,9 @@ def load_ipython_extension(ipython: Any) -> None:
     if _STATE:
         unload_ipython_extension(_STATE["shell"])
     runtime = BrokerRuntime()
+    # Spark's Python workers: this kernel's interpreter (it has pulsarlab), not the python3
+    # on PATH, for any SparkSession the notebook starts itself.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     def on_exit_now(change: dict[str, Any]) -> None:
         if change.get("new"):

@@ -14,7 +14,11 @@ Three modes:
     command with this interpreter); its JSON report gives the URLs. Stopping sends SIGTERM,
     which the command handles by stopping its broker, and kills it if it does not exit.
 ``connected``
-    a broker someone else runs; stopping only forgets it.
+    a broker someone else runs — a pulsarlab broker over ZeroMQ, or any Pulsar cluster over
+    pulsar:// and its admin REST API; stopping only forgets it.
+
+Whatever the mode, the magics reach the broker through one
+:class:`~pulsarlab.cluster.Connection` (:meth:`BrokerRuntime.connection`).
 
 :meth:`BrokerRuntime.shutdown` ends everything within a bounded time (each step runs on a
 helper daemon thread joined with a timeout, so a stuck step can never hang a kernel
@@ -114,8 +118,7 @@ class BrokerRuntime:
         self.bindings: list[Any] = []  # pulsarlab.widgets.LiveBinding
         self.streams: dict[str, Any] = {}  # Spark StreamingQuery by name
         self._stream_dirs: dict[str, str] = {}
-        self._client: Any = None
-        self._admin: Any = None
+        self._connection: Any = None  # pulsarlab.cluster.Connection, made on first use
         self._security: dict[str, Any] = {}  # authentication / curve_server_key (connect)
         self._scratch: str | None = None  # beside mode: report files, temporary data dir
         self._lock = threading.RLock()
@@ -158,6 +161,10 @@ class BrokerRuntime:
                 info["data_dir"] = self.data_dir
             if self.process is not None:
                 info["pid"] = self.process.pid
+            if self._connection is not None:
+                info["backend"] = self._connection.backend
+                info["admin_url"] = self._connection.admin_url
+                info["writes_allowed"] = self._connection.writes_allowed
             info["live_views"] = sum(1 for b in self.bindings if b.running)
             info["streams"] = sorted(self.streams)
             return info
@@ -275,13 +282,15 @@ class BrokerRuntime:
 
     def connect(self, service_url: str, events_url: str | None = None,
                 check_timeout: float = 5.0, *,
-                security: dict[str, Any] | None = None) -> dict[str, Any]:
+                security: dict[str, Any] | None = None, **options: Any) -> dict[str, Any]:
         """Use a broker someone else runs (checked with one admin call).
 
-        ``security``: ``authentication`` and/or ``curve_server_key`` for its ``Client`` and
-        ``Admin`` (a broker with token authentication or CURVE encryption)."""
-        from .broker.admin import Admin
-        from .broker.errors import AuthorizationError
+        ``zmq://`` is a pulsarlab broker (``security``: ``authentication`` and/or
+        ``curve_server_key`` for its ``Client`` and ``Admin``); ``pulsar://`` and
+        ``pulsar+ssl://`` are any Pulsar cluster, reached with the official client and the
+        admin REST API. ``options`` go to :func:`pulsarlab.cluster.open_connection`
+        (``admin_url``, ``token``, ``tls_trust_certs_file_path``, ``allow_writes``)."""
+        from .cluster import ZmqConnection, open_connection
 
         with self._lock:
             if self.mode in ("kernel", "beside"):
@@ -292,20 +301,20 @@ class BrokerRuntime:
                     )
                 self.stop()
             security = dict(security or {})
-            admin = Admin(service_url, timeout_seconds=check_timeout, **security)
             try:
-                admin.topics.get_list()
-            except AuthorizationError:
-                pass  # it answered (and knows the token): the role may just not list topics
-            except TimeoutError:
-                raise PulsarMagicError(
-                    f"no broker answered at {service_url} within {check_timeout:g} s"
-                ) from None
-            finally:
-                admin.close()
+                connection = open_connection(service_url, events_url=events_url, **options)
+            except ValueError as exc:
+                raise PulsarMagicError(str(exc)) from None
+            if isinstance(connection, ZmqConnection):
+                connection.security.update(security)
+            try:
+                connection.check(check_timeout)
+            except TimeoutError as exc:
+                raise PulsarMagicError(str(exc)) from None
             self._release_all()
             self.mode = "connected"
-            self._security = security
+            self._connection = connection
+            self._security = getattr(connection, "security", {})
             self.service_url = service_url
             self.events_url = events_url
             self.storage = self.data_dir = None
@@ -320,26 +329,24 @@ class BrokerRuntime:
         """``authentication`` / ``curve_server_key`` for clients of this broker (maybe empty)."""
         return dict(self._security)
 
-    def client(self) -> Any:
-        """The shared :class:`~pulsarlab.Client` of the magics (created on first use)."""
+    def connection(self) -> Any:
+        """The :class:`~pulsarlab.cluster.Connection` to the current broker."""
         url = self.require_url()
         with self._lock:
-            if self._client is None:
-                from .broker.client import Client
+            if self._connection is None:
+                from .cluster import ZmqConnection
 
-                self._client = Client(url, operation_timeout_seconds=15,
-                                      connection_timeout_ms=5000, **self._security)
-            return self._client
+                self._connection = ZmqConnection(url, self.events_url,
+                                                 security=self._security)
+            return self._connection
+
+    def client(self) -> Any:
+        """The shared client of the magics (pulsarlab's, or the official one on a cluster)."""
+        return self.connection().client()
 
     def admin(self) -> Any:
-        """The shared :class:`~pulsarlab.Admin` of the magics (created on first use)."""
-        url = self.require_url()
-        with self._lock:
-            if self._admin is None:
-                from .broker.admin import Admin
-
-                self._admin = Admin(url, timeout_seconds=10.0, **self._security)
-            return self._admin
+        """The shared admin of the magics (over ZeroMQ, or a cluster's REST API)."""
+        return self.connection().admin()
 
     def add_binding(self, binding: Any) -> None:
         """Keep a live widget binding so that stopping the broker stops it too."""
@@ -410,16 +417,13 @@ class BrokerRuntime:
             log.exception("pulsarlab: error while shutting the kernel's broker down")
 
     def _release_all(self) -> None:
-        """Stop the live bindings and close the shared client and admin."""
+        """Stop the live bindings and close the connection's client and admin."""
         bindings, self.bindings = self.bindings, []
         for binding in bindings:
             bounded(binding.stop, "stopping a live widget binding")
-        client, self._client = self._client, None
-        if client is not None:
-            bounded(client.close, "closing the magics' client")
-        admin, self._admin = self._admin, None
-        if admin is not None:
-            bounded(admin.close, "closing the magics' admin")
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            bounded(connection.close, "closing the magics' client and admin")
 
 
 def _own_security(settings: dict[str, Any], broker: Any) -> dict[str, Any]:

@@ -62,6 +62,18 @@ class View(ipywidgets.VBox):
         self._events_seen = 0
         self._bound = False
 
+    @classmethod
+    def for_subscription(cls, connection: Any, topic: str, subscription: str,
+                         **kwargs: Any) -> View:
+        """This view of ``topic``/``subscription`` on any broker, following it live.
+
+        ``connection``: a :class:`pulsarlab.cluster.Connection` — a pulsarlab broker's
+        event stream, or a Pulsar cluster's admin REST API polled every 2 s (with a
+        staleness label and a what-if button; see :mod:`.cluster_source`)."""
+        from .cluster_source import open_view
+
+        return open_view(cls, connection, topic, subscription, **kwargs)
+
     @property
     def widget(self) -> View:
         """The displayable widget (the view itself)."""

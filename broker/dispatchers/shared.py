@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..consumer import ServerConsumer, SubType, UnackedCounter
 from ..delayed_delivery import DelayedDeliveryTracker
-from ..entry import EntryHeader
+from ..entry import EntryHeader, read_header
 from ..errors import ConsumerBusy
 from ..events import EventType
 from ..redelivery_request import RedeliveryRequest
@@ -271,7 +271,10 @@ class SharedDispatcher(Dispatcher):
         while self.cursor.has_more_entries():
             out: SendList = []
             for position, data in self.cursor.read_entries(n):
-                header = self.header(position, data)
+                try:  # read_header() first: self.header() reports the entries it refuses
+                    header = read_header(data)
+                except (TypeError, ValueError):
+                    header = self.header(position, data)
                 if header is None or data is None:
                     continue
                 if header.deliver_at_time and self.track_delayed(position, header):

@@ -227,7 +227,10 @@ class LedgerSequence(ManagedLedger):
             if first < info.entries:
                 last = min(info.entries, first + max_entries - len(result)) - 1
                 data = self._store_read(info.ledger_id, first, last)
-                result.extend(((info.ledger_id, first + k), d) for k, d in enumerate(data))
+                ledger_id = info.ledger_id
+                result += [
+                    ((ledger_id, e), d) for e, d in zip(range(first, last + 1), data, strict=False)
+                ]
             i += 1
             first = 0
         return result

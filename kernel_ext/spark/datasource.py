@@ -36,6 +36,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from .cluster_reading import is_cluster_url, read_range_official
 from .metadata import BrokerMetadata, PartitionInfo
 from .options import PulsarSparkError, SourceOptions, parse_sink_options, parse_source_options
 from .positions import Position, advance, count_entries, split_budget
@@ -148,7 +149,8 @@ def _settings(opts: SourceOptions) -> ReadSettings:
 def _read(partition: InputPartition, schema: StructType) -> Any:
     if not isinstance(partition, PulsarPartition):  # Spark reads InputPartition(None) for []
         return
-    yield from read_range(
+    read = read_range_official if is_cluster_url(partition.settings.service_url) else read_range
+    yield from read(
         partition.topic,
         Position(*partition.start),
         Position(*partition.end),
@@ -192,7 +194,8 @@ class PulsarBatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         opts = self.opts
-        meta = BrokerMetadata(opts.service_url, opts.connection_timeout_ms, opts.security)
+        meta = BrokerMetadata(opts.service_url, opts.connection_timeout_ms, opts.security,
+                              opts.admin_url)
         try:
             known = meta.snapshot(opts)
         finally:
@@ -264,7 +267,8 @@ class PulsarStreamReader(*_STREAM_BASES):  # type: ignore[misc]
         if fresh or self._snapshot is None or now - self._snapshot_at >= _METADATA_REFRESH_S:
             if self._meta is None:
                 self._meta = BrokerMetadata(
-                    self.opts.service_url, self.opts.connection_timeout_ms, self.opts.security
+                    self.opts.service_url, self.opts.connection_timeout_ms, self.opts.security,
+                    self.opts.admin_url,
                 )
             self._snapshot = self._meta.snapshot(self.opts)
             self._snapshot_at = time.monotonic()

@@ -1,7 +1,9 @@
 """Driver-side broker metadata for the Spark source: topics, partitions, last entries.
 
-Everything here goes through :class:`pulsarlab.Admin` (one DEALER socket, synchronous), so
-planning a batch or a micro-batch opens no consumer and no subscription. A topic's latest
+Everything here goes through :class:`pulsarlab.Admin` (one DEALER socket, synchronous) — or,
+for a Pulsar cluster (``admin.url``), through its admin REST API with
+:class:`pulsarlab.cluster.RestAdmin`, which has the same method names — so planning a batch
+or a micro-batch opens no consumer and no subscription. A topic's latest
 position comes from its internal stats (``lastConfirmedEntry`` and the ledger list, which
 also feeds admission control). Broker errors become one-line :class:`PulsarSparkError`\\ s.
 """
@@ -38,25 +40,44 @@ class BrokerMetadata:
     """Lists topics and partitions and reads their last entries (lazy admin connection)."""
 
     def __init__(
-        self, service_url: str, timeout_ms: int, security: ClientSecurity | None = None
+        self, service_url: str, timeout_ms: int, security: ClientSecurity | None = None,
+        admin_url: str | None = None,
     ) -> None:
         self.service_url = service_url
         self.timeout_ms = timeout_ms
         self.security = security or ClientSecurity()
+        self.admin_url = admin_url
         self._admin: Any = None
 
-    def _call(self, what: str, fn: Callable[[Any], T]) -> T:
+    def _new_admin(self) -> Any:
+        if self.admin_url is not None:
+            from ..cluster.rest import RestAdmin
+
+            return RestAdmin(self.admin_url, token=self.security.token,
+                             timeout_seconds=self.timeout_ms / 1000)
         from ..broker.admin import Admin
+
+        return Admin(self.service_url, timeout_seconds=self.timeout_ms / 1000,
+                     **self.security.client_kwargs())
+
+    def _call(self, what: str, fn: Callable[[Any], T]) -> T:
         from ..broker.errors import PulsarLabError
+        from ..cluster.rest import ClusterAdminError
 
         if self._admin is None:
-            self._admin = Admin(
-                self.service_url, timeout_seconds=self.timeout_ms / 1000,
-                **self.security.client_kwargs(),
-            )
+            self._admin = self._new_admin()
         try:
             return fn(self._admin)
-        except TimeoutError:
+        except ClusterAdminError as exc:
+            raise PulsarSparkError(f"{what}: {exc}") from None
+        except OSError as exc:  # TimeoutError included
+            if self.admin_url is not None:
+                raise PulsarSparkError(
+                    f"no answer from the admin REST API at {self.admin_url} while {what}: "
+                    f"{getattr(exc, 'reason', exc)} (check option 'admin.url')"
+                ) from None
+            if not isinstance(exc, TimeoutError):
+                raise
             self.close()
             raise PulsarSparkError(
                 f"no answer from a pulsarlab broker at {self.service_url} within "
@@ -127,10 +148,16 @@ class BrokerMetadata:
 
 
 def _internal_stats_or_none(admin: Any, topic: str, not_found: type[Exception]) -> Any:
+    from ..cluster.rest import ClusterAdminError
+
     try:
         return admin.topics.get_internal_stats(topic)
     except not_found:
         return None
+    except ClusterAdminError as exc:  # a cluster's REST API: 404 is an unknown topic
+        if exc.status == 404:
+            return None
+        raise
 
 
 def _info_from_stats(topic: str, index: int, stats: dict[str, Any]) -> PartitionInfo:

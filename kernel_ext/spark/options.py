@@ -38,7 +38,6 @@ DEFAULT_ROWS_PER_BATCH = 10_000
 # queries written for that connector port unchanged.
 _IGNORED = frozenset(
     {
-        "admin.url",
         "subscriptionprefix",
         "predefinedsubscription",
         "allowdifferenttopicschemas",
@@ -62,6 +61,7 @@ _TOKEN_PLUGINS = frozenset(
 _SOURCE_KEYS = frozenset(
     {
         "service.url",
+        "admin.url",
         "topic",
         "topics",
         "topicspattern",
@@ -177,6 +177,8 @@ class SourceOptions:
     receiver_queue_size: int = DEFAULT_RECEIVER_QUEUE_SIZE
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH
     security: ClientSecurity = field(default_factory=lambda: ClientSecurity())
+    admin_url: str | None = None
+    """A Pulsar cluster's admin REST API (with a ``pulsar://`` service URL)."""
 
     @property
     def subscription_label(self) -> str:
@@ -224,17 +226,34 @@ def _names(keys: frozenset[str]) -> str:
     return ", ".join(spelled.get(k, k) for k in sorted(keys))
 
 
-def _service_url(opts: dict[str, str]) -> str:
+def _service_url(opts: dict[str, str], *, cluster_ok: bool = False) -> str:
     url = opts.get("service.url", "").strip()
     if not url:
         raise PulsarSparkError(
             "option 'service.url' is required, e.g. .option('service.url', "
             "'zmq://127.0.0.1:6650')"
         )
+    if cluster_ok and re.fullmatch(r"pulsar(\+ssl)?://[^/\s:]+:\d+/?", url):
+        return url
     if not re.fullmatch(r"(zmq|tcp|pulsarlab)://[^/\s:]+:\d+/?", url):
+        what = "zmq://host:port or pulsar://host:port" if cluster_ok else "zmq://host:port"
+        raise PulsarSparkError(f"option 'service.url' must look like {what}, not {url!r}")
+    return url
+
+
+def _admin_url(opts: dict[str, str], service_url: str) -> str | None:
+    """``admin.url``: required with a ``pulsar://`` service URL (topic metadata comes from
+    the cluster's admin REST API), meaningless with ``zmq://``."""
+    url = opts.get("admin.url", "").strip() or None
+    if not service_url.startswith("pulsar"):
+        return None
+    if url is None:
         raise PulsarSparkError(
-            f"option 'service.url' must look like zmq://host:port, not {url!r}"
+            "option 'admin.url' is required with a pulsar:// service.url, e.g. "
+            ".option('admin.url', 'http://broker:8080')"
         )
+    if not re.fullmatch(r"https?://[^/\s]+/?", url):
+        raise PulsarSparkError(f"option 'admin.url' must look like http://host:port, not {url!r}")
     return url
 
 
@@ -421,7 +440,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         if key in opts:
             raise PulsarSparkError(f"option {spelled!r} is not supported by pulsarlab")
     _check_keys(opts, _SOURCE_KEYS, "source")
-    url = _service_url(opts)
+    url = _service_url(opts, cluster_ok=True)
     topics, pattern = _topic_selection(opts)
     starting = parse_offsets_spec(
         opts.get("startingoffsets"), "startingOffsets", "latest" if streaming else "earliest"
@@ -460,6 +479,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         rows_per_batch=_positive_int(opts, "rowsperbatch", "rowsPerBatch",
                                      DEFAULT_ROWS_PER_BATCH) or DEFAULT_ROWS_PER_BATCH,
         security=parse_client_security(opts),
+        admin_url=_admin_url(opts, url),
     )
 
 

@@ -65,9 +65,14 @@ def _local_cores(master: str) -> int:
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``pulsar`` format on ``spark`` (idempotent; registration is per session)."""
-    from .datasource import PulsarDataSource
+    """Register the ``pulsar`` format on ``spark`` (idempotent; registration is per session).
 
+    Raises a one-line error naming the fix when Spark's Python workers run an interpreter
+    that cannot import pulsarlab (see :mod:`.worker_python`)."""
+    from .datasource import PulsarDataSource
+    from .worker_python import check_worker_python
+
+    check_worker_python(spark)
     spark.dataSource.register(PulsarDataSource)
 
 

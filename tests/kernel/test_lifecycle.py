@@ -215,7 +215,7 @@ def test_unload_stops_broker_client_and_magics(ip, run) -> None:
     run("%pulsar start --memory")
     run("%pulsar produce t x")
     runtime = get_runtime()
-    broker, client = runtime.broker, runtime._client
+    broker, client = runtime.broker, runtime.connection().client()
     assert client is not None
     ip.run_line_magic("unload_ext", "pulsarlab")
     try:

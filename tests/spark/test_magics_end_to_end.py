@@ -39,3 +39,20 @@ def test_load_start_produce_consume_and_query(shell, spark) -> None:
         "select cast(value as string) as v from orders order by v"
     )
     assert list(frame["v"]) == ["alpha", "beta", "gamma"]
+
+
+def test_spark_sql_over_a_cluster_topic(shell, spark, broker) -> None:
+    """``%pulsar connect pulsar://…``: ``%%pulsar spark`` reads with service.url pulsar://
+    and the connection's admin.url, like any other magic on a cluster."""
+    def cell(code: str) -> Any:
+        result = shell.run_cell(code)
+        assert result.success, result.error_in_exec or result.error_before_exec
+        return result.result
+
+    cell(f"%pulsar connect {broker.pulsar_url} --admin-url {broker.web_url} --allow-writes")
+    cell("%%pulsar produce cluster-orders\nalpha\nbeta")
+    frame = cell(
+        "%%pulsar spark cluster-orders --view orders\n"
+        "select cast(value as string) as v from orders order by v"
+    )
+    assert list(frame["v"]) == ["alpha", "beta"]

@@ -70,3 +70,40 @@ def test_a_bad_token_is_refused_once_then_ignored() -> None:
     assert (name, error["code"]) == ("ERROR", "AuthenticationError")
     assert peer.request(b"c1", "PING", 2) == []
     assert peer.protocol.dropped_from_refused == 1
+
+
+def test_deliveries_to_one_consumer_travel_as_one_message_in_core_order() -> None:
+    """The dispatcher hands 50 entries out in turns of 20; the consumer gets one MESSAGE
+    with all 50, in order. A receipt queued between two deliveries stays between them."""
+    peer = Peer()
+    peer.request(b"c1", "CONNECT", 1, client_version="t")
+    peer.request(b"c1", "PRODUCER", 2, topic="t", producer_id=1)
+    peer.request(b"c1", "SUBSCRIBE", 3, topic="t", subscription="s", consumer_id=7,
+                 sub_type="Shared", initial_position="earliest")
+    for seq in range(50):
+        frames = wire.encode("SEND", 0, [b"m%d" % seq], producer_id=1, sequence_id=seq,
+                             metadata={})
+        peer.protocol.handle([b"c1", *frames], peer.clock.now_ms())
+    peer.service.commit()
+    peer.protocol.handle_actions(peer.service.take_actions(), foreign=lambda a: None)
+    peer.sent.clear()
+    replies = peer.request(b"c1", "FLOW", 4, consumer_id=7, permits=100)
+    messages = [cmd for _, name, cmd in replies if name == "MESSAGE"]
+    assert len(messages) == 1
+    assert [e[1] for e in messages[0]["entries"]] == list(range(50))
+    assert len(messages[0].payloads) == 50
+
+    service = peer.service
+    actions = []
+    for seq in (50, 51):
+        frames = wire.encode("SEND", 0, [b"late"], producer_id=1, sequence_id=seq, metadata={})
+        peer.protocol.handle([b"c1", *frames], peer.clock.now_ms())
+        service.commit()
+        actions += service.take_actions()
+    # The core's order: receipt 50, delivery 50, receipt 51, delivery 51.
+    assert [type(a).__name__ for a in actions] == [
+        "SendReceipt", "Deliver", "SendReceipt", "Deliver"]
+    peer.sent.clear()
+    peer.protocol.handle_actions(actions, foreign=lambda a: None)
+    assert [cmd.name for _, cmd in peer.sent] == [
+        "SEND_RECEIPT", "MESSAGE", "SEND_RECEIPT", "MESSAGE"]

@@ -1,0 +1,20 @@
+"""Attach to any broker: pulsarlab over ZeroMQ, or a Pulsar cluster by pulsar:// and REST."""
+
+from .connection import (
+    ClusterConnection,
+    Connection,
+    WritesNotAllowed,
+    ZmqConnection,
+    open_connection,
+)
+from .rest import ClusterAdminError, RestAdmin
+
+__all__ = [
+    "ClusterAdminError",
+    "ClusterConnection",
+    "Connection",
+    "RestAdmin",
+    "WritesNotAllowed",
+    "ZmqConnection",
+    "open_connection",
+]

@@ -1,0 +1,35 @@
+"""Options for a Pulsar cluster: ``service.url`` ``pulsar://…`` needs ``admin.url`` (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pulsarlab.spark.options import PulsarSparkError, parse_sink_options, parse_source_options
+
+
+def test_pulsar_service_url_takes_the_admin_url() -> None:
+    opts = parse_source_options({"service.url": "pulsar://broker:6650",
+                                 "admin.url": "http://broker:8080", "topic": "t"},
+                                streaming=False)
+    assert opts.service_url == "pulsar://broker:6650"
+    assert opts.admin_url == "http://broker:8080"
+    secure = parse_source_options({"service.url": "pulsar+ssl://broker:6651",
+                                   "admin.url": "https://broker:8443", "topic": "t"},
+                                  streaming=True)
+    assert secure.admin_url == "https://broker:8443"
+
+
+def test_the_admin_url_is_required_and_checked_for_a_cluster() -> None:
+    with pytest.raises(PulsarSparkError, match=r"'admin\.url' is required with a pulsar://"):
+        parse_source_options({"service.url": "pulsar://b:6650", "topic": "t"}, streaming=False)
+    with pytest.raises(PulsarSparkError, match=r"'admin\.url' must look like http://host:port"):
+        parse_source_options({"service.url": "pulsar://b:6650", "admin.url": "b:8080",
+                              "topic": "t"}, streaming=False)
+
+
+def test_zmq_ignores_the_admin_url_and_the_sink_stays_zmq() -> None:
+    opts = parse_source_options({"service.url": "zmq://b:6651", "admin.url": "http://b:8080",
+                                 "topic": "t"}, streaming=False)
+    assert opts.admin_url is None
+    with pytest.raises(PulsarSparkError, match="must look like zmq://host:port"):
+        parse_sink_options({"service.url": "pulsar://b:6650", "topic": "t"})
