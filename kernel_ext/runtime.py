@@ -51,7 +51,7 @@ from .broker.errors import InvalidArgument
 
 log = logging.getLogger("pulsarlab.kernel")
 
-__all__ = ["BrokerRuntime", "PulsarMagicError", "parse_setting"]
+__all__ = ["BrokerRuntime", "PulsarMagicError", "one_line", "parse_setting"]
 
 STOP_TIMEOUT_S = 8.0  # bound for each shutdown step
 START_TIMEOUT_S = 30.0
@@ -68,6 +68,15 @@ class PulsarMagicError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         return [str(self)]
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an error's text, as a magic reports it."""
+    # str(KeyError("x")) is "'x'": use the argument itself
+    keyed = isinstance(exc, KeyError) and exc.args
+    text = str(exc.args[0]) if keyed else str(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def parse_setting(text: str) -> tuple[str, bool | int | str]:
