@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-import pulsarlab.magics as magics_module
+import pulsarlab.magic_messages as magics_module
 from pulsarlab.progress import Progress, in_kernel
 
 
