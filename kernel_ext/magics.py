@@ -57,6 +57,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from .magic_grammar import build_parser, build_spark_cell_parser, subparsers
 from .magic_messages import MessageCommands
 from .magic_spark import SparkCommands
+from .magic_views import ViewCommands
 from .progress import Progress
 from .results import JSONDict, Lines, MessageList, message_row
 from .runtime import BrokerRuntime, PulsarMagicError, one_line
@@ -107,7 +108,7 @@ def _split(line: str) -> list[str]:
 # -- the magics ----------------------------------------------------------------------------
 
 @magics_class
-class PulsarMagics(MessageCommands, SparkCommands, Magics):
+class PulsarMagics(MessageCommands, ViewCommands, SparkCommands, Magics):
     """The ``%pulsar`` / ``%%pulsar`` magics over one :class:`BrokerRuntime`."""
 
     def __init__(self, shell: Any, runtime: BrokerRuntime) -> None:
@@ -331,47 +332,6 @@ class PulsarMagics(MessageCommands, SparkCommands, Magics):
         where = message_id or f"publish time {args.time}"
         print(f"reset {args.sub} on {topic} to {where}")
         return None
-
-    # -- widgets --------------------------------------------------------------------------
-
-    def _pick_subscription(self, topic: str, given: str | None) -> str:
-        if given:
-            return given
-        topics = self.runtime.admin().topics
-        existing: list[str] = []
-        for part in self._partitions(topic):
-            existing += [n for n in topics.get_subscriptions(part) if n not in existing]
-        last = self.runtime.last_subscription
-        if last and last in existing:
-            return last
-        if len(existing) == 1:
-            return existing[0]
-        if not existing:
-            raise PulsarMagicError(f"{topic} has no subscription yet: give one with --sub S")
-        raise PulsarMagicError(f"pick a subscription with --sub: {', '.join(sorted(existing))}")
-
-    def _cmd_show(self, args: argparse.Namespace, cell: str | None) -> Any:
-        from .widgets import VIEWS, StatsView
-
-        names = [*VIEWS, "stats"]
-        if args.widget not in names:
-            raise PulsarMagicError(
-                f"unknown widget {args.widget!r}; choose from {', '.join(names)}"
-            )
-        rt = self.runtime
-        rt.require_url()
-        if args.topic is None and rt.last_topic is None:
-            raise PulsarMagicError("give a TOPIC (no magic has used one yet)")
-        topic = self._full(args.topic or rt.last_topic or "")
-        if args.widget == "stats":
-            stats = rt.admin().topics.get_stats(self._partitions(topic)[0])
-            return StatsView(stats, subscription=args.sub)
-        connection = rt.connection()
-        subscription = self._pick_subscription(topic, args.sub)
-        rt.last_subscription = subscription
-        view = VIEWS[args.widget].for_subscription(connection, topic, subscription)
-        rt.add_binding(view.source)
-        return view
 
 
 # -- loading -------------------------------------------------------------------------------
