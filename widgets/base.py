@@ -42,6 +42,8 @@ def error_html(message: str) -> str:
     return f"<span style='color:#c62828'>{html.escape(message)}</span>"
 
 
+_WAITING = "waiting for the topic's first stats…"
+
 class View(ipywidgets.VBox):
     """A live-or-what-if picture of one topic/subscription."""
 
@@ -113,8 +115,10 @@ class View(ipywidgets.VBox):
         with self._lock:
             snapshot = self.source.snapshot()
             if snapshot is None:
-                self.message.value = "waiting for the topic's first stats…"
+                self.message.value = _WAITING
                 return
+            if self.message.value == _WAITING:
+                self.message.value = ""
             events, self._events_seen = self.source.events.since(self._events_seen)
             self._update(snapshot, events)
             self._record(self._step_label(snapshot), snapshot.time_ms)

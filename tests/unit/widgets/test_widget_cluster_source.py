@@ -214,3 +214,16 @@ def test_unknown_subscription_is_refused() -> None:
     source = source_of(stuck_33(), "orders-ks")
     with pytest.raises(ValueError, match="no subscription 'nope'"):
         whatif_from_snapshot(source.snapshot(), "nope")
+
+
+def test_waiting_note_goes_once_the_first_stats_arrive() -> None:
+    admin = stuck_33()
+    admin.failure = OSError("Connection refused")
+    source = ClusterSource(admin, TOPIC, "orders-ks", wall_ms=Clock())
+    assert not source.poll()
+    view = CursorView(source)
+    assert view.message.value == "waiting for the topic's first stats…"
+    admin.failure = None
+    assert source.poll()
+    view.refresh()
+    assert view.message.value == ""
