@@ -39,6 +39,7 @@ import ipywidgets
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .base import sync_figures
 from .pulsar_stats import Position
 from .source import Palette
 from .whatif import WhatIf
@@ -290,6 +291,7 @@ class CompareView(ipywidgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         """The widget, plus a text summary and a static HTML table for non-live renderers."""
+        sync_figures(self)
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         if isinstance(bundle, tuple):
             bundle = bundle[0]

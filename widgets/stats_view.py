@@ -20,6 +20,7 @@ import ipywidgets
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .base import sync_figures
 from .pulsar_stats import (
     SLOT_SPACE,
     consumer_key_hash_ranges,
@@ -73,6 +74,7 @@ class StatsView(ipywidgets.VBox):
         return self.describe()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        sync_figures(self)
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = self.describe()
         bundle.update(picture_bundle(self.picture(), bundle["text/plain"]))
