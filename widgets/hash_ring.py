@@ -86,7 +86,7 @@ class HashRingView(View):
     """Consumers' points on the consistent-hash ring, their shares, and keys."""
 
     _history_fields = ("consumers", "points", "shares", "key_owners", "highlighted",
-                       "last_moved", "step_moved", "arcs", "changed", "sector")
+                       "last_moved", "step_moved", "arcs", "changed")
 
     def __init__(
         self,
@@ -113,6 +113,7 @@ class HashRingView(View):
         self.changed: list[tuple[int, int, str, str]] = []
         """Stretches of ring that changed owner in the step shown: (start, end, old, new)."""
         self.sector: tuple[float, float] | None = None
+        """The window :meth:`zoom` chose (thetas), whatever step is shown."""
         self.selector: ConsistentHashRing | None = None
         self._legend: dict[str, int] = {}
         self.fig = go.FigureWidget(
@@ -195,7 +196,10 @@ class HashRingView(View):
 
     def zoom(self, around: str | int | None = None, width: float = 30.0) -> HashRingView:
         """Show only ``width`` degrees of ring centred on a key (or a 31-bit hash);
-        ``zoom()`` shows the whole ring again. Returns the view."""
+        ``zoom()`` shows the whole ring again. Returns the view.
+
+        The window is the reader's, not a step's: it stays while the history is scrubbed,
+        applies to a pinned step, and the static picture and :meth:`still` show it too."""
         if around is None:
             self.sector = None
         else:

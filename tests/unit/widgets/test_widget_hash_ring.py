@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pulsarlab.widgets import HashRingView, WhatIf
 from pulsarlab.widgets.hash_ring import degrees
-from pulsarlab.widgets.keys import ring_of
+from pulsarlab.widgets.keys import key_info, ring_of
 
 KEYS = [f"user-{i}" for i in range(60)]
 
@@ -70,3 +72,37 @@ def test_a_ring_rebuilt_from_names_is_the_brokers_ring(ring):
     assert {c.consumer_name: s for c, s in rebuilt.keyspace_shares().items()} == {
         c.consumer_name: s for c, s in real.keyspace_shares().items()
     }
+
+
+def _filled_polygons(svg: str) -> int:
+    """Filled diamonds and squares: the keys' markers plus the legend's colour swatches."""
+    return len(re.findall(r"<polygon points='[^']*' fill='#", svg))
+
+
+def test_the_static_picture_shows_the_zoomed_sector_only(ring):
+    _whatif, view = ring
+    whole = view.picture()
+    assert "<circle" in whole and _filled_polygons(whole) == len(KEYS) + 3  # + C1..C3
+    centre = degrees(key_info("user-7").hash)
+    shown = [k for k in KEYS if (degrees(key_info(k).hash) - centre + 20) % 360 <= 40]
+    assert 0 < len(shown) < len(KEYS)
+    zoomed = view.zoom("user-7", width=40).picture()
+    low, high = view.fig.layout.polar.sector
+    assert high - low == pytest.approx(40)
+    assert "<circle" not in zoomed  # the background is the sector's wedge
+    assert _filled_polygons(zoomed) == len(shown) + 3
+    assert view.still().svg.count("<polygon") == zoomed.count("<polygon")
+    assert _filled_polygons(view.zoom().picture()) == len(KEYS) + 3
+
+
+def test_zoom_applies_to_a_pinned_step_and_stays_while_scrubbing(ring):
+    whatif, view = ring
+    whatif.add_consumer("C4")
+    view.show_step("add consumer C2")
+    view.zoom("user-7", width=40)
+    assert view.step.label == "add consumer C2"
+    assert "<circle" not in view.picture()
+    sector = tuple(view.fig.layout.polar.sector)
+    view.follow()
+    assert tuple(view.fig.layout.polar.sector) == sector
+    assert "<circle" not in view.picture()
