@@ -420,8 +420,9 @@ def _cartesian(fig: Any, left: float, top: float, right: float, bottom: float) -
         py -= float(_get(note, "yshift") or 0)
         color = _get(note, "font", "color") or "#333"
         lines = html_to_lines(str(_get(note, "text") or ""))
+        anchor = {"left": "start", "right": "end"}.get(_get(note, "xanchor"), "middle")
         if lines:
-            out.append(_text(px, py, lines[0], 10, color=color))
+            out.append(_text(px, py, lines[0], 10, anchor=anchor, color=color))
     return out
 
 
