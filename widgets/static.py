@@ -264,11 +264,11 @@ def _legend_entries(fig: Any) -> list[tuple[str, str, str]]:
             color = _get(trace, "line", "color")
         color = color if isinstance(color, str) else "#555555"
         symbol = _get(trace, "marker", "symbol")
-        if color.replace(" ", "") == "rgba(0,0,0,0)":
-            color, symbol = _get(trace, "marker", "line", "color") or "#000000", "square-open"
         mode = _get(trace, "mode") or ""
         if trace.type in ("scatter", "scattergl") and "markers" not in mode:
             symbol = "line"
+        elif trace.type in ("bar", "barpolar") and not isinstance(symbol, str):
+            symbol = "square"
         out.append((str(name), color, symbol if isinstance(symbol, str) else "circle"))
     return out
 
@@ -648,13 +648,7 @@ def _polar(fig: Any, left: float, top: float, right: float, bottom: float) -> li
                 lw = _num(_at(line_widths, i, 0)) or 0.0
                 color = str(_at(colors, i, "#888"))
                 for t0, t1 in sector.clip(float(theta) - width / 2, float(theta) + width / 2):
-                    if lw and color.replace(" ", "") == "rgba(0,0,0,0)":  # an outline only:
-                        edges = (_arc(point, base, t0, t1, clockwise)  # its two curved edges
-                                 + _arc(point, base + float(r), t0, t1, clockwise))
-                        out.append(f"<path d='{edges}' fill='none' "
-                                   f"stroke='{_esc(_at(line_colors, i, '#000'))}' "
-                                   f"stroke-width='{lw:.1f}'/>")
-                    elif lw:
+                    if lw:
                         shape = _wedge(point, base, base + float(r), t0, t1)
                         out.append(f"<path d='{shape}' fill='{_esc(color)}' "
                                    f"stroke='{_esc(_at(line_colors, i, '#000'))}' "

@@ -75,14 +75,16 @@ def test_a_ring_rebuilt_from_names_is_the_brokers_ring(ring):
 
 
 def _filled_polygons(svg: str) -> int:
-    """Filled diamonds and squares: the keys' markers plus the legend's colour swatches."""
+    """Filled diamonds and squares: the keys' markers plus the legend's swatches but the
+    open square of "moved in this step"."""
     return len(re.findall(r"<polygon points='[^']*' fill='#", svg))
 
 
 def test_the_static_picture_shows_the_zoomed_sector_only(ring):
     _whatif, view = ring
     whole = view.picture()
-    assert "<circle" in whole and _filled_polygons(whole) == len(KEYS) + 3  # + C1..C3
+    legend = 5  # C1..C3 and "changed owner in this step", "moved in this step"
+    assert "<circle" in whole and _filled_polygons(whole) == len(KEYS) + legend - 1
     centre = degrees(key_info("user-7").hash)
     shown = [k for k in KEYS if (degrees(key_info(k).hash) - centre + 20) % 360 <= 40]
     assert 0 < len(shown) < len(KEYS)
@@ -90,9 +92,9 @@ def test_the_static_picture_shows_the_zoomed_sector_only(ring):
     low, high = view.fig.layout.polar.sector
     assert high - low == pytest.approx(40)
     assert "<circle" not in zoomed  # the background is the sector's wedge
-    assert _filled_polygons(zoomed) == len(shown) + 3
+    assert _filled_polygons(zoomed) == len(shown) + legend - 1
     assert view.still().svg.count("<polygon") == zoomed.count("<polygon")
-    assert _filled_polygons(view.zoom().picture()) == len(KEYS) + 3
+    assert _filled_polygons(view.zoom().picture()) == len(KEYS) + legend - 1
 
 
 def test_zoom_applies_to_a_pinned_step_and_stays_while_scrubbing(ring):
@@ -106,3 +108,15 @@ def test_zoom_applies_to_a_pinned_step_and_stays_while_scrubbing(ring):
     view.follow()
     assert tuple(view.fig.layout.polar.sector) == sector
     assert "<circle" not in view.picture()
+
+
+def test_changed_stretches_have_their_own_track_between_the_keys_and_the_band(ring):
+    whatif, view = ring
+    whatif.add_consumer("C4")
+    band, _points, keys, _would, changed = view.fig.data[:5]
+    assert len(changed.theta) == len(view.changed) > 0
+    inner, outer = changed.base[0], changed.base[0] + changed.r[0]
+    assert keys.r[0] < inner and outer < band.base[0]  # the owners' band is left whole
+    assert min(changed.width) >= 1.0  # a sliver of a degree is still seen
+    assert changed.marker.color == "#000000"
+    assert "stroke='#000000'" in view.picture()
