@@ -48,7 +48,8 @@ _CHANGED_TRACK = (0.68, 0.08)
 """(inner radius, thickness) of the track inside the band that marks the stretches of ring
 that changed owner in the step (drawn apart from the band, so the owners stay readable)."""
 _CHANGED_MIN_WIDTH = 1.0
-"""Degrees: a changed stretch is often a sliver of a degree; drawn at least this wide."""
+"""Degrees: a changed stretch is often a sliver of a degree; drawn at least this wide —
+less when there are many (widened, they would cover more than a quarter of the track)."""
 _POINTS_R, _KEYS_R, _LOOKUP_R = 1.04, 0.55, 0.42
 
 Arc = tuple[int, int, str]
@@ -320,8 +321,8 @@ class HashRingView(View):
             changed.r = [_CHANGED_TRACK[1]] * len(self.changed)
             changed.base = [_CHANGED_TRACK[0]] * len(self.changed)
             changed.theta = [degrees(s) + degrees(e - s + 1) / 2 for s, e, *_ in self.changed]
-            changed.width = [max(_CHANGED_MIN_WIDTH, degrees(e - s + 1))
-                             for s, e, *_ in self.changed]
+            least = min(_CHANGED_MIN_WIDTH, 90.0 / max(1, len(self.changed)))
+            changed.width = [max(least, degrees(e - s + 1)) for s, e, *_ in self.changed]
             changed.hovertext = [f"[{s}, {e}]: {old} → {new}" for s, e, old, new in self.changed]
             pts.r = [_POINTS_R] * len(point_hashes)
             pts.theta = [degrees(h) for h in point_hashes]

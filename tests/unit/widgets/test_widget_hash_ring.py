@@ -120,3 +120,14 @@ def test_changed_stretches_have_their_own_track_between_the_keys_and_the_band(ri
     assert min(changed.width) >= 1.0  # a sliver of a degree is still seen
     assert changed.marker.color == "#000000"
     assert "stroke='#000000'" in view.picture()
+
+
+def test_many_changed_stretches_are_widened_less():
+    whatif = WhatIf("Key_Shared", subscription_key_shared_consistent_hashing_replica_points=400)
+    view = HashRingView(whatif, KEYS)
+    for name in ("C1", "C2", "C3", "C4"):
+        whatif.add_consumer(name)
+    widths = view.fig.data[4].width
+    assert len(widths) == len(view.changed) > 90
+    widened = [w for w in widths if w == min(widths)]
+    assert sum(widened) <= 90  # slivers shown, but no longer a solid black track
