@@ -120,8 +120,13 @@ class ZmqProtocol:
             conn = ServerCnx(identity)
             self.connections[identity] = conn
         conn.last_seen_ms = now_ms
+        send = None
         try:
-            command = wire.decode(frames[1:], wire.CLIENT_COMMANDS)
+            header = wire.unpack_header(frames[1])
+            if conn.connected and len(frames) == 3:
+                send = wire.send_fields(header)  # the hot path: a well-formed SEND
+            if send is None:
+                command = wire.validate(header, frames[1:], wire.CLIENT_COMMANDS)
         except wire.ProtocolError as exc:
             if not conn.connected and self.authenticator.enabled:
                 self._refuse(conn, exc.request_id, AuthenticationError(
@@ -131,41 +136,49 @@ class ZmqProtocol:
             log.info("protocol error from a client: %s", exc)
             self._reply_error(conn, exc.request_id, "InvalidMessage", str(exc))
             return
-        name = command.name
-        if name == "SEND" and conn.connected:
-            handler = self._cmd_send  # the hot path, without the checks below
+        if send is not None:
+            name = "SEND"
+            request_id = send[0]
         else:
-            if not conn.connected and name != "CONNECT" and self.authenticator.enabled:
-                self._refuse(conn, command.request_id, AuthenticationError(
-                    f"authentication required: {name} before CONNECT"
-                ))
-                return
-            if name == "PONG":
-                return
-            if name == "PING":
-                self._send(conn, wire.encode("PONG", command.request_id))
-                return
-            if name != "CONNECT" and not conn.connected:
-                self._reply_error(
-                    conn, command.request_id, "NotConnected",
-                    f"{name} before CONNECT: send CONNECT first",
-                )
-                return
-            handler = getattr(self, _HANDLERS[name])
+            name = command.name
+            request_id = command.request_id
+            if name == "SEND" and conn.connected:
+                handler = self._cmd_send
+            else:
+                if not conn.connected and name != "CONNECT" and self.authenticator.enabled:
+                    self._refuse(conn, request_id, AuthenticationError(
+                        f"authentication required: {name} before CONNECT"
+                    ))
+                    return
+                if name == "PONG":
+                    return
+                if name == "PING":
+                    self._send(conn, wire.encode("PONG", request_id))
+                    return
+                if name != "CONNECT" and not conn.connected:
+                    self._reply_error(
+                        conn, request_id, "NotConnected",
+                        f"{name} before CONNECT: send CONNECT first",
+                    )
+                    return
+                handler = getattr(self, _HANDLERS[name])
         try:
-            handler(conn, command)
+            if send is not None:
+                self._publish(conn, send, frames[2])
+            else:
+                handler(conn, command)
         except PulsarLabError as exc:
-            self._reply_error(conn, command.request_id, exc.code, str(exc))
+            self._reply_error(conn, request_id, exc.code, str(exc))
         except wire.ProtocolError as exc:
-            self._reply_error(conn, command.request_id, "InvalidMessage", str(exc))
+            self._reply_error(conn, request_id, "InvalidMessage", str(exc))
         except (ValueError, TypeError, KeyError) as exc:
             self._reply_error(
-                conn, command.request_id, "InvalidMessage", f"{name}: {type(exc).__name__}: {exc}"
+                conn, request_id, "InvalidMessage", f"{name}: {type(exc).__name__}: {exc}"
             )
         except Exception as exc:  # a bug must cost one request, never the broker
             log.exception("internal error while handling %s", name)
             self._reply_error(
-                conn, command.request_id, "UnknownError",
+                conn, request_id, "UnknownError",
                 f"{name}: internal error ({type(exc).__name__}); the broker logged it",
             )
 
@@ -228,21 +241,28 @@ class ZmqProtocol:
         )
 
     def _cmd_send(self, conn: ServerCnx, command: wire.Command) -> None:
-        fields = command.fields  # the hot path reads the checked map directly
-        client_id = fields["producer_id"]
+        fields = command.fields
+        self._publish(
+            conn,
+            (command.request_id, fields["producer_id"], fields["sequence_id"], fields["metadata"]),
+            command.payloads[0],
+        )
+
+    def _publish(self, conn: ServerCnx, send: tuple[int, int, int, dict], payload: Any) -> None:
+        """A SEND's message, from its checked ``(request_id, producer_id, sequence_id,
+        metadata)``, to the core."""
+        request_id, client_id, sequence_id, meta = send
         core_id = conn.producers.get(client_id)
-        sequence_id = fields["sequence_id"]
         if core_id is None:
             self._send(
                 conn,
                 wire.encode(
-                    "SEND_ERROR", command.request_id, producer_id=client_id,
+                    "SEND_ERROR", request_id, producer_id=client_id,
                     sequence_id=sequence_id, code="ProducerNotFound",
                     message=f"producer {client_id} is not open on this connection",
                 ),
             )
             return
-        meta = fields["metadata"]
         if meta:
             try:
                 metadata = MessageMetadata.from_dict(meta)
@@ -251,7 +271,6 @@ class ZmqProtocol:
         else:
             metadata = MessageMetadata()  # nothing to check
         metadata.sequence_id = sequence_id
-        payload = command.payloads[0]
         payload = payload.bytes if type(payload) is zmq.Frame else bytes(payload)
         try:
             self.service.send(core_id, metadata, payload)
@@ -259,7 +278,7 @@ class ZmqProtocol:
             self._send(
                 conn,
                 wire.encode(
-                    "SEND_ERROR", command.request_id, producer_id=client_id,
+                    "SEND_ERROR", request_id, producer_id=client_id,
                     sequence_id=sequence_id, code=exc.code, message=str(exc),
                 ),
             )
