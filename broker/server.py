@@ -30,7 +30,7 @@ import zmq
 import zmq.utils.monitor
 
 from . import wire
-from .clock import WallClock
+from .clock import LoopClock
 from .curve import apply_server, load_secret_key
 from .errors import InvalidArgument, PulsarLabError
 from .events import BrokerEvent
@@ -307,7 +307,7 @@ class Broker:
         self._sockets.append(self.wake)
         self.wake.linger = 0
         self.wake.bind(self._wake_addr)
-        self.clock = WallClock()
+        self.clock = LoopClock()
         self.service = BrokerService(
             open_storage(self.data_dir, self.storage_kind), self.clock, self.settings
         )
@@ -358,10 +358,12 @@ class Broker:
         poller.register(self.wake, zmq.POLLIN)
         service = self.service
         assert service is not None
+        read_clock = self.clock.read
         while not self._stop.is_set():
-            now = self.clock.now_ms()
+            now = read_clock()
             deadline = min(service.next_deadline() or now + 100, self._next_ping, now + 100)
             ready = dict(poller.poll(max(0, deadline - now)))
+            read_clock()  # the time of everything this turn handles
             if self.wake in ready:
                 while self._poll_nowait(self.wake):
                     pass
@@ -372,6 +374,7 @@ class Broker:
             if self.stream in ready:
                 self._drain_stream()
             self._run_calls()
+            read_clock()  # timers see the time after the burst
             service.commit()
             service.tick()
             self._heartbeat()

@@ -431,14 +431,11 @@ class BrokerService:
             except StorageError as exc:
                 topic.fail_pending_sends(exc)
                 continue
-            for pending in done:
-                p = pending.producer
-                ledger_id, entry_id = pending.position
-                self.outbox.append(
-                    SendReceipt(
-                        p.producer_id, p.conn, pending.sequence_id,
-                        ledger_id, entry_id, topic.partition_index,
-                    )
+            partition = topic.partition_index
+            outbox = self.outbox
+            for p, sequence_id, (ledger_id, entry_id), _hop in done:
+                outbox.append(
+                    SendReceipt(p.producer_id, p.conn, sequence_id, ledger_id, entry_id, partition)
                 )
             if done and self._listeners:
                 for pending in done:
