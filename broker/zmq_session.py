@@ -472,7 +472,18 @@ class ZmqProtocol:
         receipts_to: tuple[ServerCnx, int] | None = None
         delivered: list = []
         delivered_to: tuple[ServerCnx, int] | None = None
+        # The (connection, core producer id) of the receipt just gathered: the next receipt
+        # of the same producer, the common case, is gathered without any lookup.
+        receipt_conn: Any = None
+        receipt_producer = 0
         for action in actions:
+            if (
+                type(action) is SendReceipt and action[1] is receipt_conn
+                and action[0] == receipt_producer
+            ):
+                receipts.append(action[2:])  # (sequence_id, ledger_id, entry_id, partition)
+                continue
+            receipt_conn = None
             conn = action.conn
             if type(conn) is not ServerCnx:
                 if conn is not None:
@@ -494,9 +505,8 @@ class ZmqProtocol:
                         self._send_receipts(receipts_to, receipts)
                         receipts = []
                     receipts_to = (conn, client_id)
-                receipts.append(
-                    (action.sequence_id, action.ledger_id, action.entry_id, action.partition)
-                )
+                receipts.append(action[2:])
+                receipt_conn, receipt_producer = conn, action.producer_id
                 continue
             if kind is Deliver:
                 client_id = conn.consumer_ids.get(action.consumer_id)
