@@ -78,17 +78,18 @@ class MessageMetadata:
         ``fields()`` costs three times as much.
         """
         out: dict[str, Any] = {}
+        # Where the default is "", 0 or {}, a set value is a true one.
         value = self.producer_name
-        if value is not None and value != "":
+        if value:
             out["producer_name"] = value
         value = self.sequence_id
-        if value is not None and value != 0:
+        if value:
             out["sequence_id"] = value
         value = self.publish_time
-        if value is not None and value != 0:
+        if value:
             out["publish_time"] = value
         value = self.properties
-        if value is not None and value != {}:
+        if value:
             out["properties"] = value
         if self.partition_key is not None:
             out["partition_key"] = self.partition_key
@@ -97,7 +98,7 @@ class MessageMetadata:
         if self.ordering_key is not None:
             out["ordering_key"] = self.ordering_key
         value = self.event_time
-        if value is not None and value != 0:
+        if value:
             out["event_time"] = value
         if self.num_messages_in_batch is not None:
             out["num_messages_in_batch"] = self.num_messages_in_batch
@@ -105,10 +106,10 @@ class MessageMetadata:
         if value is not None and value != "NONE":
             out["compression"] = value
         value = self.uncompressed_size
-        if value is not None and value != 0:
+        if value:
             out["uncompressed_size"] = value
         value = self.deliver_at_time
-        if value is not None and value != 0:
+        if value:
             out["deliver_at_time"] = value
         if self.schema_version is not None:
             out["schema_version"] = self.schema_version

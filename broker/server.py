@@ -399,12 +399,17 @@ class Broker:
                 identity = recv(_NOBLOCK)
             except zmq.Again:
                 return
-            frames = [identity]
-            more = True
-            while more:
-                frame = recv(copy=False)
-                frames.append(frame)
-                more = frame.more
+            header = recv(copy=False)
+            if header.more:  # a SEND is header and payload: read without a loop
+                payload = recv(copy=False)
+                frames = [identity, header, payload]
+                more = payload.more
+                while more:
+                    frame = recv(copy=False)
+                    frames.append(frame)
+                    more = frame.more
+            else:
+                frames = [identity, header]
             if monitor is None:
                 handle(frames, now_ms)
             else:  # drop closed sessions first; CONNECT records which socket it came over

@@ -550,8 +550,15 @@ class BrokerService:
     ) -> None:
         """Acknowledge entries (see :meth:`Subscription.acknowledge`)."""
         consumer, sub = self._consumer(consumer_id)
-        sub.acknowledge(consumer, [_position(p) for p in positions],
-                        cumulative=cumulative, ack_sets=ack_sets)
+        sub.acknowledge(
+            consumer,
+            [  # _position()'s common case inline: an ack carries many positions
+                p if type(p) is tuple and len(p) == 2 and type(p[0]) is int and type(p[1]) is int
+                else _position(p)
+                for p in positions
+            ],
+            cumulative=cumulative, ack_sets=ack_sets,
+        )
 
     def redeliver_unacknowledged(
         self,

@@ -226,7 +226,8 @@ def decode(frames: Sequence[Any], specs: dict[str, Spec]) -> Command:
 def unpack_header(raw: Any) -> Any:
     """The msgpack value of a header frame (bytes or a ``zmq.Frame``), unchecked but for
     its size and encoding: :func:`validate` or :func:`send_fields` check the rest."""
-    raw = raw if type(raw) is bytes else raw.bytes if hasattr(raw, "bytes") else raw
+    if type(raw) is not bytes:
+        raw = getattr(raw, "bytes", raw)  # a zmq.Frame's copy
     if len(raw) > MAX_HEADER_SIZE:
         raise ProtocolError(f"header frame of {len(raw)} bytes exceeds {MAX_HEADER_SIZE}")
     try:
