@@ -231,7 +231,7 @@ def unpack_header(raw: Any) -> Any:
     if len(raw) > MAX_HEADER_SIZE:
         raise ProtocolError(f"header frame of {len(raw)} bytes exceeds {MAX_HEADER_SIZE}")
     try:
-        return _unpackb(raw, raw=False, strict_map_key=True)
+        return _unpackb(raw)  # msgpack's defaults: raw=False, strict_map_key=True
     except Exception as exc:  # msgpack raises several unrelated types on garbage
         raise ProtocolError(f"header frame is not valid msgpack ({type(exc).__name__})") from None
 

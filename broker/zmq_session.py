@@ -595,16 +595,20 @@ class ZmqProtocol:
         """
         assert to is not None
         conn, client_id = to
+        # Unpacked by position, not by name: a tuple's fields read faster that way.
         header = wire.pack_header({
             "v": wire.PROTOCOL_VERSION, "cmd": "MESSAGE", "rid": 0, "consumer_id": client_id,
             "entries": [
-                [e.position[0], e.position[1], e.partition, e.redelivery_count, e.ack_set]
-                for e in entries
+                (ledger_id, entry_id, partition, redelivery_count, ack_set)
+                for (ledger_id, entry_id), partition, redelivery_count, _, ack_set in entries
             ],
         })
-        self._send(conn, [header, *[
-            _zmq_layout(e.data) if e.data[1] & FLAG_PULSAR_BATCH else e.data for e in entries
-        ]])
+        frames = [header]
+        frames += [
+            _zmq_layout(data) if data[1] & FLAG_PULSAR_BATCH else data
+            for _, _, _, data, _ in entries
+        ]
+        self._send(conn, frames)
 
     def _send_receipts(
         self, to: tuple[ServerCnx, int] | None, receipts: list[tuple[int, int, int, int]]
