@@ -141,12 +141,18 @@ class MessageMetadata:
             kind = _FIELD_TYPES.get(name)
             if kind is None:
                 raise ValueError(f"unknown metadata field {name!r}")
+            if type(value) is kind and kind is not dict:  # the common case, in few steps
+                if kind is int:
+                    low, high = _INT_LIMITS[name]
+                    if not low <= value <= high:
+                        raise ValueError(f"metadata field {name!r} is out of range: {value}")
+                continue
             if value is None and name in _OPTIONAL:
                 continue
             if kind is int:
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise ValueError(f"metadata field {name!r} must be an int")
-                low, high = _INT_RANGES.get(name, (-(1 << 63), (1 << 63) - 1))
+                low, high = _INT_LIMITS[name]
                 if not low <= value <= high:
                     raise ValueError(f"metadata field {name!r} is out of range: {value}")
             elif kind is dict:
@@ -182,6 +188,10 @@ _INT_RANGES = {
     "chunk_id": _U32,
     "deliver_at_time": (0, (1 << 63) - 1),
     "publish_time": (0, (1 << 63) - 1),
+}
+_INT_LIMITS = {  # every int field's range (i64 unless _INT_RANGES narrows it)
+    name: _INT_RANGES.get(name, (-(1 << 63), (1 << 63) - 1))
+    for name, kind in _FIELD_TYPES.items() if kind is int
 }
 
 _new_tuple = tuple.__new__
