@@ -14,7 +14,8 @@ broker, not the client library. Prints one JSON document: msgs/s per configurati
 
 ``broker_cpu_us_per_msg`` is the broker process's CPU per message (user + system, its
 Python thread and libzmq's I/O thread): on a shared machine the steadier figure.
-``client_cpu_us_per_msg`` is the same for the bench's producer and consumer (the three
+``relay_cpu_us_per_msg`` is the bare relay's (its frames in and out, nothing else), and
+``client_cpu_us_per_msg`` the same for the bench's producer and consumer (the three
 processes share 2 cores, so a heavy client caps the broker).
 """
 
@@ -107,7 +108,10 @@ def relay_consumer(port, out) -> None:
     ctx.destroy(linger=0)
 
 
-def run_relay(n: int, payload: bytes, per_frame: int, loop: str = "fast") -> float:
+def run_relay(
+    n: int, payload: bytes, per_frame: int, loop: str = "fast", cpu_out: list | None = None
+) -> float:
+    """msgs/s at the consumer; the relay process's CPU µs per message goes to ``cpu_out``."""
     ctx = mp.get_context("spawn")
     front, back = _free_port(), _free_port()
     ready, start, out = ctx.Event(), ctx.Event(), ctx.Queue()
@@ -119,10 +123,14 @@ def run_relay(n: int, payload: bytes, per_frame: int, loop: str = "fast") -> flo
     consumer.start()
     producer.start()
     time.sleep(0.5)
+    cpu_before = _cpu_seconds(relay.pid)
     start.set()
     count, elapsed = out.get(timeout=600)
+    cpu = _cpu_seconds(relay.pid) - cpu_before
     for p in (producer, consumer, relay):
         p.join(30)
+    if cpu_out is not None:
+        cpu_out.append(cpu / (count * per_frame) * 1e6)
     return count * per_frame / elapsed
 
 
@@ -335,8 +343,11 @@ def main() -> None:
     for size in (100,) if args.unbatched_only else (100, 1024):
         single = b"x" * size
         batched = _batch_payload(size, 100)
-        relay_single = run_relay(n, single, 1)
+        relay_cpu: list[float] = []
+        relay_single = run_relay(n, single, 1, cpu_out=relay_cpu)
         results["runs"][f"relay_{size}B_unbatched"] = round(relay_single)
+        results.setdefault("relay_cpu_us_per_msg", {})[f"{size}B_unbatched"] = round(
+            relay_cpu[0], 2)
         if args.unbatched_only:
             for storage in ("memory", "durable"):
                 unb, _, cpu, clients = run_broker(storage, n, single, 1)
