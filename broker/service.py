@@ -417,7 +417,7 @@ class BrokerService:
         if not metadata.producer_name:
             metadata.producer_name = producer.producer_name
         if not metadata.publish_time:
-            metadata.publish_time = self.now_ms()
+            metadata.publish_time = self.clock.now_ms()
         try:
             return producer.topic.publish(producer, metadata, bytes(payload))
         except StorageError as exc:

@@ -45,6 +45,7 @@ __all__ = ["SERVER_VERSION", "ServerCnx", "ZmqProtocol"]
 SERVER_VERSION = "pulsarlab-0.1"
 _MAX_IGNORED = 100_000  # refused identities remembered (oldest forgotten first)
 _HANDLERS = {name: f"_cmd_{name.lower()}" for name in wire.CLIENT_COMMANDS}
+_Frame = zmq.Frame
 
 
 @dataclass(eq=False)
@@ -271,7 +272,7 @@ class ZmqProtocol:
         else:
             metadata = MessageMetadata()  # nothing to check
         metadata.sequence_id = sequence_id
-        payload = payload.bytes if type(payload) is zmq.Frame else bytes(payload)
+        payload = payload.bytes if type(payload) is _Frame else bytes(payload)
         try:
             self.service.send(core_id, metadata, payload)
         except PulsarLabError as exc:
