@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 from pulsarlab.broker.errors import PulsarLabError
 
 from .history import History, HistoryBar, Step
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 from .static import html_to_lines, picture_bundle, picture_svg
 
 if TYPE_CHECKING:
@@ -290,7 +290,7 @@ class View(ipywidgets.VBox):
         bundle.update(picture_bundle(self.picture(), bundle["text/plain"]))
         return bundle
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         raise NotImplementedError
 
     def _draw(self) -> None:

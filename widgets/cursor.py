@@ -30,7 +30,7 @@ from .pulsar_stats import (
     parse_position,
     parse_range_set,
 )
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 
 __all__ = ["CELL_STATES", "CursorView"]
 
@@ -121,7 +121,7 @@ class CursorView(View):
             "backlog": self.backlog,
         }
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         topic = self.topic or next(iter(snapshot.internal), None)
         internal = snapshot.internal.get(topic) if topic else None
         cursor = snapshot.cursor(self.source.subscription, topic)

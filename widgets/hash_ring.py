@@ -34,7 +34,7 @@ from pulsarlab.broker.selectors import (
 from .base import View
 from .hash_range import DEFAULT_KEYS
 from .keys import key_info, moved_keys, owners, preview_change, ring_of
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 
 __all__ = ["Arc", "HashRingView", "changed_arcs", "degrees", "merge_arcs"]
 
@@ -226,7 +226,7 @@ class HashRingView(View):
             "changed_arcs": len(self.changed),
         }
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         sub = snapshot.subscription(self.source.subscription, self.topic) or {}
         names = [str(c.get("consumerName")) for c in sub.get("consumers") or ()]
         count = self.points_per_consumer or int(
