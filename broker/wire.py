@@ -49,6 +49,9 @@ Validation: :func:`decode` checks the header is a msgpack map of at most
 field is present with the right type, and the number of payload frames. Anything else
 raises :class:`ProtocolError` with a one-line reason; the broker answers it with ``ERROR``
 (or drops the frame with a log line when it cannot even find a request id) and goes on.
+The broker's hot path unpacks a header once (:func:`unpack_header`) and asks
+:func:`send_fields` whether it is a SEND with exactly its fields and their exact types;
+anything else goes through :func:`validate`, the same checks as :func:`decode`.
 """
 
 from __future__ import annotations
