@@ -418,8 +418,10 @@ class BrokerService:
             metadata.producer_name = producer.producer_name
         if not metadata.publish_time:
             metadata.publish_time = self.clock.now_ms()
+        if type(payload) is not bytes:  # bytes() of bytes returns it, but costs a call
+            payload = bytes(payload)
         try:
-            return producer.topic.publish(producer, metadata, bytes(payload))
+            return producer.topic.publish(producer, metadata, payload)
         except StorageError as exc:
             log.error("%s", exc)
             raise
