@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,7 +13,7 @@ from pulsarlab.broker.selectors import (
     ConsistentHashingStickyKeyConsumerSelector40,
     LegacyConsistentHashingStickyKeyConsumerSelector,
 )
-from pulsarlab.widgets import HashRingView, WhatIf
+from pulsarlab.widgets import HashRingView, LiveBinding, WhatIf
 from pulsarlab.widgets.hash_ring import degrees
 from pulsarlab.widgets.keys import Probe, key_info, ring_of
 from pulsarlab.widgets.source import EventLog, Palette, Snapshot
@@ -150,3 +151,20 @@ def test_a_stats_only_source_draws_33_unless_told(override, ring):
     assert type(view.selector) is ring
     assert view.consumers == list(NAMES)
     assert sum(view.shares.values()) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_a_live_binding_for_an_in_kernel_broker_draws_its_ring(core_admin):
+    whatif = WhatIf("Key_Shared", pulsar_version="4.0")
+    for name in NAMES:
+        whatif.add_consumer(name)
+    broker = SimpleNamespace(service_url="zmq://127.0.0.1:1", events_url="tcp://127.0.0.1:2",
+                             settings=whatif.settings)  # what a pulsarlab.Broker exposes
+    binding = LiveBinding.for_broker(broker, whatif.topic, whatif.subscription,
+                                     admin=core_admin(whatif.service))
+    binding._render()  # one stats fetch, as the binding's thread does
+    assert binding.snapshot().settings["pulsar_version"] == "4.0"
+    view = HashRingView(binding, KEYS)
+    assert isinstance(view.selector, ConsistentHashingStickyKeyConsumerSelector40)
+    assert view.key_owners == {
+        k: whatif.selector().select_for_key(k.encode()).consumer_name for k in KEYS
+    }
