@@ -122,10 +122,10 @@ def _tick_labels(key_space: HashRange) -> list[str]:
     return [f"{first + q * (last - first + 1) // 4:,}" for q in range(4)]
 
 
-def ring_name(version: PulsarVersion, key_space: HashRange) -> str:
+def _ring_name(version: PulsarVersion, key_space: HashRange) -> str:
     """What the title calls the ring: nothing extra for the default 3.3, else the release
     (and, off the 31-bit ring, how many slots it has)."""
-    if str(version) == DEFAULT_PULSAR_VERSION:
+    if version == PulsarVersion.parse(DEFAULT_PULSAR_VERSION):
         return "consistent-hash ring"
     if key_space == _RING_33:
         return f"Pulsar {version} consistent-hash ring"
@@ -433,7 +433,7 @@ class HashRingView(View):
             )
             changes = f", {len(self.changed)} arc(s) changed owner" if self.changed else ""
             self.fig.layout.title.text = (
-                f"{ring_name(self.version, space)} — {len(self.consumers)} consumer(s), "
+                f"{_ring_name(self.version, space)} — {len(self.consumers)} consumer(s), "
                 f"{len(point_hashes)} points{changes}"
             )
         self.table.value = self._table_html()

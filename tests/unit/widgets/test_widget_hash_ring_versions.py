@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from types import SimpleNamespace
 
@@ -71,6 +72,24 @@ def test_a_40_view_draws_the_16_bit_ring():
     assert sum(view.fig.data[0].width) == pytest.approx(360.0)
     assert "Pulsar 4.0" in view.fig.layout.title.text
     assert "65,535 slots" in view.fig.layout.title.text
+
+
+def test_a_40_view_zooms_and_pictures_its_16_bit_ring():
+    _whatif, view = _view("4.0")
+    space = (1, 65535)
+
+    def angle(key: str) -> float:
+        return degrees(key_info(key, None, view.selector).hash, space)
+
+    shown = [k for k in KEYS if (angle(k) - angle("user-7") + 20) % 360 <= 40]
+    assert 0 < len(shown) < len(KEYS)
+    zoomed = view.zoom("user-7", width=40).picture()
+    low, high = view.fig.layout.polar.sector
+    assert (low + high) / 2 == pytest.approx(90 - angle("user-7"))
+    legend = 5  # C1..C3 and "changed owner in this step", "moved in this step"
+    assert len(re.findall(r"<polygon points='[^']*' fill='#", zoomed)) == len(shown) + legend - 1
+    assert "65,535 slots" in zoomed
+    assert list(view.fig.layout.polar.angularaxis.ticktext) == ["1", "16,384", "32,768", "49,152"]
 
 
 def test_a_40_view_shares_are_the_40_rings_counts():
