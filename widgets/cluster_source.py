@@ -280,8 +280,10 @@ def _decorate(view: Any, source: ClusterSource, kwargs: Mapping[str, Any]) -> No
         if snapshot is None:
             source.label.value = "no stats yet to copy"
             return
+        told = getattr(view, "pulsar_version", None)  # a view drawing a given release's rules
+        settings = {"pulsar_version": str(told)} if told is not None else {}
         try:
-            whatif = whatif_from_snapshot(snapshot, source.subscription)
+            whatif = whatif_from_snapshot(snapshot, source.subscription, **settings)
         except Exception as exc:  # any refusal of the core is shown, never raised
             source.label.value = html.escape(f"cannot copy: {exc}")
             return

@@ -1,20 +1,23 @@
-"""HashRingView: Key_Shared consistent hashing as a ring (Pulsar 3.x's default selector).
+"""HashRingView: Key_Shared consistent hashing as a ring (the default selector since 2.10).
 
 Answers "how much of the key space does each consumer own?" and "which keys move when a
 consumer joins or leaves?" — on a ring a newcomer takes a little from everybody, unlike
-AUTO_SPLIT's halving. Each consumer's points (100 by default on the 31-bit ring,
-``murmur(name + "\\0" + nameIndex + "\\0" + i)`` since 3.3.2, ``murmur(name + "\\0" + i)``
-before) sit on the outer circle; the band inside is one arc per run of ring the same
-consumer owns (a legend names the colours); keys sit on the inner circle, coloured by
-owner, and a key typed in the lookup box is marked and named. After a change, the
-stretches of ring that changed owner are marked in black on a track between the band and
-the keys (apart from the band, which stays readable with hundreds of runs), and the keys
-that moved are ringed. The table gives each consumer's exact keyspace share (they sum to
-1) from the broker's own selector. Typing a consumer name highlights the keys that would
-move if it joined (or left); in what-if mode the buttons make the change.
-:meth:`HashRingView.zoom` shows one sector of the ring. The ring is a pure function of the
-consumer names, so live mode rebuilds it with the broker's selector class from the names
-in stats.
+AUTO_SPLIT's halving. The ring is the one of the release the broker behaves like (its
+``pulsar_version``, or the view's own ``pulsar_version=`` override; 3.3 when a source's
+stats do not say): 3.x's 31-bit ring, or 4.0's ``[1, 65535]`` (PIP-379), always drawn as
+0°..360°. Each consumer's points (100 by default,
+``murmur(name + "\\0" + nameIndex + "\\0" + i)`` since 3.3.2 — reduced to ``% 65535 + 1`` in
+4.0 —, ``murmur(name + "\\0" + i)`` before) sit on the outer circle; the band inside is
+one arc per run of ring the same consumer owns (a legend names the colours); keys sit on
+the inner circle, coloured by owner, and a key typed in the lookup box is marked and
+named. After a change, the stretches of ring that changed owner are marked in black on a
+track between the band and the keys (apart from the band, which stays readable with
+hundreds of runs), and the keys that moved are ringed. The table gives each consumer's
+exact keyspace share (they sum to 1) from the broker's own selector. Typing a consumer
+name highlights the keys that would move if it joined (or left); in what-if mode the
+buttons make the change. :meth:`HashRingView.zoom` shows one sector of the ring. The ring
+is a pure function of the consumer names, so live mode rebuilds it with the broker's
+selector class from the names in stats.
 """
 
 from __future__ import annotations
@@ -27,15 +30,27 @@ from typing import Any
 import ipywidgets
 import plotly.graph_objects as go
 
+from pulsarlab.broker.pulsar_version import DEFAULT_PULSAR_VERSION, PulsarVersion
 from pulsarlab.broker.selectors import (
     DEFAULT_NUMBER_OF_POINTS,
-    RING_SIZE,
+    INT_MAX,
+    ConsistentHashingStickyKeyConsumerSelector40,
     ConsistentHashRing,
+    HashRange,
 )
 
 from .base import View
 from .hash_range import DEFAULT_KEYS
-from .keys import key_info, moved_keys, owners, preview_change, ring_of
+from .keys import (
+    HashRing,
+    key_info,
+    key_space,
+    moved_keys,
+    owners,
+    preview_change,
+    ring_of,
+    ring_points,
+)
 from .source import BrokerEvent, Snapshot, Source
 
 __all__ = ["Arc", "HashRingView", "changed_arcs", "degrees", "merge_arcs"]
@@ -53,7 +68,10 @@ less when there are many (widened, they would cover more than a quarter of the t
 _POINTS_R, _KEYS_R, _LOOKUP_R = 1.04, 0.55, 0.42
 
 Arc = tuple[int, int, str]
-"""``(start, end, owner)``: an inclusive stretch of the 31-bit ring and who owns it."""
+"""``(start, end, owner)``: an inclusive stretch of the ring and who owns it."""
+
+_RING_33: HashRange = (0, INT_MAX)
+"""3.x's key space: the 31-bit hashes."""
 
 
 def merge_arcs(arcs: Sequence[Arc]) -> list[Arc]:
@@ -71,7 +89,8 @@ def changed_arcs(before: Sequence[Arc], after: Sequence[Arc]) -> list[tuple[int,
     """Stretches whose owner differs between two arc lists: ``(start, end, old, new)``."""
     if not before or not after:
         return []
-    cuts = sorted({a[0] for a in before} | {a[0] for a in after} | {RING_SIZE})
+    end = max(before[-1][1], after[-1][1]) + 1  # both cover the whole ring
+    cuts = sorted({a[0] for a in before} | {a[0] for a in after} | {end})
     out: list[tuple[int, int, str, str]] = []
     i = j = 0
     for lo, hi in itertools.pairwise(cuts):
@@ -88,9 +107,30 @@ def changed_arcs(before: Sequence[Arc], after: Sequence[Arc]) -> list[tuple[int,
     return out
 
 
-def degrees(h: int) -> float:
-    """Angle of a 31-bit hash on the ring (0° at the top, clockwise)."""
-    return h * 360.0 / RING_SIZE
+def degrees(h: int, key_space: HashRange = _RING_33) -> float:
+    """Angle of a hash on a ring covering ``key_space`` (0° at the top, clockwise): 3.x's
+    31-bit ring by default, ``(1, 65535)`` for 4.0's."""
+    first, last = key_space
+    return (h - first) * 360.0 / (last - first + 1)
+
+
+def _tick_labels(key_space: HashRange) -> list[str]:
+    """The hashes at 0°, 90°, 180° and 270° (3.x's as powers of two)."""
+    if key_space == _RING_33:
+        return ["0", "2^29", "2^30", "3·2^29"]
+    first, last = key_space
+    return [f"{first + q * (last - first + 1) // 4:,}" for q in range(4)]
+
+
+def _ring_name(version: PulsarVersion, key_space: HashRange) -> str:
+    """What the title calls the ring: nothing extra for the default 3.3, else the release
+    (and, off the 31-bit ring, how many slots it has)."""
+    if version == PulsarVersion.parse(DEFAULT_PULSAR_VERSION):
+        return "consistent-hash ring"
+    if key_space == _RING_33:
+        return f"Pulsar {version} consistent-hash ring"
+    first, last = key_space
+    return f"Pulsar {version} consistent-hash ring, {last - first + 1:,} slots"
 
 
 class HashRingView(View):
@@ -107,8 +147,15 @@ class HashRingView(View):
         points: int | None = None,
         topic: str | None = None,
         controls: bool = True,
+        pulsar_version: str | None = None,
     ) -> None:
+        """``pulsar_version`` draws that release's ring whatever the source says; without
+        it the ring is the source's (a what-if core's setting; 3.3 when the stats alone
+        do not tell)."""
+        override = PulsarVersion.parse(pulsar_version) if pulsar_version is not None else None
         super().__init__(source)
+        self.pulsar_version: PulsarVersion | None = override
+        """The release asked for in the constructor (``None``: the source's)."""
         self.message_keys: list[str | None] = list(keys)
         self.topic = topic
         self.points_per_consumer = points
@@ -125,7 +172,11 @@ class HashRingView(View):
         """Stretches of ring that changed owner in the step shown: (start, end, old, new)."""
         self.sector: tuple[float, float] | None = None
         """The window :meth:`zoom` chose (thetas), whatever step is shown."""
-        self.selector: ConsistentHashRing | None = None
+        self.selector: HashRing | None = None
+        self.version = PulsarVersion.parse(DEFAULT_PULSAR_VERSION)
+        """The release whose ring is drawn (the override, else the source's)."""
+        self.key_space: HashRange = _RING_33
+        """The selector's inclusive range of sticky key hashes (the whole ring)."""
         self._legend: dict[str, int] = {}
         self.fig = go.FigureWidget(
             data=[
@@ -155,7 +206,7 @@ class HashRingView(View):
                     "radialaxis": {"visible": False, "range": [0, 1.15]},
                     "angularaxis": {"rotation": 90, "direction": "clockwise",
                                     "tickvals": [0, 90, 180, 270],
-                                    "ticktext": ["0", "2^29", "2^30", "3·2^29"]},
+                                    "ticktext": _tick_labels(_RING_33)},
                 },
                 legend={"orientation": "h", "y": -0.05},
             ),
@@ -205,7 +256,7 @@ class HashRingView(View):
         return self.highlighted
 
     def zoom(self, around: str | int | None = None, width: float = 30.0) -> HashRingView:
-        """Show only ``width`` degrees of ring centred on a key (or a 31-bit hash);
+        """Show only ``width`` degrees of ring centred on a key (or a hash of the ring);
         ``zoom()`` shows the whole ring again. Returns the view.
 
         The window is the reader's, not a step's: it stays while the history is scrubbed,
@@ -213,8 +264,8 @@ class HashRingView(View):
         if around is None:
             self.sector = None
         else:
-            h = around if isinstance(around, int) else key_info(around).hash
-            centre = degrees(h)
+            h = around if isinstance(around, int) else key_info(around, None, self.selector).hash
+            centre = degrees(h, self.key_space)
             self.sector = (centre - width / 2, centre + width / 2)
         self._redraw()
         return self
@@ -246,19 +297,24 @@ class HashRingView(View):
         count = self.points_per_consumer or int(
             snapshot.settings.get("consistent_hashing_points", DEFAULT_NUMBER_OF_POINTS)
         )
+        told = PulsarVersion.parse(
+            str(snapshot.settings.get("pulsar_version", DEFAULT_PULSAR_VERSION))
+        )
+        self.version = self.pulsar_version or told
         selector = None
-        if self.whatif is not None:
+        if self.whatif is not None and self.version == told:
             real = self.whatif.selector()
-            if isinstance(real, ConsistentHashRing):  # either 3.3 ring, as the broker has it
-                selector = real
-        self.selector = selector or ring_of(names, count)
+            if isinstance(real, ConsistentHashRing | ConsistentHashingStickyKeyConsumerSelector40):
+                selector = real  # the ring the broker has, whichever release
+        self.selector = selector or ring_of(names, count, self.version)
+        self.key_space = key_space(self.selector)
         consumers = [c.consumer_name for c in self.selector.consumers]
         if consumers != self.consumers:
             self.highlighted = []  # a preview of the change before this one
         self.consumers = consumers
-        self.points = {c.consumer_name: p for c, p in self.selector.consumer_points().items()}
-        self.shares = {c.consumer_name: s for c, s in self.selector.keyspace_shares().items()}
+        self.points = ring_points(self.selector)
         arcs = merge_arcs(self._ring_arcs())
+        self.shares = self._shares(arcs)
         self.changed = changed_arcs(self.arcs, arcs)
         self.arcs = arcs
         now = owners(self.selector, self.message_keys)
@@ -269,22 +325,34 @@ class HashRingView(View):
                 self.last_moved = self.step_moved = moved
         self.key_owners = now
 
+    def _shares(self, arcs: Sequence[Arc]) -> dict[str, float]:
+        """Each consumer's exact fraction of the key space: a 3.x ring's own count (shared
+        points split by residue), else the ring's runs (a 4.0 point has one owner)."""
+        if isinstance(self.selector, ConsistentHashRing):
+            return {c.consumer_name: s for c, s in self.selector.keyspace_shares().items()}
+        first, last = self.key_space
+        counts = dict.fromkeys(self.consumers, 0)
+        for start, end, owner in arcs:
+            counts[owner] += end - start + 1
+        return {name: count / (last - first + 1) for name, count in counts.items()}
+
     def _ring_arcs(self) -> list[Arc]:
         """Ring slices ``[start, end]`` with the (first) owner of each, wrap-around included."""
         if self.selector is None:
             return []
         ring = self.selector.ring()
+        first, last = self.key_space
         arcs: list[Arc] = []
-        start = 0
+        start = first
         for point, members in ring:
             arcs.append((start, point, members[0].consumer_name))
             start = point + 1
-        if ring and start < RING_SIZE:
-            arcs.append((start, RING_SIZE - 1, ring[0][1][0].consumer_name))
+        if ring and start <= last:
+            arcs.append((start, last, ring[0][1][0].consumer_name))
         return arcs
 
     def owner_of_hash(self, h: int) -> str | None:
-        """The owner of a 31-bit hash in the step shown."""
+        """The owner of a hash of the ring (see :attr:`key_space`) in the step shown."""
         for start, end, owner in self.arcs:
             if start <= h <= end:
                 return owner
@@ -297,9 +365,18 @@ class HashRingView(View):
         arcs = self.arcs
         point_names = [n for n, ps in self.points.items() for _ in ps]
         point_hashes = [h for ps in self.points.values() for h in ps]
-        keys = [key_info(k, self.key_owners.get(k)) for k in self.message_keys]
-        moving = [key_info(k) for k in self.highlighted]
-        moved = [key_info(k, self.key_owners.get(k)) for k in self.step_moved]
+        sel, space = self.selector, self.key_space
+        keys = [key_info(k, self.key_owners.get(k), sel) for k in self.message_keys]
+        moving = [key_info(k, None, sel) for k in self.highlighted]
+        moved = [key_info(k, self.key_owners.get(k), sel) for k in self.step_moved]
+        size = space[1] - space[0] + 1
+
+        def deg(h: int) -> float:
+            return degrees(h, space)
+
+        def span(count: int) -> float:  # degrees covered by ``count`` hashes
+            return count * 360.0 / size
+
         for name in self.consumers:
             if name not in self._legend:
                 self.fig.add_trace(go.Scatterpolar(
@@ -313,49 +390,50 @@ class HashRingView(View):
             band, pts, key_trace, moving_trace, changed, moved_trace, lookup = self.fig.data[:7]
             band.r = [_BAND[1]] * len(arcs)
             band.base = [_BAND[0]] * len(arcs)
-            band.theta = [degrees(s) + degrees(e - s + 1) / 2 for s, e, _ in arcs]
-            band.width = [degrees(e - s + 1) for s, e, _ in arcs]
+            band.theta = [deg(s) + span(e - s + 1) / 2 for s, e, _ in arcs]
+            band.width = [span(e - s + 1) for s, e, _ in arcs]
             band.marker.color = [palette.color(n) for *_, n in arcs]
-            band.hovertext = [f"{n}: [{s}, {e}] — {(e - s + 1) / RING_SIZE:.2%} of the ring"
+            band.hovertext = [f"{n}: [{s}, {e}] — {(e - s + 1) / size:.2%} of the ring"
                               for s, e, n in arcs]
             changed.r = [_CHANGED_TRACK[1]] * len(self.changed)
             changed.base = [_CHANGED_TRACK[0]] * len(self.changed)
-            changed.theta = [degrees(s) + degrees(e - s + 1) / 2 for s, e, *_ in self.changed]
+            changed.theta = [deg(s) + span(e - s + 1) / 2 for s, e, *_ in self.changed]
             least = min(_CHANGED_MIN_WIDTH, 90.0 / max(1, len(self.changed)))
-            changed.width = [max(least, degrees(e - s + 1)) for s, e, *_ in self.changed]
+            changed.width = [max(least, span(e - s + 1)) for s, e, *_ in self.changed]
             changed.hovertext = [f"[{s}, {e}]: {old} → {new}" for s, e, old, new in self.changed]
             pts.r = [_POINTS_R] * len(point_hashes)
-            pts.theta = [degrees(h) for h in point_hashes]
+            pts.theta = [deg(h) for h in point_hashes]
             pts.marker.color = [palette.color(n) for n in point_names]
             pts.hovertext = [
                 f"{n} point at {h}" for n, h in zip(point_names, point_hashes, strict=True)
             ]
             key_trace.r = [_KEYS_R] * len(keys)
-            key_trace.theta = [degrees(k.hash) for k in keys]
+            key_trace.theta = [deg(k.hash) for k in keys]
             key_trace.marker.color = [palette.color(k.owner) for k in keys]
             key_trace.hovertext = [f"{k.key!r}: hash {k.hash} → {k.owner}" for k in keys]
             moving_trace.r = [_KEYS_R] * len(moving)
-            moving_trace.theta = [degrees(k.hash) for k in moving]
+            moving_trace.theta = [deg(k.hash) for k in moving]
             moving_trace.hovertext = [f"{k.key!r} would move" for k in moving]
             moved_trace.r = [_KEYS_R] * len(moved)
-            moved_trace.theta = [degrees(k.hash) for k in moved]
+            moved_trace.theta = [deg(k.hash) for k in moved]
             moved_trace.hovertext = [f"{k.key!r} moved to {k.owner}" for k in moved]
             if looked_up:
-                info = key_info(looked_up)
+                info = key_info(looked_up, None, sel)
                 owner = self.owner_of_hash(info.hash)
-                lookup.r, lookup.theta = [_LOOKUP_R], [degrees(info.hash)]
+                lookup.r, lookup.theta = [_LOOKUP_R], [deg(info.hash)]
                 lookup.text = [f"{looked_up} → {owner or 'nobody'}"]
                 lookup.hovertext = [f"{looked_up!r}: hash {info.hash} → {owner}"]
             else:
                 lookup.r, lookup.theta, lookup.text = [], [], []
             for name, index in self._legend.items():
                 self.fig.data[index].visible = name in self.consumers
+            self.fig.layout.polar.angularaxis.ticktext = _tick_labels(space)
             self.fig.layout.polar.sector = (
                 [90 - self.sector[1], 90 - self.sector[0]] if self.sector else [0, 360]
             )
             changes = f", {len(self.changed)} arc(s) changed owner" if self.changed else ""
             self.fig.layout.title.text = (
-                f"consistent-hash ring — {len(self.consumers)} consumer(s), "
+                f"{_ring_name(self.version, space)} — {len(self.consumers)} consumer(s), "
                 f"{len(point_hashes)} points{changes}"
             )
         self.table.value = self._table_html()

@@ -1,9 +1,11 @@
 """Keys as the broker sees them, and stand-in consumers for "what would happen if" previews.
 
 :func:`key_info` runs a key through the broker's own hashing (sticky key → 31-bit murmur →
-slot). :class:`Probe` is a hashable consumer-shaped value that the real selector classes
-accept, so a view can copy a selector, add or remove a probe, and see which keys move —
-the broker's rules, not a re-implementation of them.
+slot; from 4.0 the selector's 16-bit sticky key hash), and :func:`ring_of` builds the
+consistent-hashing ring a broker of a given ``pulsar_version`` builds. :class:`Probe` is a
+hashable consumer-shaped value that the real selector classes accept, so a view can copy a
+selector, add or remove a probe, and see which keys move — the broker's rules, not a
+re-implementation of them.
 """
 
 from __future__ import annotations
@@ -12,15 +14,34 @@ import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from pulsarlab.broker.pulsar_version import DEFAULT_PULSAR_VERSION, PulsarVersion
 from pulsarlab.broker.selectors import (
-    ConsistentHashingStickyKeyConsumerSelector,
+    INT_MAX,
+    ConsistentHashingStickyKeyConsumerSelector40,
+    ConsistentHashRing,
+    HashRange,
     StickyKeyConsumerSelector,
+    consistent_hashing_selector,
     slot,
     sticky_key,
     sticky_key_hash,
 )
 
-__all__ = ["KeyInfo", "Probe", "key_info", "moved_keys", "owners", "preview_change", "ring_of"]
+__all__ = [
+    "HashRing",
+    "KeyInfo",
+    "Probe",
+    "key_info",
+    "key_space",
+    "moved_keys",
+    "owners",
+    "preview_change",
+    "ring_of",
+    "ring_points",
+]
+
+HashRing = ConsistentHashRing | ConsistentHashingStickyKeyConsumerSelector40
+"""A consistent-hashing selector of any release: 3.3's 31-bit rings or 4.0's 16-bit one."""
 
 
 @dataclass(frozen=True)
@@ -42,10 +63,34 @@ class Probe:
     priority_level: int = 0
 
 
-def key_info(key: str | None, owner: str | None = None) -> KeyInfo:
-    """Hash ``key`` as Key_Shared does (``None`` = a key-less message, i.e. ``NONE_KEY``)."""
-    h = sticky_key_hash(sticky_key(None, key))
+def key_info(
+    key: str | None,
+    owner: str | None = None,
+    selector: StickyKeyConsumerSelector | None = None,
+) -> KeyInfo:
+    """Hash ``key`` as Key_Shared does (``None`` = a key-less message, i.e. ``NONE_KEY``):
+    with ``selector``'s own hashing (4.0: a 16-bit sticky key hash), else 3.x's 31-bit one."""
+    raw = sticky_key(None, key)
+    h = selector.make_sticky_key_hash(raw) if selector is not None else sticky_key_hash(raw)
     return KeyInfo(key, h, slot(h), owner)
+
+
+def key_space(selector: StickyKeyConsumerSelector) -> HashRange:
+    """The inclusive range of sticky key hashes ``selector`` places (3.x rings: 31 bits)."""
+    if isinstance(selector, ConsistentHashRing):
+        return (0, INT_MAX)
+    return getattr(selector, "key_hash_range", (0, INT_MAX))
+
+
+def ring_points(selector: HashRing) -> dict[str, list[int]]:
+    """Consumer name → its distinct ring points, ascending (colliding points included)."""
+    if isinstance(selector, ConsistentHashRing):
+        return {c.consumer_name: p for c, p in selector.consumer_points().items()}
+    points: dict[str, list[int]] = {c.consumer_name: [] for c in selector.consumers}
+    for point, members in selector.ring():
+        for consumer in members:
+            points[consumer.consumer_name].append(point)
+    return points
 
 
 def owners(
@@ -89,11 +134,15 @@ def preview_change(
     return moved_keys(before, owners(trial, keys))
 
 
-def ring_of(names: Iterable[str], points: int) -> ConsistentHashingStickyKeyConsumerSelector:
-    """The consistent-hashing selector the broker builds for these consumer names."""
-    selector: ConsistentHashingStickyKeyConsumerSelector = (
-        ConsistentHashingStickyKeyConsumerSelector(points)
-    )
+def ring_of(
+    names: Iterable[str],
+    points: int,
+    version: PulsarVersion | str = DEFAULT_PULSAR_VERSION,
+) -> HashRing:
+    """The consistent-hashing selector a broker of ``version`` builds for these names."""
+    if isinstance(version, str):
+        version = PulsarVersion.parse(version)
+    selector = consistent_hashing_selector(points, version)
     for name in names:
         selector.add_consumer(Probe(name))
     return selector

@@ -19,7 +19,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import zmq
@@ -57,10 +57,14 @@ class LiveBinding:
         clock: Callable[[], float] = time.monotonic,
         admin: Any = None,
         security: dict[str, Any] | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
         """``security``: ``authentication`` (a ``pulsarlab.AuthenticationToken``) and/or
         ``curve_server_key`` for a broker with authentication or CURVE on; the token also
-        logs the event subscriber in (ZeroMQ PLAIN, checked by the broker)."""
+        logs the event subscriber in (ZeroMQ PLAIN, checked by the broker).
+        ``settings``: what is known of the broker's settings (e.g. ``pulsar_version``),
+        handed to the views in every snapshot (see :meth:`for_broker`)."""
+        self.settings: dict[str, Any] = dict(settings or {})
         security = dict(security or {})
         auth = security.get("authentication")
         self._events_token: str | None = auth.token() if auth is not None else None
@@ -84,6 +88,19 @@ class LiveBinding:
         self._last_fetch = -math.inf
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    @classmethod
+    def for_broker(cls, broker: Any, topic: str, subscription: str,
+                   **kwargs: Any) -> LiveBinding:
+        """Follow an in-kernel :class:`pulsarlab.Broker`, knowing the settings that shape
+        the views (its ``pulsar_version`` and consistent-hashing points)."""
+        settings = {
+            "pulsar_version": broker.settings.pulsar_version,
+            "consistent_hashing_points":
+                broker.settings.subscription_key_shared_consistent_hashing_replica_points,
+        }
+        return cls(broker.service_url, broker.events_url, topic, subscription,
+                   settings=settings, **kwargs)
 
     # -- the Source protocol --------------------------------------------------------------
 
@@ -216,4 +233,5 @@ class LiveBinding:
             log.debug("stats of %s not available yet: %s", self.topic, exc)
             return None
         self._partition_topics = parts
-        return Snapshot(time_ms=time.time_ns() // 1_000_000, topics=stats, internal=internal)
+        return Snapshot(time_ms=time.time_ns() // 1_000_000, topics=stats, internal=internal,
+                        settings=self.settings)

@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from pulsarlab.widgets import CursorView, FailoverView, FlowView, HashRangeView, RedeliveryTimeline
+from pulsarlab.widgets import (
+    CursorView,
+    FailoverView,
+    FlowView,
+    HashRangeView,
+    HashRingView,
+    RedeliveryTimeline,
+)
 from pulsarlab.widgets.cluster_source import (
     EVENT_ONLY_NOTE,
     ClusterSource,
@@ -227,3 +234,22 @@ def test_waiting_note_goes_once_the_first_stats_arrive() -> None:
     assert source.poll()
     view.refresh()
     assert view.message.value == ""
+
+
+def test_a_ring_told_40_copies_into_a_40_core() -> None:
+    admin = RecordedAdmin(load("stats-4.0-key-shared-draining.json"),
+                          load("internal-stats-4.0.json"))
+    view = open_view(HashRingView, FakeConnection(admin), "payments", "payments",
+                     pulsar_version="4.0")
+    try:
+        view.source.stop()
+        view.source.poll()
+        assert view.consumers == ["c1", "c2"]
+        assert view.key_space == (1, 65535)  # the stats alone would have meant 3.3's ring
+        view.what_if_button.click()
+        copied, _controls = view.what_if_output.children
+        assert copied.source.settings.pulsar_version == "4.0"
+        assert copied.selector is copied.source.selector()  # the core's own 4.0 ring
+        assert copied.key_owners == view.key_owners
+    finally:
+        view.source.stop()
