@@ -129,6 +129,7 @@ class BrokerRuntime:
         self._stream_dirs: dict[str, str] = {}
         self._connection: Any = None  # pulsarlab.cluster.Connection, made on first use
         self._security: dict[str, Any] = {}  # authentication / curve_server_key (connect)
+        self._view_settings: dict[str, Any] = {}  # what shapes the views of a broker started here
         self._scratch: str | None = None  # beside mode: report files, temporary data dir
         self._lock = threading.RLock()
 
@@ -209,6 +210,7 @@ class BrokerRuntime:
             else:
                 self._start_in_kernel(data_dir, port, events_port, memory, settings, timeout)
             self._security = _own_security(dict(settings), self.broker)
+            self._view_settings = _view_settings(dict(settings), self.broker)
             self._export_url()
             log.info("pulsarlab: using the broker at %s (%s)", self.service_url, self.mode)
             return self.status()
@@ -346,7 +348,8 @@ class BrokerRuntime:
                 from .cluster import ZmqConnection
 
                 self._connection = ZmqConnection(url, self.events_url,
-                                                 security=self._security)
+                                                 security=self._security,
+                                                 view_settings=self._view_settings)
             return self._connection
 
     def client(self) -> Any:
@@ -458,6 +461,22 @@ def _own_security(settings: dict[str, Any], broker: Any) -> dict[str, Any]:
 
         out["curve_server_key"] = load_secret_key(str(settings["curve_secret_key_file"]))[0]
     return out
+
+
+_VIEW_SETTINGS = {
+    "pulsar_version": "pulsar_version",
+    "consistent_hashing_points": "subscription_key_shared_consistent_hashing_replica_points",
+}
+"""What the views read from a snapshot's settings → the broker setting it comes from."""
+
+
+def _view_settings(settings: dict[str, Any], broker: Any) -> dict[str, Any]:
+    """The settings of a broker started here that shape the views (a HashRingView draws the
+    ring of the broker's ``pulsar_version``): the in-kernel broker's own, or those the
+    broker process was given."""
+    if broker is not None:
+        return {key: getattr(broker.settings, name) for key, name in _VIEW_SETTINGS.items()}
+    return {key: settings[name] for key, name in _VIEW_SETTINGS.items() if name in settings}
 
 
 def _read_report(path: Path) -> dict[str, Any] | None:

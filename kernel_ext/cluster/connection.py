@@ -117,11 +117,15 @@ class ZmqConnection(Connection):
     backend = "zmq"
 
     def __init__(self, service_url: str, events_url: str | None = None, *,
-                 security: dict[str, Any] | None = None) -> None:
+                 security: dict[str, Any] | None = None,
+                 view_settings: dict[str, Any] | None = None) -> None:
+        """``view_settings``: what is known of the broker's settings that shape the views
+        (``pulsar_version``, consistent-hashing points), handed to every live source."""
         super().__init__()
         self.service_url = service_url
         self.events_url = events_url
         self.security = dict(security or {})
+        self.view_settings = dict(view_settings or {})
 
     @property
     def api(self) -> ModuleType:
@@ -164,7 +168,7 @@ class ZmqConnection(Connection):
             raise ValueError("live views need the event stream: "
                              "%pulsar connect URL --events tcp://host:port")
         return LiveBinding(self.service_url, self.events_url, topic, subscription,
-                           security=self.security)
+                           security=self.security, settings=self.view_settings)
 
 
 class ClusterConnection(Connection):

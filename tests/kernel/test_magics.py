@@ -120,6 +120,19 @@ def test_durable_start_with_data_dir_and_settings(run, runtime, tmp_path) -> Non
     run("%pulsar stop")
 
 
+def test_live_views_know_the_version_of_the_broker_started_here(run, runtime) -> None:
+    # A HashRingView draws the ring of the broker's pulsar_version: the live source of a
+    # broker started by %pulsar start carries its settings to the views.
+    assert run("%pulsar start --memory --set pulsar_version=4.0").success
+    try:
+        source = runtime.connection().live_source("ring", "sub")
+        assert source.settings["pulsar_version"] == "4.0"
+        assert source.settings["consistent_hashing_points"] == (
+            runtime.broker.settings.subscription_key_shared_consistent_hashing_replica_points)
+    finally:
+        run("%pulsar stop")
+
+
 def test_connect_to_a_running_broker(run, runtime) -> None:
     with Broker(storage="memory") as other:
         ran = run(f"%pulsar connect {other.service_url} --events {other.events_url}")
