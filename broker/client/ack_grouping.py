@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..message_id import MessageId
+from .message import Message
 
 __all__ = ["AckFlush", "AckGroupingTracker", "Position"]
 
@@ -63,6 +64,8 @@ class AckFlush:
 
 
 def _parts(msg_id: Any) -> tuple[Position, int, int]:
+    if type(msg_id) is Message:  # a received message acked as itself: no id object made
+        return msg_id._ack_parts
     if isinstance(msg_id, MessageId):  # the common case, read without method calls
         return (msg_id._ledger_id, msg_id._entry_id), msg_id._batch_index, msg_id._batch_size
     return (

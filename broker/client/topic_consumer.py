@@ -50,7 +50,7 @@ from .dead_letter import LetterProducers, copy_message, origin_topic
 from .entries import EntryBatch
 from .enums import ConsumerType, InitialPosition, KeySharedMode
 from .exceptions import AlreadyClosed
-from .message import Message, new_message, topic_message_id
+from .message import Delivery, Message, delivered
 from .redelivery import (
     DeadLetterPolicy,
     NegativeAcksTracker,
@@ -118,7 +118,7 @@ class TopicConsumer:
         self.closed = False
         self.is_active: bool | None = None
         self.reached_end_of_topic = False
-        self.last_dequeued: MessageId | None = None
+        self._last_read: Message | EntryBatch | None = None  # the last one taken
         self.start_message_id = config.start_message_id
         self.start_inclusive = config.start_message_id_inclusive
         self._lock = threading.Lock()
@@ -280,9 +280,15 @@ class TopicConsumer:
 
     # -- application side (any thread) ----------------------------------------------------
 
+    @property
+    def last_dequeued(self) -> MessageId | None:
+        """The id of the last message the application took (None before the first)."""
+        last = self._last_read
+        return None if last is None else last.message_id()
+
     def on_dequeued(self, message: Message) -> None:
         """The application took ``message`` from the receiver queue (ack timeout starts)."""
-        self.last_dequeued = message._message_id
+        self._last_read = message
         if type(message) is EntryBatch:  # a bulk reader's entry: no ack timeout, n permits
             self.add_permits(message.count)
             return
@@ -304,7 +310,9 @@ class TopicConsumer:
         if not self._conn.closed:
             self._conn.send("FLOW", consumer_id=self.consumer_id, permits=permits)
 
-    def acknowledge(self, msg_id: MessageId, cumulative: bool = False) -> None:
+    def acknowledge(self, msg_id: MessageId | Message, cumulative: bool = False) -> None:
+        """Queue an ack for the I/O thread; a received :class:`Message` may stand for its
+        id (no id object is made for an ack that only the grouping tracker hears of)."""
         with self._lock:
             self._acks_in.append((msg_id, cumulative))
             if self._acks_posted:
@@ -398,31 +406,28 @@ class TopicConsumer:
             return self._io_entry_batch(meta, payload, position, partition, ack_set,
                                         redelivery_count, chunk_positions)
         if meta.num_messages_in_batch is None:
-            mid = topic_message_id(partition, ledger, entry_id, -1, 0, topic)
             if chunk_positions is not None:
                 self._chunk_members[position] = chunk_positions
-            return [new_message(payload, meta.properties or {}, meta.partition_key,
-                                meta.ordering_key, meta.publish_time, meta.event_time,
-                                meta.producer_name, meta.sequence_id, meta.schema_version,
-                                meta.null_value, mid, topic, redelivery_count, schema, self)]
+            fields = [meta.properties or {}, meta.partition_key, meta.ordering_key,
+                      meta.event_time, meta.sequence_id, meta.null_value, payload]
+            return [delivered(fields, Delivery(topic, partition, ledger, entry_id, 0,
+                                               meta.publish_time, meta.producer_name,
+                                               meta.schema_version, redelivery_count, schema),
+                              -1, self)]
         n = meta.num_messages_in_batch
         items = batch_items(payload, n)
         self.acks.on_batch_received(position, n, ack_set)
-        publish_time, producer_name = meta.publish_time, meta.producer_name
-        schema_version = meta.schema_version
-        check = ack_set is not None or self._batch_filter is not None
+        delivery = Delivery(topic, partition, ledger, entry_id, n, meta.publish_time,
+                            meta.producer_name, meta.schema_version, redelivery_count, schema)
+        if ack_set is None and self._batch_filter is None:
+            return [delivered(item, delivery, i, self) for i, item in enumerate(items)]
         out = []
         skipped = 0
-        for i, (props, pkey, okey, event_time, seq, null, data) in enumerate(items):
-            if check and ((ack_set is not None and not (ack_set >> i) & 1)
-                          or self._filtered(position, i)):
+        for i, item in enumerate(items):
+            if (ack_set is not None and not (ack_set >> i) & 1) or self._filtered(position, i):
                 skipped += 1
                 continue
-            out.append(new_message(
-                data, props, pkey, okey, publish_time, event_time, producer_name, seq,
-                schema_version, null, topic_message_id(partition, ledger, entry_id, i, n, topic),
-                topic, redelivery_count, schema, self,
-            ))
+            out.append(delivered(item, delivery, i, self))
         self.add_permits(skipped)
         return out
 
@@ -496,7 +501,7 @@ class TopicConsumer:
         for msg_id, cumulative in acks:
             self._io_ack(msg_id, cumulative)
 
-    def _io_ack(self, msg_id: MessageId, cumulative: bool) -> None:
+    def _io_ack(self, msg_id: MessageId | Message, cumulative: bool) -> None:
         if not (cumulative or self._chunk_members or self._possible_dlq or self._nacked_at
                 or self.unacked is not None):
             # The common ack: nothing but the grouping tracker has to hear of it.
@@ -507,6 +512,8 @@ class TopicConsumer:
                     self.config.acknowledgements_group_time_ms, self._io_flush_acks
                 )
             return
+        if type(msg_id) is Message:
+            msg_id = msg_id.message_id()
         position = msg_id.position
         members = self._chunk_members.pop(position, None)
         flush = False
@@ -737,7 +744,7 @@ class TopicConsumer:
         self.chunks.clear()
         self._chunk_members.clear()
         self._io_reset_trackers()
-        self.last_dequeued = None
+        self._last_read = None
         self._batch_filter = None
         if isinstance(target, MessageId):
             self.start_message_id = target
