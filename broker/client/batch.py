@@ -189,19 +189,17 @@ class BatchBuilder:
 
     def has_space_for(self, message: OutgoingMessage) -> bool:
         """Whether ``message`` fits without flushing first (an empty container takes anything)."""
-        if self.num_messages == 0:
-            return True
-        return (
-            self.num_messages < self.max_messages
-            and self.size_bytes + message.size <= self.max_bytes
+        n = self.num_messages
+        return n == 0 or (
+            n < self.max_messages and self.size_bytes + len(message.payload) <= self.max_bytes
         )
 
     def add(self, message: OutgoingMessage) -> bool:
         """Add ``message``; returns whether the container is now full (flush it)."""
         self._add(message)
         self.num_messages += 1
-        self.size_bytes += message.size
-        return self.is_full
+        self.size_bytes += len(message.payload)
+        return self.num_messages >= self.max_messages or self.size_bytes >= self.max_bytes
 
     def flush(self) -> list[Batch]:
         """The batches to send (possibly none); the container is left empty."""

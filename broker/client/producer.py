@@ -21,7 +21,7 @@ from .checks import check_type, check_type_or_none
 from .connection import now_ms
 from .exceptions import AlreadyClosed, PulsarException, result_of
 from .message import Message
-from .partition_producer import PartitionProducer, Pending, SendCallback
+from .partition_producer import PartitionProducer, SendCallback
 
 __all__ = ["Producer"]
 
@@ -69,7 +69,7 @@ class Producer:
                                    deliver_at, deliver_after)
         future: concurrent.futures.Future = concurrent.futures.Future()
         target = self._route(message)
-        target.submit(message, Pending(target, None, future), seq)
+        target.submit(message, future, seq)
         return future.result()
 
     def send_async(
@@ -92,7 +92,7 @@ class Producer:
                                    deliver_at, deliver_after)
         target = self._route(message)
         try:
-            target.submit(message, Pending(target, callback, None), seq)
+            target.submit(message, callback, seq)
         except PulsarException as exc:
             if callback is not None:
                 self._client._executor.submit(callback, result_of(exc), None)
