@@ -33,6 +33,7 @@ connection's timers:
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import logging
 import threading
 from dataclasses import dataclass
@@ -124,9 +125,12 @@ class TopicConsumer:
         self._lock = threading.Lock()
         # Acks from the application wait here for the I/O thread, which takes them all in
         # one task per burst (a posted task per ack would cost more than the ack).
-        self._acks_in: list[tuple[MessageId, bool]] = []
+        self._acks_in: list[MessageId | Message | tuple[MessageId, bool]] = []
         self._acks_posted = False
-        self._available_permits = 0
+        self._acks_cumulative = False  # a cumulative ack is among them
+        # Messages counted as consumed: FLOW asks for more each time the count passes a
+        # multiple of the refill threshold (next() on a count is atomic: no lock per message).
+        self._consumed = itertools.count(1)
         self._queue_size = max(1, config.receiver_queue_size)
         self._refill_threshold = max(1, self._queue_size // 2)
         # I/O-thread state.
@@ -296,25 +300,33 @@ class TopicConsumer:
             position = message.message_id().position
             count = message.redelivery_count()
             self._conn.post(lambda: self._io_track_unacked(position, count))
-        self.add_permits(1)
+        threshold = self._refill_threshold
+        if next(self._consumed) % threshold == 0:
+            self._flow(threshold)
 
     def add_permits(self, n: int) -> None:
         """Count ``n`` messages as consumed; send FLOW once half the queue is free."""
-        if n <= 0:
-            return
-        with self._lock:
-            self._available_permits += n
-            if self._available_permits < self._refill_threshold or self.closed:
-                return
-            permits, self._available_permits = self._available_permits, 0
-        if not self._conn.closed:
+        threshold, consumed = self._refill_threshold, self._consumed
+        permits = 0
+        for _ in range(n):
+            if next(consumed) % threshold == 0:
+                permits += threshold
+        if permits:
+            self._flow(permits)
+
+    def _flow(self, permits: int) -> None:
+        if not self.closed and not self._conn.closed:
             self._conn.send("FLOW", consumer_id=self.consumer_id, permits=permits)
 
     def acknowledge(self, msg_id: MessageId | Message, cumulative: bool = False) -> None:
         """Queue an ack for the I/O thread; a received :class:`Message` may stand for its
         id (no id object is made for an ack that only the grouping tracker hears of)."""
         with self._lock:
-            self._acks_in.append((msg_id, cumulative))
+            if cumulative:
+                self._acks_in.append((msg_id, True))
+                self._acks_cumulative = True
+            else:
+                self._acks_in.append(msg_id)
             if self._acks_posted:
                 return
             self._acks_posted = True
@@ -497,9 +509,23 @@ class TopicConsumer:
     def _io_take_acks(self) -> None:
         with self._lock:
             acks, self._acks_in = self._acks_in, []
+            cumulative, self._acks_cumulative = self._acks_cumulative, False
             self._acks_posted = False
-        for msg_id, cumulative in acks:
-            self._io_ack(msg_id, cumulative)
+        if not (cumulative or self._chunk_members or self._possible_dlq or self._nacked_at
+                or self.unacked is not None):
+            # The common burst: individual acks only the grouping tracker has to hear of.
+            if self.acks.add_individuals(acks):
+                self._io_flush_acks()
+            elif self._ack_timer is None and self.acks.has_pending:
+                self._ack_timer = self._conn.schedule(
+                    self.config.acknowledgements_group_time_ms, self._io_flush_acks
+                )
+            return
+        for ack in acks:
+            if type(ack) is tuple:
+                self._io_ack(ack[0], True)
+            else:
+                self._io_ack(ack, False)
 
     def _io_ack(self, msg_id: MessageId | Message, cumulative: bool) -> None:
         if not (cumulative or self._chunk_members or self._possible_dlq or self._nacked_at
