@@ -103,44 +103,51 @@ _ITEM_SHAPE = ("each batch item is [properties, partition_key, ordering_key, eve
                "sequence_id, null_value, payload]")
 
 
-def batch_items(payload: bytes, num_messages: int | None = None) -> list[list[Any]]:
-    """The items of a batch payload as checked lists ``[properties (dict), partition_key
-    (str | None), ordering_key (bytes | None), event_time (int), sequence_id (int),
-    null_value (bool), payload (bytes)]``; ``ValueError`` if it is malformed.
+Item = tuple[dict[str, str], str | None, bytes | None, int, int, bool, bytes]
 
-    The consumer's hot path: no object per message beyond msgpack's own list.
+
+def batch_items(payload: bytes, num_messages: int | None = None) -> list[Item]:
+    """The items of a batch payload as checked tuples ``(properties (dict), partition_key
+    (str | None), ordering_key (bytes | None), event_time (int), sequence_id (int),
+    null_value (bool), payload (bytes))``; ``ValueError`` if it is malformed.
+
+    The consumer's hot path: no object per message beyond msgpack's own tuple (which the
+    garbage collector stops tracking, as it holds no containers).
     """
     try:
-        items = msgpack.unpackb(payload, raw=False)
+        items = msgpack.unpackb(payload, raw=False, use_list=False)
     except Exception as exc:  # msgpack raises several unrelated types on garbage
         raise ValueError(f"batch payload is not valid msgpack ({type(exc).__name__})") from None
-    if type(items) is not list:
+    if type(items) is not tuple:
         raise ValueError("batch payload must be a list")
     if num_messages is not None and len(items) != num_messages:
         raise ValueError(f"batch holds {len(items)} messages, metadata says {num_messages}")
-    for item in items:
-        if type(item) is not list or len(item) != 7:
+    out = list(items)
+    for i, item in enumerate(out):
+        if type(item) is not tuple or len(item) != 7:
             raise ValueError(_ITEM_SHAPE)
         props, pkey, okey, event_time, seq, null, data = item
         if (type(props) is not dict or type(data) is not bytes or type(seq) is not int
                 or type(event_time) is not int or type(null) is not bool
                 or (pkey is not None and type(pkey) is not str)
                 or (okey is not None and type(okey) is not bytes)):
-            _normalise(item)
-    return items
+            out[i] = _normalised(item)
+    return out
 
 
-def _normalise(item: list[Any]) -> None:
-    """Coerce one item's fields to their types in place (``ValueError`` if impossible)."""
+def _normalised(item: tuple[Any, ...]) -> Item:
+    """One item with its fields coerced to their types (``ValueError`` if impossible)."""
     props, pkey, okey, event_time, seq, null, data = item
     try:
-        item[0] = {str(k): str(v) for k, v in dict(props or {}).items()}
-        item[1] = None if pkey is None else str(pkey)
-        item[2] = None if okey is None else bytes(okey)
-        item[3] = int(event_time or 0)
-        item[4] = int(seq)
-        item[5] = bool(null)
-        item[6] = bytes(data)
+        return (
+            {str(k): str(v) for k, v in dict(props or {}).items()},
+            None if pkey is None else str(pkey),
+            None if okey is None else bytes(okey),
+            int(event_time or 0),
+            int(seq),
+            bool(null),
+            bytes(data),
+        )
     except (TypeError, ValueError):
         raise ValueError(_ITEM_SHAPE) from None
 

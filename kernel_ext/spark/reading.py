@@ -61,10 +61,10 @@ def _text(data: bytes | None) -> str | None:
 
 # A row is a batch item: [properties, partition_key, ordering_key, event_time, sequence_id,
 # null_value, payload]; an entry contributes its rows (see EntryBatch.rows).
-Builder = Callable[[Any, list[list[Any]]], list[Any]]
+Builder = Callable[[Any, list[Sequence[Any]]], list[Any]]
 
 
-def _value(entry: Any, rows: list[list[Any]]) -> list[Any]:
+def _value(entry: Any, rows: list[Sequence[Any]]) -> list[Any]:
     return [None if r[5] else r[6] for r in rows]
 
 
@@ -73,7 +73,7 @@ _ID_FIELDS = [("ledger", ">i8"), ("entry", ">i8"), ("partition", ">i4"), ("index
               ("size", ">i4")]
 
 
-def _message_id_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: Any) -> Any:
+def _message_id_array(entries: list[tuple[Any, list[Sequence[Any]]]], arrow_type: Any) -> Any:
     """The ``__messageId`` column as one Arrow buffer (no bytes object per row)."""
     import numpy as np
     import pyarrow as pa
@@ -93,7 +93,7 @@ def _message_id_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: An
                                                  pa.py_buffer(ids.tobytes())])
 
 
-def _properties_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: Any) -> Any:
+def _properties_array(entries: list[tuple[Any, list[Sequence[Any]]]], arrow_type: Any) -> Any:
     """The ``__messageProperties`` column; an empty map per row without a Python list each
     when no message has properties (the common case)."""
     import numpy as np
@@ -108,7 +108,8 @@ def _properties_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: An
 
 
 # Columns built as one array from all entries at once (the others: a list per entry).
-ARRAY_BUILDERS: dict[tuple[str, str], Callable[[list[tuple[Any, list[list[Any]]]], Any], Any]] = {
+Rows = list[tuple[Any, list[Sequence[Any]]]]  # (entry, its rows) pairs
+ARRAY_BUILDERS: dict[tuple[str, str], Callable[[Rows, Any], Any]] = {
     ("__messageId", "binary"): _message_id_array,
     ("__messageProperties", "map<string,string>"): _properties_array,
 }
@@ -130,7 +131,7 @@ BUILDERS: dict[tuple[str, str], Builder] = {
 
 
 def to_record_batch(
-    entries: list[tuple[Any, list[list[Any]]]],
+    entries: list[tuple[Any, list[Sequence[Any]]]],
     columns: Sequence[tuple[str, str]],
     arrow_schema: Any,
 ) -> Any:
@@ -152,7 +153,7 @@ def to_record_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
 
-def _rows_up_to_end(entry: Any, end: Position) -> tuple[list[list[Any]], bool]:
+def _rows_up_to_end(entry: Any, end: Position) -> tuple[list[Sequence[Any]], bool]:
     """The rows of ``entry`` inside ``(..., end]``, and whether the range is complete."""
     ledger, entry_id = entry.ledger_id, entry.entry_id
     if (ledger, entry_id) < (end.ledger, end.entry):
@@ -208,7 +209,7 @@ def read_range(
             ) from None
         except PulsarException as exc:
             raise PulsarSparkError(f"reading {topic}: {exc}") from None
-        entries: list[tuple[Any, list[list[Any]]]] = []
+        entries: list[tuple[Any, list[Sequence[Any]]]] = []
         rows_in_chunk = 0
         idle_since = time.monotonic()
         done = False
