@@ -208,6 +208,22 @@ class BatchBuilder:
         self.size_bytes += len(message.payload)
         return self.num_messages >= self.max_messages or self.size_bytes >= self.max_bytes
 
+    def offer(self, message: OutgoingMessage) -> list[Batch] | None:
+        """:meth:`has_space_for`, :meth:`add` and :meth:`flush` in one call (the producer's
+        hot path): the batches complete once ``message`` is in, or None."""
+        size = len(message.payload)
+        n = self.num_messages
+        ready = None
+        if n and (n >= self.max_messages or self.size_bytes + size > self.max_bytes):
+            ready = self.flush()
+        self._add(message)
+        n = self.num_messages = self.num_messages + 1
+        self.size_bytes += size
+        if n >= self.max_messages or self.size_bytes >= self.max_bytes:
+            full = self.flush()
+            ready = full if ready is None else ready + full
+        return ready
+
     def flush(self) -> list[Batch]:
         """The batches to send (possibly none); the container is left empty."""
         batches = self._take()

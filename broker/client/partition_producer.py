@@ -163,11 +163,7 @@ class PartitionProducer:
         """
         limit = self.config.max_pending_messages
         with self._lock:
-            if self._closed:
-                raise AlreadyClosed(f"producer on {self.topic} is closed")
-            if self._terminated:
-                raise TopicTerminated(f"topic {self.topic} was terminated")
-            if limit > 0 and self._pending_count >= limit:
+            if self._closed or self._terminated or 0 < limit <= self._pending_count:
                 self._wait_for_room(limit)
             self._pending_count += 1
             if sequence_id is None:
@@ -182,11 +178,10 @@ class PartitionProducer:
                     submitted.extend(builder.flush())
                 submitted.append(message)
             else:
-                if not builder.has_space_for(message):
-                    submitted.extend(builder.flush())
-                if builder.add(message):
-                    submitted.extend(builder.flush())
-                elif builder.num_messages == 1:
+                ready = builder.offer(message)
+                if ready:
+                    submitted.extend(ready)
+                if builder.num_messages == 1:
                     self._batch_started_ms = now_ms()
                     if not self._timer_armed:
                         self._timer_armed = True
@@ -197,8 +192,13 @@ class PartitionProducer:
         self._conn.post(self._io_take_submitted)
 
     def _wait_for_room(self, limit: int) -> None:
-        """Block until fewer than ``limit`` messages are pending (the lock is held)."""
-        while self._pending_count >= limit:
+        """Raise if the producer cannot take a message; block until fewer than ``limit``
+        messages are pending (the lock is held)."""
+        if self._closed:
+            raise AlreadyClosed(f"producer on {self.topic} is closed")
+        if self._terminated:
+            raise TopicTerminated(f"topic {self.topic} was terminated")
+        while 0 < limit <= self._pending_count:
             if not self.config.block_if_queue_full:
                 raise ProducerQueueIsFull(
                     f"producer on {self.topic} has {self._pending_count} pending messages"

@@ -101,3 +101,26 @@ def test_invalid_limits():
         DefaultBatchBuilder(max_messages=0)
     with pytest.raises(ValueError):
         KeyBasedBatchBuilder(max_bytes=0)
+
+
+@pytest.mark.parametrize("key_based", [False, True])
+def test_offer_is_has_space_for_add_and_flush_in_one_call(key_based):
+    messages = [OutgoingMessage(payload=b"x" * size, partition_key=f"k{i % 2}", sequence_id=i)
+                for i, size in enumerate([10, 30, 50, 5, 5, 5, 60, 1])]
+    stepwise, offered = (make_batch_builder(key_based, 3, 64) for _ in range(2))
+    expected, got = [], []
+    for m in messages:
+        if not stepwise.has_space_for(m):
+            expected.append(stepwise.flush())
+        if stepwise.add(m):
+            expected.append(stepwise.flush())
+        ready = offered.offer(m)
+        if ready is not None:
+            got.append(ready)
+    expected.append(stepwise.flush())
+    got.append(offered.flush())
+
+    def batches(runs: list) -> list:
+        return [[m.sequence_id for m in b.messages] for batches in runs for b in batches]
+
+    assert batches(got) == batches(expected)
