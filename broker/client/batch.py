@@ -4,8 +4,11 @@ Batch payload format (the payload of an entry whose metadata has ``num_messages_
 compression, if any, applies to the whole payload)::
 
     msgpack list, one item per message, in batch-index order:
-        [properties: map str->str, partition_key: str | nil, ordering_key: bin | nil,
+        [properties: map str->str | nil, partition_key: str | nil, ordering_key: bin | nil,
          event_time: int (ms, 0 = unset), sequence_id: int, null_value: bool, payload: bin]
+
+    Properties are nil when a message has none (an empty map is read the same way): a
+    decoded item then holds no container, and the garbage collector stops tracking it.
 
 Entry-level metadata of a batch (what the broker sees, and what Key_Shared hashes):
 ``num_messages_in_batch`` = number of messages, ``sequence_id`` = the first message's
@@ -85,7 +88,7 @@ def encode_batch(messages: list[OutgoingMessage]) -> bytes:
     return msgpack.packb(
         [
             [
-                m.properties or {},
+                m.properties or None,
                 m.partition_key,
                 m.ordering_key,
                 m.event_time,
@@ -103,16 +106,16 @@ _ITEM_SHAPE = ("each batch item is [properties, partition_key, ordering_key, eve
                "sequence_id, null_value, payload]")
 
 
-Item = tuple[dict[str, str], str | None, bytes | None, int, int, bool, bytes]
+Item = tuple[dict[str, str] | None, str | None, bytes | None, int, int, bool, bytes]
 
 
 def batch_items(payload: bytes, num_messages: int | None = None) -> list[Item]:
-    """The items of a batch payload as checked tuples ``(properties (dict), partition_key
+    """The items of a batch payload as checked tuples ``(properties (dict | None), partition_key
     (str | None), ordering_key (bytes | None), event_time (int), sequence_id (int),
     null_value (bool), payload (bytes))``; ``ValueError`` if it is malformed.
 
     The consumer's hot path: no object per message beyond msgpack's own tuple (which the
-    garbage collector stops tracking, as it holds no containers).
+    garbage collector stops tracking when it holds no properties map).
     """
     try:
         items = msgpack.unpackb(payload, raw=False, use_list=False)
@@ -127,8 +130,8 @@ def batch_items(payload: bytes, num_messages: int | None = None) -> list[Item]:
         if type(item) is not tuple or len(item) != 7:
             raise ValueError(_ITEM_SHAPE)
         props, pkey, okey, event_time, seq, null, data = item
-        if (type(props) is not dict or type(data) is not bytes or type(seq) is not int
-                or type(event_time) is not int or type(null) is not bool
+        if ((props is not None and type(props) is not dict) or type(data) is not bytes
+                or type(seq) is not int or type(event_time) is not int or type(null) is not bool
                 or (pkey is not None and type(pkey) is not str)
                 or (okey is not None and type(okey) is not bytes)):
             out[i] = _normalised(item)
@@ -140,7 +143,7 @@ def _normalised(item: tuple[Any, ...]) -> Item:
     props, pkey, okey, event_time, seq, null, data = item
     try:
         return (
-            {str(k): str(v) for k, v in dict(props or {}).items()},
+            {str(k): str(v) for k, v in dict(props or {}).items()} or None,
             None if pkey is None else str(pkey),
             None if okey is None else bytes(okey),
             int(event_time or 0),
@@ -155,7 +158,8 @@ def _normalised(item: tuple[Any, ...]) -> Item:
 def decode_batch(payload: bytes, num_messages: int | None = None) -> list[OutgoingMessage]:
     """The messages of a batch payload; ``ValueError`` if it is malformed."""
     return [
-        OutgoingMessage(payload=data, properties=props, partition_key=pkey, ordering_key=okey,
+        OutgoingMessage(payload=data, properties=props or {}, partition_key=pkey,
+                        ordering_key=okey,
                         event_time=event_time, sequence_id=seq, null_value=null)
         for props, pkey, okey, event_time, seq, null, data in batch_items(payload, num_messages)
     ]

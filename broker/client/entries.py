@@ -64,8 +64,8 @@ class EntryBatch:
         items = self.items
         if items is None:
             m = self.metadata
-            return [[m.properties or {}, m.partition_key, m.ordering_key, m.event_time,
-                     m.sequence_id, m.null_value, self.payload]]
+            return [(m.properties or None, m.partition_key, m.ordering_key, m.event_time,
+                     m.sequence_id, m.null_value, self.payload)]
         if self.indexes is None:
             return items
         return [items[i] for i in self.indexes]

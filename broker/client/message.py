@@ -9,6 +9,7 @@ multi-topic consumer can route an ack given only the id.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..message_id import MessageId
@@ -89,8 +90,8 @@ _NO_DELIVERY = Delivery("", -1, -1, -1, 0, 0, "", None, 0, None)
 class Message:
     """A message as the application sees it.
 
-    A received message is three references: its batch item (``[properties,
-    partition_key, ordering_key, event_time, sequence_id, null_value, payload]``, as
+    A received message is three references: its batch item (``(properties or None,
+    partition_key, ordering_key, event_time, sequence_id, null_value, payload)``, as
     :func:`~.batch.batch_items` decoded it), its entry's :class:`Delivery` and its batch
     index. Fields are read from them when asked for, and the message id is made on the
     first call of :meth:`message_id` (an ack of the message itself needs none).
@@ -117,8 +118,8 @@ class Message:
         schema: Any = None,
         owner: Any = None,
     ) -> None:
-        self._fields = [properties or {}, partition_key, ordering_key, event_time,
-                        sequence_id, null_value, data]
+        self._fields = (properties or None, partition_key, ordering_key, event_time,
+                        sequence_id, null_value, data)
         if message_id is None:
             self._delivery = Delivery(topic, -1, -1, -1, 0, publish_time, producer_name,
                                       schema_version, redelivery_count, schema)
@@ -145,7 +146,7 @@ class Message:
         return fields[6] if schema is None else schema.decode(fields[6])
 
     def properties(self) -> dict[str, str]:
-        return dict(self._fields[0])
+        return dict(self._fields[0] or ())
 
     def partition_key(self) -> str:
         return self._fields[1] or ""
@@ -203,7 +204,7 @@ class Message:
         )
 
 
-def delivered(fields: list[Any], delivery: Delivery, index: int, owner: Any) -> Message:
+def delivered(fields: Sequence[Any], delivery: Delivery, index: int, owner: Any) -> Message:
     """A received :class:`Message` (the consumer's hot path: four references, no copy)."""
     m = _new(Message)
     m._fields = fields

@@ -420,8 +420,8 @@ class TopicConsumer:
         if meta.num_messages_in_batch is None:
             if chunk_positions is not None:
                 self._chunk_members[position] = chunk_positions
-            fields = [meta.properties or {}, meta.partition_key, meta.ordering_key,
-                      meta.event_time, meta.sequence_id, meta.null_value, payload]
+            fields = (meta.properties or None, meta.partition_key, meta.ordering_key,
+                      meta.event_time, meta.sequence_id, meta.null_value, payload)
             return [delivered(fields, Delivery(topic, partition, ledger, entry_id, 0,
                                                meta.publish_time, meta.producer_name,
                                                meta.schema_version, redelivery_count, schema),

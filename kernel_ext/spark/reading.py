@@ -59,8 +59,8 @@ def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
-# A row is a batch item: [properties, partition_key, ordering_key, event_time, sequence_id,
-# null_value, payload]; an entry contributes its rows (see EntryBatch.rows).
+# A row is a batch item: (properties or None, partition_key, ordering_key, event_time,
+# sequence_id, null_value, payload); an entry contributes its rows (see EntryBatch.rows).
 Builder = Callable[[Any, list[Sequence[Any]]], list[Any]]
 
 
@@ -101,7 +101,7 @@ def _properties_array(entries: list[tuple[Any, list[Sequence[Any]]]], arrow_type
 
     props = [r[0] for _, rows in entries for r in rows]
     if any(props):
-        return pa.array([list(d.items()) for d in props], type=arrow_type)
+        return pa.array([list(d.items()) if d else [] for d in props], type=arrow_type)
     offsets = pa.array(np.zeros(len(props) + 1, dtype=np.int32))
     empty = pa.array([], pa.string())
     return pa.MapArray.from_arrays(offsets, empty, empty, type=arrow_type)

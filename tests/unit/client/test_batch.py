@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+
+import msgpack
 import pytest
 
 from pulsarlab.broker.client.batch import (
     DefaultBatchBuilder,
     KeyBasedBatchBuilder,
     OutgoingMessage,
+    batch_items,
     decode_batch,
     encode_batch,
     make_batch_builder,
@@ -124,3 +128,13 @@ def test_offer_is_has_space_for_add_and_flush_in_one_call(key_based):
         return [[m.sequence_id for m in b.messages] for batches in runs for b in batches]
 
     assert batches(got) == batches(expected)
+
+
+def test_items_without_properties_hold_no_container():
+    items = batch_items(encode_batch([msg(1), msg(2, properties={"p": "v"})]), 2)
+    assert items[0][0] is None and items[1][0] == {"p": "v"}
+    gc.collect()
+    assert not gc.is_tracked(items[0])  # nothing for the collector to look at again
+    older = msgpack.packb([[{}, None, None, 0, 3, False, b"x"]], use_bin_type=True)
+    assert batch_items(older, 1)[0][0] == {}  # an empty map (older producers) still reads
+    assert decode_batch(older, 1)[0].properties == {}
