@@ -306,13 +306,15 @@ class TopicConsumer:
 
     def add_permits(self, n: int) -> None:
         """Count ``n`` messages as consumed; send FLOW once half the queue is free."""
-        threshold, consumed = self._refill_threshold, self._consumed
-        permits = 0
-        for _ in range(n):
-            if next(consumed) % threshold == 0:
-                permits += threshold
-        if permits:
-            self._flow(permits)
+        if n <= 0:
+            return
+        # max() over islice() takes n counts in one C call, which no other thread can
+        # interleave with: they are last - n + 1 .. last.
+        last = max(itertools.islice(self._consumed, n))
+        threshold = self._refill_threshold
+        passed = last // threshold - (last - n) // threshold
+        if passed:
+            self._flow(passed * threshold)
 
     def _flow(self, permits: int) -> None:
         if not self.closed and not self._conn.closed:
