@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import logging
+import operator
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -86,6 +87,23 @@ _ARM_TIMER = object()  # queued by a caller that started a batch: the I/O thread
 
 def _messages_of(item: Batch | OutgoingMessage) -> list[OutgoingMessage]:
     return item.messages if type(item) is Batch else [item]
+
+
+_SEQUENCE_ID = operator.attrgetter("sequence_id")
+
+
+def _run_receipt_callbacks(callbacks: list[SendCallback | None], partition: int, ledger: int,
+                           entry: int, batch_size: int) -> None:
+    """The ``send_async`` callbacks of one receipt, in order, each with its message id
+    (made here, on the listener thread); one raising does not stop the others."""
+    for i, callback in enumerate(callbacks):
+        if callback is None:
+            continue
+        msg_id = message_id(partition, ledger, entry, i if batch_size else -1, batch_size)
+        try:
+            callback(Result.Ok, msg_id)
+        except Exception:
+            log.exception("a user callback raised")
 
 
 class PartitionProducer:
@@ -400,13 +418,21 @@ class PartitionProducer:
         self._inflight.remove(op)
         ledger, entry, partition = cmd["message_id"][:3]
         messages = op.messages
-        self.last_published = max(self.last_published, max(m.sequence_id for m in messages))
-        if op.batched:
-            n = len(messages)
-            ids = [message_id(partition, ledger, entry, i, n) for i in range(n)]
+        self.last_published = max(self.last_published, max(map(_SEQUENCE_ID, messages)))
+        batch_size = len(messages) if op.batched else 0
+        handles = [m.handle for m in messages]
+        if concurrent.futures.Future in set(map(type, handles)):  # a blocking send waits
+            ids = [message_id(partition, ledger, entry, i if batch_size else -1, batch_size)
+                   for i in range(len(messages))]
+            self._settle(messages, Result.Ok, ids, None)
         else:
-            ids = [message_id(partition, ledger, entry, -1, 0)]
-        self._settle(messages, Result.Ok, ids, None)
+            # Only callbacks (or nothing) to tell: free the queue slots now, and let the
+            # listener thread make the message ids as it runs the callbacks, off this thread
+            # (the producer's caller is waiting for those slots).
+            self._free(len(messages))
+            if any(handles):
+                self._client._executor.submit(_run_receipt_callbacks, handles, partition,
+                                              ledger, entry, batch_size)
         self._io_release_flush_waiters()
 
     def on_send_error(self, cmd: Any) -> None:
@@ -463,13 +489,17 @@ class PartitionProducer:
                 keep.append((number, future))
         self._flush_waiters = keep
 
+    def _free(self, n: int) -> None:
+        """Give ``n`` queue slots back and wake callers blocked on a full queue."""
+        with self._lock:
+            self._pending_count -= n
+            self._cond.notify_all()
+
     def _settle(self, messages: list[OutgoingMessage], result: Result,
                 ids: list[MessageId] | None, error: PulsarException | None) -> None:
         """Settle ``messages`` (ids in the same order, or None on an error): free their
         queue slots, complete blocking sends, and queue the callbacks as one executor task."""
-        with self._lock:
-            self._pending_count -= len(messages)
-            self._cond.notify_all()
+        self._free(len(messages))
         callbacks = []
         for i, message in enumerate(messages):
             handle = message.handle
