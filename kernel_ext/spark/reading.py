@@ -107,11 +107,31 @@ def _properties_array(entries: list[tuple[Any, list[Sequence[Any]]]], arrow_type
     return pa.MapArray.from_arrays(offsets, empty, empty, type=arrow_type)
 
 
-# Columns built as one array from all entries at once (the others: a list per entry).
 Rows = list[tuple[Any, list[Sequence[Any]]]]  # (entry, its rows) pairs
+
+
+def _per_entry(value_of: Callable[[Any], Any]) -> Callable[[Rows, Any], Any]:
+    """A column holding one value per entry (its topic, publish time, producer name): one
+    Python value per entry, repeated over the entry's rows by Arrow's ``take``."""
+
+    def build(entries: Rows, arrow_type: Any) -> Any:
+        import numpy as np
+        import pyarrow as pa
+
+        values = pa.array([value_of(e) for e, _ in entries], type=arrow_type)
+        counts = [len(rows) for _, rows in entries]
+        return values.take(np.repeat(np.arange(len(entries), dtype=np.int32), counts))
+
+    return build
+
+
+# Columns built as one array from all entries at once (the others: a list per entry).
 ARRAY_BUILDERS: dict[tuple[str, str], Callable[[Rows, Any], Any]] = {
     ("__messageId", "binary"): _message_id_array,
     ("__messageProperties", "map<string,string>"): _properties_array,
+    ("__topic", "string"): _per_entry(lambda e: e.topic),
+    ("__publishTime", "timestamp"): _per_entry(lambda e: e.metadata.publish_time * 1000),
+    ("__producerName", "string"): _per_entry(lambda e: e.metadata.producer_name),
 }
 
 
@@ -121,11 +141,8 @@ BUILDERS: dict[tuple[str, str], Builder] = {
     ("__key", "binary"): lambda e, rows: [k.encode("utf-8") if (k := r[1]) else None
                                           for r in rows],
     ("__key", "string"): lambda e, rows: [r[1] or None for r in rows],
-    ("__topic", "string"): lambda e, rows: [e.topic] * len(rows),
-    ("__publishTime", "timestamp"): lambda e, rows: [e.metadata.publish_time * 1000] * len(rows),
     ("__eventTime", "timestamp"): lambda e, rows: [t * 1000 if (t := r[3]) > 0 else None
                                                    for r in rows],
-    ("__producerName", "string"): lambda e, rows: [e.metadata.producer_name] * len(rows),
     ("__sequenceId", "bigint"): lambda e, rows: [r[4] for r in rows],
 }
 
