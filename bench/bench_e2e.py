@@ -14,6 +14,9 @@ broker, not the client library. Prints one JSON document: msgs/s per configurati
 
 ``broker_cpu_us_per_msg`` is the broker process's CPU per message (user + system, its
 Python thread and libzmq's I/O thread): on a shared machine the steadier figure.
+``relay_cpu_us_per_msg`` is the bare relay's (its frames in and out, nothing else), and
+``client_cpu_us_per_msg`` the same for the bench's producer and consumer (the three
+processes share 2 cores, so a heavy client caps the broker).
 """
 
 from __future__ import annotations
@@ -105,7 +108,10 @@ def relay_consumer(port, out) -> None:
     ctx.destroy(linger=0)
 
 
-def run_relay(n: int, payload: bytes, per_frame: int, loop: str = "fast") -> float:
+def run_relay(
+    n: int, payload: bytes, per_frame: int, loop: str = "fast", cpu_out: list | None = None
+) -> float:
+    """msgs/s at the consumer; the relay process's CPU µs per message goes to ``cpu_out``."""
     ctx = mp.get_context("spawn")
     front, back = _free_port(), _free_port()
     ready, start, out = ctx.Event(), ctx.Event(), ctx.Queue()
@@ -117,10 +123,14 @@ def run_relay(n: int, payload: bytes, per_frame: int, loop: str = "fast") -> flo
     consumer.start()
     producer.start()
     time.sleep(0.5)
+    cpu_before = _cpu_seconds(relay.pid)
     start.set()
     count, elapsed = out.get(timeout=600)
+    cpu = _cpu_seconds(relay.pid) - cpu_before
     for p in (producer, consumer, relay):
         p.join(30)
+    if cpu_out is not None:
+        cpu_out.append(cpu / (count * per_frame) * 1e6)
     return count * per_frame / elapsed
 
 
@@ -134,17 +144,26 @@ def _request(sock, name, rid, **fields):
             return reply
 
 
-def broker_producer(url, topic, n, payload, batch, start, rate) -> None:
+def broker_producer(url, topic, n, payload, batch, start, rate, cpu=None) -> None:
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
     sock.connect(url)
     _request(sock, "CONNECT", 1, client_version="bench")
     _request(sock, "PRODUCER", 2, topic=topic, producer_id=1)
     metadata = {"num_messages_in_batch": batch} if batch > 1 else {}
-    # Frame by frame with int flags, like the broker: send_multipart's per-part checks would
-    # make the producer, not the broker, the bottleneck on 2 cores.
+    # One SEND per message, its header a complete msgpack map as any client packs it; the
+    # map's fields but the sequence id are packed once (a map's order is free, so
+    # "sequence_id" goes last) and the id is appended per message: packing the whole map
+    # every time would make the producer, not the broker, the bottleneck on 2 cores.
+    fixed = wire.pack_header({"v": wire.PROTOCOL_VERSION, "cmd": "SEND", "rid": 0,
+                              "producer_id": 1, "metadata": metadata})
+    prefix = bytes([fixed[0] + 1]) + fixed[1:] + msgpack.packb("sequence_id")
+    pack_int = msgpack.Packer().pack
+    # Frame by frame with int flags, like the broker: send_multipart's per-part checks cost
+    # more than the sends.
     send, more = sock.send, int(zmq.SNDMORE)
     start.wait()
+    cpu_start = time.process_time()
     outstanding = 0
     interval = 1.0 / rate if rate else 0.0
     next_send = time.perf_counter()
@@ -156,11 +175,12 @@ def broker_producer(url, topic, n, payload, batch, start, rate) -> None:
             if delay > 0:
                 time.sleep(delay)
             next_send += interval
-            meta = {"event_time": time.time_ns() // 1000}
+            header = wire.pack_header({"v": wire.PROTOCOL_VERSION, "cmd": "SEND", "rid": 0,
+                                       "producer_id": 1, "sequence_id": seq,
+                                       "metadata": {"event_time": time.time_ns() // 1000}})
         else:
-            meta = metadata
-        send(wire.pack_header({"v": wire.PROTOCOL_VERSION, "cmd": "SEND", "rid": 0,
-                               "producer_id": 1, "sequence_id": seq, "metadata": meta}), more)
+            header = prefix + pack_int(seq)
+        send(header, more)
         send(payload)
         outstanding += 1
         if rate or not seq & 31:  # a poll costs as much as a send: not after every one
@@ -170,6 +190,8 @@ def broker_producer(url, topic, n, payload, batch, start, rate) -> None:
             outstanding -= _receipts(sock)
     while outstanding:
         outstanding -= _receipts(sock)
+    if cpu is not None:
+        cpu.put(time.process_time() - cpu_start)
     ctx.destroy(linger=0)
 
 
@@ -199,18 +221,20 @@ def broker_consumer(url, topic, n_entries, batch, ready, out, latency) -> None:
     used = 0
     first = None
     lat: list[int] = []
+    cpu_start = None
     while got < n_entries:
-        frames = sock.recv_multipart(copy=False)
+        frames = sock.recv_multipart()  # copies: cheaper than zmq.Frame objects when small
         cmd = wire.decode(frames, wire.BROKER_COMMANDS)
         if cmd.name != "MESSAGE":
             continue
         if first is None:
             first = time.perf_counter()
+            cpu_start = time.process_time()
         entries = cmd["entries"]
         if latency:
             now_us = time.time_ns() // 1000
             for frame in cmd.payloads:
-                meta, _ = decode_entry(frame.bytes)
+                meta, _ = decode_entry(frame)
                 lat.append(now_us - meta.event_time)
         got += len(entries)
         used += len(entries) * batch
@@ -220,7 +244,8 @@ def broker_consumer(url, topic, n_entries, batch, ready, out, latency) -> None:
         if used >= queue // 2:
             sock.send_multipart(wire.encode("FLOW", 0, consumer_id=1, permits=used))
             used = 0
-    out.put((got, time.perf_counter() - first, lat))
+    elapsed = time.perf_counter() - first
+    out.put((got, elapsed, lat, time.process_time() - cpu_start))
     ctx.destroy(linger=0)
 
 
@@ -251,34 +276,41 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def run_broker(storage: str, n_entries: int, payload: bytes, batch: int, rate: int = 0):
-    """msgs/s at the consumer, latencies (µs, when ``rate``) and the broker process's CPU
+    """msgs/s at the consumer, latencies (µs, when ``rate``), the broker process's CPU
     µs per message (its Python thread and libzmq's I/O thread, from start to the last
-    message)."""
+    message) and the producer's and consumer's CPU µs per message (on 2 cores the three
+    processes share the CPU: a heavy client caps the broker)."""
     ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = start_broker(storage, tmp)
         try:
             topic = f"bench-{storage}-{batch}-{rate}"
-            ready, start, out = ctx.Event(), ctx.Event(), ctx.Queue()
+            ready, start, out, producer_cpu = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
             consumer = ctx.Process(
                 target=broker_consumer, args=(url, topic, n_entries, batch, ready, out, bool(rate))
             )
             consumer.start()
             ready.wait(60)
             producer = ctx.Process(
-                target=broker_producer, args=(url, topic, n_entries, payload, batch, start, rate)
+                target=broker_producer,
+                args=(url, topic, n_entries, payload, batch, start, rate, producer_cpu),
             )
             producer.start()
             cpu_before = _cpu_seconds(proc.pid)
             start.set()
-            got, elapsed, lat = out.get(timeout=900)
+            got, elapsed, lat, consumer_cpu = out.get(timeout=900)
             cpu = _cpu_seconds(proc.pid) - cpu_before
+            clients = {"producer": producer_cpu.get(timeout=60), "consumer": consumer_cpu}
             producer.join(60)
             consumer.join(60)
         finally:
             proc.terminate()
             proc.wait(30)
-    return got * batch / elapsed, lat, cpu / (got * batch) * 1e6
+    messages = got * batch
+    return (
+        messages / elapsed, lat, cpu / messages * 1e6,
+        {k: round(v / messages * 1e6, 2) for k, v in clients.items()},
+    )
 
 
 def _free_port() -> int:
@@ -305,18 +337,23 @@ def main() -> None:
     args = parser.parse_args()
     n = 5_000 if args.quick else args.messages
     results: dict = {"bench": "e2e", "messages": n, "runs": {}, "ratios": {},
-                     "broker_cpu_us_per_msg": {}}
+                     "broker_cpu_us_per_msg": {}, "client_cpu_us_per_msg": {}}
     cpu_per_msg = results["broker_cpu_us_per_msg"]
+    client_cpu = results["client_cpu_us_per_msg"]
     for size in (100,) if args.unbatched_only else (100, 1024):
         single = b"x" * size
         batched = _batch_payload(size, 100)
-        relay_single = run_relay(n, single, 1)
+        relay_cpu: list[float] = []
+        relay_single = run_relay(n, single, 1, cpu_out=relay_cpu)
         results["runs"][f"relay_{size}B_unbatched"] = round(relay_single)
+        results.setdefault("relay_cpu_us_per_msg", {})[f"{size}B_unbatched"] = round(
+            relay_cpu[0], 2)
         if args.unbatched_only:
             for storage in ("memory", "durable"):
-                unb, _, cpu = run_broker(storage, n, single, 1)
+                unb, _, cpu, clients = run_broker(storage, n, single, 1)
                 results["runs"][f"broker_{storage}_{size}B_unbatched"] = round(unb)
                 cpu_per_msg[f"{storage}_{size}B_unbatched"] = round(cpu, 2)
+                client_cpu[f"{storage}_{size}B_unbatched"] = clients
                 results["ratios"][f"{storage}_{size}B_unbatched"] = round(unb / relay_single, 3)
             print(json.dumps(results, indent=2))
             return
@@ -327,8 +364,10 @@ def main() -> None:
         results["runs"][f"relay_multipart_{size}B_unbatched"] = round(multi_single)
         results["runs"][f"relay_multipart_{size}B_batched100"] = round(multi_batched)
         for storage in ("memory", "durable"):
-            unb, _, cpu_unb = run_broker(storage, n, single, 1)
-            bat, _, cpu_bat = run_broker(storage, max(1, n // 100), batched, 100)
+            unb, _, cpu_unb, clients_unb = run_broker(storage, n, single, 1)
+            bat, _, cpu_bat, clients_bat = run_broker(storage, max(1, n // 100), batched, 100)
+            client_cpu[f"{storage}_{size}B_unbatched"] = clients_unb
+            client_cpu[f"{storage}_{size}B_batched100"] = clients_bat
             results["runs"][f"broker_{storage}_{size}B_unbatched"] = round(unb)
             results["runs"][f"broker_{storage}_{size}B_batched100"] = round(bat)
             cpu_per_msg[f"{storage}_{size}B_unbatched"] = round(cpu_unb, 2)
@@ -341,7 +380,7 @@ def main() -> None:
                 bat / multi_batched, 3)
     rate = 5000
     count = 2_000 if args.quick else 25_000
-    _, lat, _ = run_broker("durable", count, b"x" * 100, 1, rate=rate)
+    _, lat, _, _ = run_broker("durable", count, b"x" * 100, 1, rate=rate)
     results["latency_ms_at_5k_per_s_durable"] = {
         "p50": _pct(lat, 0.50), "p99": _pct(lat, 0.99), "p999": _pct(lat, 0.999),
         "mean": round(statistics.fmean(lat) / 1000, 3),

@@ -2,8 +2,9 @@
 
 Commands on :class:`~pulsarlab.broker.service.BrokerService` queue these; the shell drains
 them with ``take_actions()`` and turns each into frames for the connection it names.
-They are plain slotted records, not frozen ones: one is made per message on the publish
-path, and a frozen dataclass's ``__init__`` costs four times as much. Nobody mutates them.
+They are plain slotted records, not frozen ones (a frozen dataclass's ``__init__`` costs
+four times as much), or tuples where one is made per message (``SendReceipt``,
+``DeliveredEntry``). Nobody mutates them.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ class Deliver:
     entries: list[DeliveredEntry]
 
 
-@dataclass(slots=True)
-class SendReceipt:
+class SendReceipt(NamedTuple):
+    """A send is durable: its message id goes back to the producer (a tuple: one is made
+    per message published)."""
+
     producer_id: int
     conn: Any
     sequence_id: int

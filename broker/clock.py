@@ -1,6 +1,7 @@
 """Clocks and timers for the sans-I/O core: the core asks a clock for the time, never the OS.
 
-The shell passes :class:`WallClock`; tests and the widgets' what-if mode pass
+The shell passes :class:`LoopClock` (the wall clock read once per turn of its loop);
+tests and the widgets' what-if mode pass
 :class:`ManualClock` and move time by hand, so timing rules are tested without sleeping.
 Timers (:class:`TimerQueue`) fire only when the core's ``tick`` runs them at the clock's
 time.
@@ -27,6 +28,25 @@ class WallClock:
 
     def now_ms(self) -> int:
         return time.time_ns() // 1_000_000
+
+
+class LoopClock:
+    """The real time read once per turn of the shell's loop: :meth:`read` when the loop
+    wakes up, and every :meth:`now_ms` until the next read answers that time (a burst of
+    commands is handled at one instant, as one group commit makes it durable at one)."""
+
+    def __init__(self) -> None:
+        self._now = time.time_ns() // 1_000_000
+
+    def read(self) -> int:
+        """Read the wall clock (never backwards) and return it."""
+        now = time.time_ns() // 1_000_000
+        if now > self._now:
+            self._now = now
+        return self._now
+
+    def now_ms(self) -> int:
+        return self._now
 
 
 class ManualClock:

@@ -78,17 +78,18 @@ class MessageMetadata:
         ``fields()`` costs three times as much.
         """
         out: dict[str, Any] = {}
+        # Where the default is "", 0 or {}, a set value is a true one.
         value = self.producer_name
-        if value is not None and value != "":
+        if value:
             out["producer_name"] = value
         value = self.sequence_id
-        if value is not None and value != 0:
+        if value:
             out["sequence_id"] = value
         value = self.publish_time
-        if value is not None and value != 0:
+        if value:
             out["publish_time"] = value
         value = self.properties
-        if value is not None and value != {}:
+        if value:
             out["properties"] = value
         if self.partition_key is not None:
             out["partition_key"] = self.partition_key
@@ -97,7 +98,7 @@ class MessageMetadata:
         if self.ordering_key is not None:
             out["ordering_key"] = self.ordering_key
         value = self.event_time
-        if value is not None and value != 0:
+        if value:
             out["event_time"] = value
         if self.num_messages_in_batch is not None:
             out["num_messages_in_batch"] = self.num_messages_in_batch
@@ -105,10 +106,10 @@ class MessageMetadata:
         if value is not None and value != "NONE":
             out["compression"] = value
         value = self.uncompressed_size
-        if value is not None and value != 0:
+        if value:
             out["uncompressed_size"] = value
         value = self.deliver_at_time
-        if value is not None and value != 0:
+        if value:
             out["deliver_at_time"] = value
         if self.schema_version is not None:
             out["schema_version"] = self.schema_version
@@ -140,12 +141,18 @@ class MessageMetadata:
             kind = _FIELD_TYPES.get(name)
             if kind is None:
                 raise ValueError(f"unknown metadata field {name!r}")
+            if type(value) is kind and kind is not dict:  # the common case, in few steps
+                if kind is int:
+                    low, high = _INT_LIMITS[name]
+                    if not low <= value <= high:
+                        raise ValueError(f"metadata field {name!r} is out of range: {value}")
+                continue
             if value is None and name in _OPTIONAL:
                 continue
             if kind is int:
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise ValueError(f"metadata field {name!r} must be an int")
-                low, high = _INT_RANGES.get(name, (-(1 << 63), (1 << 63) - 1))
+                low, high = _INT_LIMITS[name]
                 if not low <= value <= high:
                     raise ValueError(f"metadata field {name!r} is out of range: {value}")
             elif kind is dict:
@@ -181,6 +188,10 @@ _INT_RANGES = {
     "chunk_id": _U32,
     "deliver_at_time": (0, (1 << 63) - 1),
     "publish_time": (0, (1 << 63) - 1),
+}
+_INT_LIMITS = {  # every int field's range (i64 unless _INT_RANGES narrows it)
+    name: _INT_RANGES.get(name, (-(1 << 63), (1 << 63) - 1))
+    for name, kind in _FIELD_TYPES.items() if kind is int
 }
 
 _new_tuple = tuple.__new__

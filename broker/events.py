@@ -4,7 +4,9 @@ Listeners registered with :meth:`BrokerService.add_listener` receive typed event
 dataclass per :class:`EventType`, all :class:`BrokerEvent`) synchronously, in order. Events
 are plain data (``to_dict`` is JSON-able) so the shell can publish them unchanged, and
 :func:`decode_event` turns such a map back into the typed event; no event is built when
-nobody listens.
+nobody listens. The client's own kinds (``pulsarlab.broker.client.events``) register their
+classes with :func:`event_class` and decode the same way; a type nobody registered (a newer
+broker's) decodes to :class:`UnknownEvent`, which readers pass over.
 """
 
 from __future__ import annotations
@@ -73,14 +75,18 @@ class BrokerEvent:
 
 
 _COMMON = 4  # time_ms, topic, subscription, consumer
-_EVENT_CLASSES: dict[EventType, type[BrokerEvent]] = {}
+_EVENT_CLASSES: dict[str, type[BrokerEvent]] = {}
 
 
-def _event(type_: EventType) -> Callable[[type[BrokerEvent]], type[BrokerEvent]]:
+def event_class(type_: StrEnum) -> Callable[[type[BrokerEvent]], type[BrokerEvent]]:
+    """Make the decorated class the frozen event of ``type_`` and let :func:`decode_event`
+    build it (a type registered twice is a ``ValueError``)."""
     def register(cls: type[BrokerEvent]) -> type[BrokerEvent]:
+        if str(type_) in _EVENT_CLASSES:
+            raise ValueError(f"event type {str(type_)!r} already has a class")
         cls = dataclass(frozen=True, slots=True, kw_only=True)(cls)
         cls.type = type_
-        _EVENT_CLASSES[type_] = cls
+        _EVENT_CLASSES[str(type_)] = cls
         return cls
     return register
 
@@ -88,86 +94,86 @@ def _event(type_: EventType) -> Callable[[type[BrokerEvent]], type[BrokerEvent]]
 PositionList = list[int]  # [ledger, entry] as the event stream carries a position
 
 
-@_event(EventType.TOPIC_CREATED)
+@event_class(EventType.TOPIC_CREATED)
 class TopicCreated(BrokerEvent):
     partitions: int = 0
 
 
-@_event(EventType.TOPIC_DELETED)
+@event_class(EventType.TOPIC_DELETED)
 class TopicDeleted(BrokerEvent):
     pass
 
 
-@_event(EventType.TOPIC_TERMINATED)
+@event_class(EventType.TOPIC_TERMINATED)
 class TopicTerminated(BrokerEvent):
     position: PositionList | None = None
 
 
-@_event(EventType.PRODUCER_ADDED)
+@event_class(EventType.PRODUCER_ADDED)
 class ProducerAdded(BrokerEvent):
     producer: str | None = None
 
 
-@_event(EventType.PRODUCER_REMOVED)
+@event_class(EventType.PRODUCER_REMOVED)
 class ProducerRemoved(BrokerEvent):
     producer: str | None = None
 
 
-@_event(EventType.PUBLISHED)
+@event_class(EventType.PUBLISHED)
 class Published(BrokerEvent):
     producer: str | None = None
     sequence_id: int | None = None
     position: PositionList | None = None
 
 
-@_event(EventType.SUBSCRIPTION_CREATED)
+@event_class(EventType.SUBSCRIPTION_CREATED)
 class SubscriptionCreated(BrokerEvent):
     durable: bool = True
     sub_type: str | None = None
 
 
-@_event(EventType.SUBSCRIPTION_DELETED)
+@event_class(EventType.SUBSCRIPTION_DELETED)
 class SubscriptionDeleted(BrokerEvent):
     pass
 
 
-@_event(EventType.CONSUMER_ADDED)
+@event_class(EventType.CONSUMER_ADDED)
 class ConsumerAdded(BrokerEvent):
     sub_type: str | None = None
     priority_level: int = 0
     consumer_id: int | None = None
 
 
-@_event(EventType.CONSUMER_REMOVED)
+@event_class(EventType.CONSUMER_REMOVED)
 class ConsumerRemoved(BrokerEvent):
     consumer_id: int | None = None
 
 
-@_event(EventType.FLOW)
+@event_class(EventType.FLOW)
 class Flow(BrokerEvent):
     permits: int = 0
     total: int = 0
 
 
-@_event(EventType.DISPATCHED)
+@event_class(EventType.DISPATCHED)
 class Dispatched(BrokerEvent):
     entries: list[list[int]] = field(default_factory=list)
     """``[ledger, entry, redelivery_count]`` per entry sent."""
 
 
-@_event(EventType.FILTERED)
+@event_class(EventType.FILTERED)
 class Filtered(BrokerEvent):
     positions: list[PositionList] = field(default_factory=list)
 
 
-@_event(EventType.ACKED)
+@event_class(EventType.ACKED)
 class Acked(BrokerEvent):
     positions: list[PositionList] = field(default_factory=list)
     cumulative: bool = False
     batch_index: bool | None = None
 
 
-@_event(EventType.REDELIVERY_REQUESTED)
+@event_class(EventType.REDELIVERY_REQUESTED)
 class RedeliveryRequested(BrokerEvent):
     positions: list[PositionList] = field(default_factory=list)
     counts: list[int] | None = None
@@ -175,68 +181,68 @@ class RedeliveryRequested(BrokerEvent):
     requested_at: list[int] | None = None
 
 
-@_event(EventType.ACTIVE_CONSUMER_CHANGED)
+@event_class(EventType.ACTIVE_CONSUMER_CHANGED)
 class ActiveConsumerChanged(BrokerEvent):
     previous: str | None = None
     active: str | None = None
 
 
-@_event(EventType.CURSOR_MOVED)
+@event_class(EventType.CURSOR_MOVED)
 class CursorMoved(BrokerEvent):
     mark_delete: PositionList | None = None
     read_position: PositionList | None = None
     individually_deleted: str | None = None
 
 
-@_event(EventType.CURSOR_REWOUND)
+@event_class(EventType.CURSOR_REWOUND)
 class CursorRewound(BrokerEvent):
     read_position: PositionList | None = None
     mark_delete: PositionList | None = None
 
 
-@_event(EventType.LEDGER_ROLLED_OVER)
+@event_class(EventType.LEDGER_ROLLED_OVER)
 class LedgerRolledOver(BrokerEvent):
     closed: int | None = None
     opened: int | None = None
 
 
-@_event(EventType.LEDGERS_TRIMMED)
+@event_class(EventType.LEDGERS_TRIMMED)
 class LedgersTrimmed(BrokerEvent):
     ledgers: list[int] = field(default_factory=list)
 
 
-@_event(EventType.CORRUPT_ENTRY_SKIPPED)
+@event_class(EventType.CORRUPT_ENTRY_SKIPPED)
 class CorruptEntrySkipped(BrokerEvent):
     position: PositionList | None = None
     reason: str | None = None
 
 
-@_event(EventType.DELAYED)
+@event_class(EventType.DELAYED)
 class Delayed(BrokerEvent):
     position: PositionList | None = None
     deliver_at: int | None = None
 
 
-@_event(EventType.EXPIRED)
+@event_class(EventType.EXPIRED)
 class Expired(BrokerEvent):
     up_to: PositionList | None = None
     entries: int = 0
     ttl_seconds: int = 0
 
 
-@_event(EventType.DEDUPLICATED)
+@event_class(EventType.DEDUPLICATED)
 class Deduplicated(BrokerEvent):
     producer: str | None = None
     sequence_id: int | None = None
     original: PositionList | None = None
 
 
-@_event(EventType.DROPPED)
+@event_class(EventType.DROPPED)
 class Dropped(BrokerEvent):
     positions: list[PositionList] = field(default_factory=list)
 
 
-@_event(EventType.BACKLOG_QUOTA_EXCEEDED)
+@event_class(EventType.BACKLOG_QUOTA_EXCEEDED)
 class BacklogQuotaExceeded(BrokerEvent):
     producer: str | None = None
     sequence_id: int | None = None
@@ -254,12 +260,12 @@ class _Hop(BrokerEvent):
     delay_time: str | None = None
 
 
-@_event(EventType.DEAD_LETTERED)
+@event_class(EventType.DEAD_LETTERED)
 class DeadLettered(_Hop):
     pass
 
 
-@_event(EventType.RETRIED)
+@event_class(EventType.RETRIED)
 class Retried(_Hop):
     pass
 
@@ -278,24 +284,42 @@ def make_event(
     )
 
 
-def decode_event(values: Mapping[str, Any]) -> BrokerEvent | None:
-    """The typed event of a ``to_dict`` map (as the event stream carries it); ``None`` for a
-    type the broker does not emit (the client's own events) or a map that does not fit."""
-    try:
-        cls = _EVENT_CLASSES[EventType(values.get("type"))]
-    except ValueError:
-        return None
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnknownEvent(BrokerEvent):
+    """A map :func:`decode_event` has no class for (a newer broker's type) or that does not
+    fit its type's class: its type as sent and the map itself, for logs; views skip it."""
+
+    event_type: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.raw)
+
+
+def decode_event(values: Mapping[str, Any]) -> BrokerEvent:
+    """The typed event of a ``to_dict`` map (as the event stream carries it): the class
+    registered for its ``type`` (fields it does not have are dropped), else an
+    :class:`UnknownEvent` (also for a map whose time, topic, subscription or consumer has
+    the wrong type)."""
+    name = values.get("type")
+    common = _common_fields(values)
+    cls = _EVENT_CLASSES.get(name) if isinstance(name, str) else None
+    if cls is None or common is None:
+        return UnknownEvent(**(common or {"time_ms": 0, "topic": ""}), event_type=str(name),
+                            raw=dict(values))
     known = {f.name for f in fields(cls)[_COMMON:]}
-    try:
-        return cls(
-            time_ms=int(values.get("time") or 0),
-            topic=values.get("topic") or "",
-            subscription=values.get("subscription"),
-            consumer=values.get("consumer"),
-            **{k: v for k, v in values.items() if k in known},
-        )
-    except TypeError:
+    return cls(**common, **{k: v for k, v in values.items() if k in known})
+
+
+def _common_fields(values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The fields every event has, from a map; ``None`` where one has the wrong type."""
+    time_ms, topic = values.get("time") or 0, values.get("topic") or ""
+    subscription, consumer = values.get("subscription"), values.get("consumer")
+    names_ok = all(v is None or isinstance(v, str) for v in (subscription, consumer))
+    if type(time_ms) is not int or not isinstance(topic, str) or not names_ok:
         return None
+    return {"time_ms": time_ms, "topic": topic, "subscription": subscription,
+            "consumer": consumer}
 
 
 EventListener = Callable[[BrokerEvent], None]

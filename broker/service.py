@@ -50,6 +50,8 @@ from .topic_name import TopicName
 
 log = logging.getLogger("pulsarlab.broker")
 
+_new_tuple = tuple.__new__  # a NamedTuple's own __new__ takes three times as long
+
 
 class BrokerService:
     """The broker core: topics, subscriptions and dispatch, with no I/O of its own.
@@ -415,9 +417,11 @@ class BrokerService:
         if not metadata.producer_name:
             metadata.producer_name = producer.producer_name
         if not metadata.publish_time:
-            metadata.publish_time = self.now_ms()
+            metadata.publish_time = self.clock.now_ms()
+        if type(payload) is not bytes:  # bytes() of bytes returns it, but costs a call
+            payload = bytes(payload)
         try:
-            return producer.topic.publish(producer, metadata, bytes(payload))
+            return producer.topic.publish(producer, metadata, payload)
         except StorageError as exc:
             log.error("%s", exc)
             raise
@@ -431,15 +435,12 @@ class BrokerService:
             except StorageError as exc:
                 topic.fail_pending_sends(exc)
                 continue
-            for pending in done:
-                p = pending.producer
-                ledger_id, entry_id = pending.position
-                self.outbox.append(
-                    SendReceipt(
-                        p.producer_id, p.conn, pending.sequence_id,
-                        ledger_id, entry_id, topic.partition_index,
-                    )
-                )
+            partition = topic.partition_index
+            outbox = self.outbox
+            for p, sequence_id, (ledger_id, entry_id), _hop in done:
+                outbox.append(_new_tuple(SendReceipt, (
+                    p.producer_id, p.conn, sequence_id, ledger_id, entry_id, partition
+                )))
             if done and self._listeners:
                 for pending in done:
                     self.emit(
@@ -551,8 +552,15 @@ class BrokerService:
     ) -> None:
         """Acknowledge entries (see :meth:`Subscription.acknowledge`)."""
         consumer, sub = self._consumer(consumer_id)
-        sub.acknowledge(consumer, [_position(p) for p in positions],
-                        cumulative=cumulative, ack_sets=ack_sets)
+        sub.acknowledge(
+            consumer,
+            [  # _position()'s common case inline: an ack carries many positions
+                p if type(p) is tuple and len(p) == 2 and type(p[0]) is int and type(p[1]) is int
+                else _position(p)
+                for p in positions
+            ],
+            cumulative=cumulative, ack_sets=ack_sets,
+        )
 
     def redeliver_unacknowledged(
         self,

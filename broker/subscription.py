@@ -191,7 +191,8 @@ class Subscription:
         they are honoured only when both the broker and the consumer enable batch-index
         acks, otherwise the entry is acknowledged whole, as Pulsar's broker does.
         """
-        positions = list(positions)
+        if type(positions) is not list:  # read, never kept: a list is used as it is
+            positions = list(positions)
         last = self.topic.ledger.last_confirmed
         if positions and max(positions) > last:  # find the first offender only when one is
             position = next(p for p in positions if p > last)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .actions import SendError
 from .consumer import ServerConsumer, SubType
@@ -48,13 +48,18 @@ class Producer:
     bytes_in_counter: int = 0
 
 
-@dataclass(slots=True)
-class PendingSend:
+class PendingSend(NamedTuple):
+    """A send appended and waiting for the group commit (a tuple: one per message)."""
+
     producer: Producer
     sequence_id: int
     position: Position
     # A dead-letter or retry hop seen in the message's properties, for the event stream.
     hop: dict[str, Any] | None = None
+
+
+# tuple.__new__ directly: a NamedTuple's own __new__ takes three times as long.
+_new_tuple = tuple.__new__
 
 
 class AbstractTopic:
@@ -126,8 +131,9 @@ class AbstractTopic:
             dedup = self.deduplication()
             if dedup.is_duplicate(metadata.producer_name, metadata.sequence_id):
                 position = dedup.original_position(metadata.producer_name, metadata.sequence_id)
+                if not self.pending_sends:
+                    self.context.mark_dirty(self)
                 self.pending_sends.append(PendingSend(producer, metadata.sequence_id, position))
-                self.context.mark_dirty(self)
                 self.context.emit(
                     EventType.DEDUPLICATED, self.name, producer=metadata.producer_name,
                     sequence_id=metadata.sequence_id, original=list(position),
@@ -150,7 +156,10 @@ class AbstractTopic:
             )
         sequence_id = metadata.sequence_id
         hop = _hop(metadata) if metadata.properties else None
-        self.pending_sends.append(PendingSend(producer, sequence_id, position, hop))
+        pending_sends = self.pending_sends
+        if not pending_sends:  # marked once per commit: sync() empties the list
+            self.context.mark_dirty(self)
+        pending_sends.append(_new_tuple(PendingSend, (producer, sequence_id, position, hop)))
         if sequence_id > producer.last_sequence_id:
             producer.last_sequence_id = sequence_id
         num = metadata.num_messages_in_batch
@@ -160,7 +169,6 @@ class AbstractTopic:
         producer.bytes_in_counter += size
         self.msg_in_counter += num
         self.bytes_in_counter += size
-        self.context.mark_dirty(self)
         return position
 
     def deduplication(self) -> MessageDeduplication:

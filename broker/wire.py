@@ -49,6 +49,9 @@ Validation: :func:`decode` checks the header is a msgpack map of at most
 field is present with the right type, and the number of payload frames. Anything else
 raises :class:`ProtocolError` with a one-line reason; the broker answers it with ``ERROR``
 (or drops the frame with a log line when it cannot even find a request id) and goes on.
+The broker's hot path unpacks a header once (:func:`unpack_header`) and asks
+:func:`send_fields` whether it is a SEND with exactly its fields and their exact types;
+anything else goes through :func:`validate`, the same checks as :func:`decode`.
 """
 
 from __future__ import annotations
@@ -220,14 +223,48 @@ def decode(frames: Sequence[Any], specs: dict[str, Spec]) -> Command:
     """Validate and decode one message (``frames`` without the ROUTER identity)."""
     if not frames:
         raise ProtocolError("empty message: expected a header frame")
-    raw = frames[0]
-    raw = raw.bytes if hasattr(raw, "bytes") else raw
+    return validate(unpack_header(frames[0]), frames, specs)
+
+
+def unpack_header(raw: Any) -> Any:
+    """The msgpack value of a header frame (bytes or a ``zmq.Frame``), unchecked but for
+    its size and encoding: :func:`validate` or :func:`send_fields` check the rest."""
+    if type(raw) is not bytes:
+        raw = getattr(raw, "bytes", raw)  # a zmq.Frame's copy
     if len(raw) > MAX_HEADER_SIZE:
         raise ProtocolError(f"header frame of {len(raw)} bytes exceeds {MAX_HEADER_SIZE}")
     try:
-        header = msgpack.unpackb(raw, raw=False, strict_map_key=True)
+        return _unpackb(raw)  # msgpack's defaults: raw=False, strict_map_key=True
     except Exception as exc:  # msgpack raises several unrelated types on garbage
         raise ProtocolError(f"header frame is not valid msgpack ({type(exc).__name__})") from None
+
+
+_unpackb = msgpack.unpackb
+
+
+def send_fields(header: Any) -> tuple[int, int, int, dict] | None:
+    """``(request_id, producer_id, sequence_id, metadata)`` when ``header`` (from
+    :func:`unpack_header`) is a SEND header carrying exactly its fields with their exact
+    types: the hot path, checked in a few steps. ``None`` for anything else, which
+    :func:`validate` then accepts or names the problem of."""
+    if type(header) is not dict or len(header) != 6:
+        return None
+    get = header.get
+    if get("cmd") != "SEND" or get("v") != PROTOCOL_VERSION:
+        return None
+    request_id, producer_id = get("rid"), get("producer_id")
+    sequence_id, metadata = get("sequence_id"), get("metadata")
+    if (
+        type(request_id) is int and request_id >= 0 and type(producer_id) is int
+        and type(sequence_id) is int and type(metadata) is dict
+    ):
+        return request_id, producer_id, sequence_id, metadata
+    return None
+
+
+def validate(header: Any, frames: Sequence[Any], specs: dict[str, Spec]) -> Command:
+    """Check an unpacked header against ``specs`` (the header frame first in ``frames``,
+    the payload frames after it) and build the command; the map becomes its fields."""
     if not isinstance(header, dict):
         raise ProtocolError(f"header must be a msgpack map, not {type(header).__name__}")
     # The map is ours: what is left after taking v, cmd and rid out are the fields.

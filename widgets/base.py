@@ -29,17 +29,34 @@ import plotly.graph_objects as go
 from pulsarlab.broker.errors import PulsarLabError
 
 from .history import History, HistoryBar, Step
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 from .static import html_to_lines, picture_bundle, picture_svg
 
 if TYPE_CHECKING:
     from .whatif import WhatIf
 
-__all__ = ["Still", "View", "error_html"]
+__all__ = ["Still", "View", "error_html", "sync_figures"]
 
 
 def error_html(message: str) -> str:
     return f"<span style='color:#c62828'>{html.escape(message)}</span>"
+
+
+def sync_figures(widget: ipywidgets.Widget) -> None:
+    """Make every plotly figure under ``widget`` start a new browser view from its current
+    data and layout.
+
+    A ``FigureWidget`` sends each change to the views already open, but a view opened later
+    starts from the state the figure last published, which plotly refreshes only when the
+    figure itself is displayed — never when it is a child of a box (a view). Drawn from that
+    stale state, traces lose what the draws set (a colour, points) and plotly's defaults
+    take their place. So a view publishes its figures' state when it is built and when it
+    is displayed.
+    """
+    if isinstance(widget, go.FigureWidget):
+        widget._repr_mimebundle_()  # plotly's own refresh of the state a new view reads
+    for child in getattr(widget, "children", ()):
+        sync_figures(child)
 
 
 _WAITING = "waiting for the topic's first stats…"
@@ -108,6 +125,7 @@ class View(ipywidgets.VBox):
             self._bound = True
             self.source.on_change(self.refresh)
         self.refresh()
+        sync_figures(self)
 
     def refresh(self) -> None:
         """Recompute the state from the source, record it as a step and draw it (unless the
@@ -285,12 +303,13 @@ class View(ipywidgets.VBox):
         return self.describe()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        sync_figures(self)
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = self.describe()
         bundle.update(picture_bundle(self.picture(), bundle["text/plain"]))
         return bundle
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         raise NotImplementedError
 
     def _draw(self) -> None:

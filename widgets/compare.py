@@ -39,8 +39,11 @@ import ipywidgets
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from pulsarlab.broker.events import Acked, ConsumerRemoved, Dispatched, RedeliveryRequested
+
+from .base import sync_figures
 from .pulsar_stats import Position
-from .source import Palette
+from .source import BrokerEvent, Palette
 from .whatif import WhatIf
 
 __all__ = ["CompareView", "Delivery", "KeyOrder", "Step", "find_moving_key"]
@@ -74,26 +77,26 @@ class KeyOrder:
     _pending: dict[str, set[Position]] = field(default_factory=dict)
     _acked: set[Position] = field(default_factory=set)
 
-    def feed(self, step: int, events: Iterable[Mapping[str, Any]]) -> None:
+    def feed(self, step: int, events: Iterable[BrokerEvent]) -> None:
         """Apply one step's events (dispatches, acks, redeliveries, removed consumers)."""
         for event in events:
-            kind = event.get("type")
-            consumer = event.get("consumer")
-            if kind == "dispatched" and consumer is not None:
-                for ledger, entry, count in event.get("entries") or ():
-                    self._delivered(step, str(consumer), (int(ledger), int(entry)), int(count))
-            elif kind == "acked":
-                for position in event.get("positions") or ():
-                    p = (int(position[0]), int(position[1]))
-                    self._acked.add(p)
-                    for held in self._pending.values():
-                        held.discard(p)
-            elif kind == "redelivery_requested" and consumer is not None:
-                held = self._pending.get(str(consumer), set())
-                for position in event.get("positions") or ():
-                    held.discard((int(position[0]), int(position[1])))
-            elif kind == "consumer_removed" and consumer is not None:
-                self._pending.pop(str(consumer), None)
+            consumer = event.consumer
+            match event:
+                case Dispatched() if consumer is not None:
+                    for ledger, entry, count in event.entries:
+                        self._delivered(step, consumer, (int(ledger), int(entry)), int(count))
+                case Acked():
+                    for position in event.positions:
+                        p = (int(position[0]), int(position[1]))
+                        self._acked.add(p)
+                        for held in self._pending.values():
+                            held.discard(p)
+                case RedeliveryRequested() if consumer is not None:
+                    held = self._pending.get(consumer, set())
+                    for position in event.positions:
+                        held.discard((int(position[0]), int(position[1])))
+                case ConsumerRemoved() if consumer is not None:
+                    self._pending.pop(consumer, None)
 
     def _delivered(self, step: int, consumer: str, position: Position, count: int) -> None:
         key = self.keys.get(position)
@@ -290,6 +293,7 @@ class CompareView(ipywidgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         """The widget, plus a text summary and a static HTML table for non-live renderers."""
+        sync_figures(self)
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         if isinstance(bundle, tuple):
             bundle = bundle[0]

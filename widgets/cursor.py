@@ -30,7 +30,7 @@ from .pulsar_stats import (
     parse_position,
     parse_range_set,
 )
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 
 __all__ = ["CELL_STATES", "CursorView"]
 
@@ -49,6 +49,15 @@ def _colorscale() -> list[list[Any]]:
     for i, color in enumerate(_COLORS):
         scale += [[i / n, color], [(i + 1) / n, color]]
     return scale
+
+
+def _label_anchor(x: float, cells: int) -> str:
+    """Where a line's label hangs: beside the line near an end of the strip (a centred label
+    would be cut by the figure's edge), centred on it elsewhere."""
+    fraction = (x + 0.5) / cells
+    if fraction < 0.1:
+        return "left"
+    return "right" if fraction > 0.9 else "center"
 
 
 class CursorView(View):
@@ -121,7 +130,7 @@ class CursorView(View):
             "backlog": self.backlog,
         }
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         topic = self.topic or next(iter(snapshot.internal), None)
         internal = snapshot.internal.get(topic) if topic else None
         cursor = snapshot.cursor(self.source.subscription, topic)
@@ -196,7 +205,8 @@ class CursorView(View):
                                "line": {"color": color, "width": 3}})
                 notes.append({"x": x, "y": 0.7 if after else -0.7, "text": label,
                               "showarrow": False, "font": {"color": color},
-                              "yshift": 10 if after else -10})
+                              "yshift": 10 if after else -10,
+                              "xanchor": _label_anchor(x, max(n, 10))})
         for i in range(1, n):
             if self.positions[i][0] != self.positions[i - 1][0]:
                 shapes.append({"type": "line", "x0": i - 0.5, "x1": i - 0.5, "y0": -0.5,

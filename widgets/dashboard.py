@@ -23,7 +23,7 @@ from .failover import FailoverView
 from .flow import FlowView
 from .hash_range import DEFAULT_KEYS, HashRangeView
 from .hash_ring import HashRingView
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 from .static import html_to_lines
 from .timeline import RedeliveryTimeline
 
@@ -73,7 +73,7 @@ class Dashboard(View):
     def summary(self) -> dict[str, Any]:
         return {"type": self.sub_type, "tabs": list(self.views), **self._numbers}
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         subs = [snapshot.subscription(self.source.subscription, t) or {} for t in snapshot.topics]
         sub_type = next((s.get("type") for s in subs if s.get("type")), None)
         if sub_type is None and self.whatif is not None:

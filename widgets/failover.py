@@ -22,6 +22,7 @@ import ipywidgets
 import plotly.graph_objects as go
 
 from pulsarlab.broker import TopicName
+from pulsarlab.broker.events import ActiveConsumerChanged, CursorRewound, Dispatched
 from pulsarlab.broker.selectors import (
     active_consumer_hash_ring,
     eligible_consumers,
@@ -33,7 +34,7 @@ from .base import View
 from .controls import WhatIfControls
 from .hash_ring import degrees
 from .keys import Probe
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 
 __all__ = ["STATES", "FailoverView"]
 
@@ -122,7 +123,7 @@ class FailoverView(View):
 
     # -- state ----------------------------------------------------------------------------
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         self._follow(events)
         self.partitions = sorted(snapshot.topics, key=_partition_index)
         connected: dict[str, int] = {}
@@ -169,25 +170,22 @@ class FailoverView(View):
         self.consumers_before = list(self.consumers)
         self._update_ring(connected)
 
-    def _follow(self, events: Iterable[dict[str, Any]]) -> None:
+    def _follow(self, events: Iterable[BrokerEvent]) -> None:
         sub_name = self.source.subscription
         for event in events:
-            kind = event.get("type")
-            if event.get("subscription") != sub_name:
+            if event.subscription != sub_name:
                 continue
-            topic = event.get("topic")
-            if kind == "active_consumer_changed":
-                if event.get("previous") is not None and event.get("active") is not None:
-                    self._pending[topic] = (event["previous"], event["active"], event["time"])
-                else:
+            topic = event.topic
+            match event:
+                case ActiveConsumerChanged(previous=str(), active=str()):
+                    self._pending[topic] = (event.previous, event.active, event.time_ms)
+                case ActiveConsumerChanged() | CursorRewound():
                     self._pending.pop(topic, None)
-            elif kind == "cursor_rewound":
-                self._pending.pop(topic, None)
-            elif kind == "dispatched":
-                for ledger, entry, *_ in event.get("entries") or ():
-                    self._delivered_to.setdefault((topic, ledger, entry), set()).add(
-                        event.get("consumer")
-                    )
+                case Dispatched():
+                    for ledger, entry, *_ in event.entries:
+                        self._delivered_to.setdefault((topic, ledger, entry), set()).add(
+                            event.consumer
+                        )
 
     def _update_ring(self, connected: dict[str, int]) -> None:
         if len(self.partitions) != 1 or _partition_index(self.partitions[0]) >= 0:

@@ -28,7 +28,7 @@ from plotly.subplots import make_subplots
 from .base import View
 from .controls import WhatIfControls
 from .pulsar_stats import Position, format_position, parse_position
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 
 __all__ = ["FlowView", "Series"]
 
@@ -89,7 +89,7 @@ class FlowView(View):
 
     # -- state ----------------------------------------------------------------------------
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         consumers: dict[str, dict[str, Any]] = {}
         waiting: dict[str, Position] = {}
         topics = [self.topic] if self.topic else list(snapshot.topics)

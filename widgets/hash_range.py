@@ -26,7 +26,7 @@ from .base import View
 from .controls import parse_keys
 from .keys import KeyInfo, key_info, moved_keys, preview_change
 from .pulsar_stats import SLOT_SPACE, key_hash_space, subscription_key_hash_ranges
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 
 __all__ = ["HashRangeView", "parse_hash_ranges"]
 
@@ -239,7 +239,7 @@ class HashRangeView(View):
         top = self.space - 1
         return sum(min(e, top) - s + 1 for s, e in ranges if s <= top) / self.space
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         sub = snapshot.subscription(self.source.subscription, self.topic) or {}
         self.mode = sub.get("keySharedMode")
         ranges = subscription_key_hash_ranges(sub)

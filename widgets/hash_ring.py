@@ -6,13 +6,15 @@ AUTO_SPLIT's halving. Each consumer's points (100 by default on the 31-bit ring,
 ``murmur(name + "\\0" + nameIndex + "\\0" + i)`` since 3.3.2, ``murmur(name + "\\0" + i)``
 before) sit on the outer circle; the band inside is one arc per run of ring the same
 consumer owns (a legend names the colours); keys sit on the inner circle, coloured by
-owner, and a key typed in the lookup box is marked and named. After a change, the arcs
-that changed owner are outlined and the keys that moved ringed. The table gives each
-consumer's exact keyspace share (they sum to 1) from the broker's own selector. Typing a
-consumer name highlights the keys that would move if it joined (or left); in what-if mode
-the buttons make the change. :meth:`HashRingView.zoom` shows one sector of the ring. The
-ring is a pure function of the consumer
-names, so live mode rebuilds it with the broker's selector class from the names in stats.
+owner, and a key typed in the lookup box is marked and named. After a change, the
+stretches of ring that changed owner are marked in black on a track between the band and
+the keys (apart from the band, which stays readable with hundreds of runs), and the keys
+that moved are ringed. The table gives each consumer's exact keyspace share (they sum to
+1) from the broker's own selector. Typing a consumer name highlights the keys that would
+move if it joined (or left); in what-if mode the buttons make the change.
+:meth:`HashRingView.zoom` shows one sector of the ring. The ring is a pure function of the
+consumer names, so live mode rebuilds it with the broker's selector class from the names
+in stats.
 """
 
 from __future__ import annotations
@@ -34,12 +36,21 @@ from pulsarlab.broker.selectors import (
 from .base import View
 from .hash_range import DEFAULT_KEYS
 from .keys import key_info, moved_keys, owners, preview_change, ring_of
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 
 __all__ = ["Arc", "HashRingView", "changed_arcs", "degrees", "merge_arcs"]
 
 _HIGHLIGHT = "#d50000"
 _CHANGED = "#000000"
+_BAND = (0.80, 0.18)
+"""(inner radius, thickness) of the owners' band: one arc per run of ring one consumer owns."""
+_CHANGED_TRACK = (0.68, 0.08)
+"""(inner radius, thickness) of the track inside the band that marks the stretches of ring
+that changed owner in the step (drawn apart from the band, so the owners stay readable)."""
+_CHANGED_MIN_WIDTH = 1.0
+"""Degrees: a changed stretch is often a sliver of a degree; drawn at least this wide —
+less when there are many (widened, they would cover more than a quarter of the track)."""
+_POINTS_R, _KEYS_R, _LOOKUP_R = 1.04, 0.55, 0.42
 
 Arc = tuple[int, int, str]
 """``(start, end, owner)``: an inclusive stretch of the 31-bit ring and who owns it."""
@@ -86,7 +97,7 @@ class HashRingView(View):
     """Consumers' points on the consistent-hash ring, their shares, and keys."""
 
     _history_fields = ("consumers", "points", "shares", "key_owners", "highlighted",
-                       "last_moved", "step_moved", "arcs", "changed", "sector")
+                       "last_moved", "step_moved", "arcs", "changed")
 
     def __init__(
         self,
@@ -113,6 +124,7 @@ class HashRingView(View):
         self.changed: list[tuple[int, int, str, str]] = []
         """Stretches of ring that changed owner in the step shown: (start, end, old, new)."""
         self.sector: tuple[float, float] | None = None
+        """The window :meth:`zoom` chose (thetas), whatever step is shown."""
         self.selector: ConsistentHashRing | None = None
         self._legend: dict[str, int] = {}
         self.fig = go.FigureWidget(
@@ -127,8 +139,7 @@ class HashRingView(View):
                                 marker={"size": 18, "symbol": "circle-open",
                                         "color": _HIGHLIGHT, "line": {"width": 3}}),
                 go.Barpolar(name="changed owner in this step", hoverinfo="text",
-                            marker={"color": "rgba(0,0,0,0)",
-                                    "line": {"width": 2, "color": _CHANGED}}),
+                            marker={"color": _CHANGED, "line": {"width": 0}}),
                 go.Scatterpolar(name="moved in this step", mode="markers", hoverinfo="text",
                                 marker={"size": 16, "symbol": "square-open",
                                         "color": "#ff6d00",
@@ -138,7 +149,7 @@ class HashRingView(View):
                                 marker={"size": 14, "symbol": "star", "color": "#000000"}),
             ],
             layout=go.Layout(
-                height=460, margin={"l": 30, "r": 50, "t": 50, "b": 30},
+                height=540, margin={"l": 30, "r": 50, "t": 50, "b": 30},
                 title={"text": "Key_Shared consistent-hash ring", "font": {"size": 14}},
                 polar={
                     "radialaxis": {"visible": False, "range": [0, 1.15]},
@@ -195,7 +206,10 @@ class HashRingView(View):
 
     def zoom(self, around: str | int | None = None, width: float = 30.0) -> HashRingView:
         """Show only ``width`` degrees of ring centred on a key (or a 31-bit hash);
-        ``zoom()`` shows the whole ring again. Returns the view."""
+        ``zoom()`` shows the whole ring again. Returns the view.
+
+        The window is the reader's, not a step's: it stays while the history is scrubbed,
+        applies to a pinned step, and the static picture and :meth:`still` show it too."""
         if around is None:
             self.sector = None
         else:
@@ -226,7 +240,7 @@ class HashRingView(View):
             "changed_arcs": len(self.changed),
         }
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         sub = snapshot.subscription(self.source.subscription, self.topic) or {}
         names = [str(c.get("consumerName")) for c in sub.get("consumers") or ()]
         count = self.points_per_consumer or int(
@@ -297,38 +311,39 @@ class HashRingView(View):
         looked_up = self.lookup_box.value
         with self.fig.batch_update():
             band, pts, key_trace, moving_trace, changed, moved_trace, lookup = self.fig.data[:7]
-            band.r = [0.12] * len(arcs)
-            band.base = [0.85] * len(arcs)
+            band.r = [_BAND[1]] * len(arcs)
+            band.base = [_BAND[0]] * len(arcs)
             band.theta = [degrees(s) + degrees(e - s + 1) / 2 for s, e, _ in arcs]
             band.width = [degrees(e - s + 1) for s, e, _ in arcs]
             band.marker.color = [palette.color(n) for *_, n in arcs]
             band.hovertext = [f"{n}: [{s}, {e}] — {(e - s + 1) / RING_SIZE:.2%} of the ring"
                               for s, e, n in arcs]
-            changed.r = [0.2] * len(self.changed)
-            changed.base = [0.81] * len(self.changed)
+            changed.r = [_CHANGED_TRACK[1]] * len(self.changed)
+            changed.base = [_CHANGED_TRACK[0]] * len(self.changed)
             changed.theta = [degrees(s) + degrees(e - s + 1) / 2 for s, e, *_ in self.changed]
-            changed.width = [max(0.5, degrees(e - s + 1)) for s, e, *_ in self.changed]
+            least = min(_CHANGED_MIN_WIDTH, 90.0 / max(1, len(self.changed)))
+            changed.width = [max(least, degrees(e - s + 1)) for s, e, *_ in self.changed]
             changed.hovertext = [f"[{s}, {e}]: {old} → {new}" for s, e, old, new in self.changed]
-            pts.r = [1.03] * len(point_hashes)
+            pts.r = [_POINTS_R] * len(point_hashes)
             pts.theta = [degrees(h) for h in point_hashes]
             pts.marker.color = [palette.color(n) for n in point_names]
             pts.hovertext = [
                 f"{n} point at {h}" for n, h in zip(point_names, point_hashes, strict=True)
             ]
-            key_trace.r = [0.6] * len(keys)
+            key_trace.r = [_KEYS_R] * len(keys)
             key_trace.theta = [degrees(k.hash) for k in keys]
             key_trace.marker.color = [palette.color(k.owner) for k in keys]
             key_trace.hovertext = [f"{k.key!r}: hash {k.hash} → {k.owner}" for k in keys]
-            moving_trace.r = [0.6] * len(moving)
+            moving_trace.r = [_KEYS_R] * len(moving)
             moving_trace.theta = [degrees(k.hash) for k in moving]
             moving_trace.hovertext = [f"{k.key!r} would move" for k in moving]
-            moved_trace.r = [0.6] * len(moved)
+            moved_trace.r = [_KEYS_R] * len(moved)
             moved_trace.theta = [degrees(k.hash) for k in moved]
             moved_trace.hovertext = [f"{k.key!r} moved to {k.owner}" for k in moved]
             if looked_up:
                 info = key_info(looked_up)
                 owner = self.owner_of_hash(info.hash)
-                lookup.r, lookup.theta = [0.45], [degrees(info.hash)]
+                lookup.r, lookup.theta = [_LOOKUP_R], [degrees(info.hash)]
                 lookup.text = [f"{looked_up} → {owner or 'nobody'}"]
                 lookup.hovertext = [f"{looked_up!r}: hash {info.hash} → {owner}"]
             else:

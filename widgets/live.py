@@ -1,10 +1,11 @@
 """Live mode: follow a running broker's event stream and stats without blocking the kernel.
 
 :class:`LiveBinding` runs ONE daemon thread. It reads the broker's event stream (a SUB
-socket on ``events_url``: frames ``[type, msgpack map]``), keeps the events of its topic,
-and — at most ``max_fps`` times a second, through :class:`~.throttle.FrameThrottle` — asks
-the admin API for the topic's stats and internal stats and redraws every bound view. Views
-therefore have exactly one writer thread; the kernel's own thread only builds them. Stats
+socket on ``events_url``: frames ``[type, msgpack map]``, typed by
+:func:`~.source.decode_message`), keeps the events of its topic, and — at most ``max_fps``
+times a second, through :class:`~.throttle.FrameThrottle` — asks the admin API for the
+topic's stats and internal stats and redraws every bound view. Views therefore have
+exactly one writer thread; the kernel's own thread only builds them. Stats
 are also polled every ``stats_interval_s`` when no event arrives (a permit change alone
 emits no event on older brokers, and events sent before the SUB socket joined are lost).
 
@@ -21,15 +22,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import msgpack
 import zmq
 
 from pulsarlab.broker import TopicName
 from pulsarlab.broker.admin import Admin
 from pulsarlab.broker.errors import PulsarLabError
+from pulsarlab.broker.events import DeadLettered, Retried
 from pulsarlab.broker.zap import subscriber_login
 
-from .source import EventLog, Palette, Snapshot
+from .source import EventLog, Palette, Snapshot, decode_message
 from .throttle import FrameThrottle
 
 __all__ = ["LiveBinding"]
@@ -157,24 +158,20 @@ class LiveBinding:
 
     def ingest(self, frames: list[bytes]) -> bool:
         """Keep one event-stream message if it concerns this topic; return whether it did."""
-        if len(frames) != 2:
-            log.warning("ignoring an event-stream message of %d frames", len(frames))
-            return False
         try:
-            event = msgpack.unpackb(frames[1], raw=False)
-        except (ValueError, msgpack.UnpackException):
-            log.warning("ignoring an undecodable event-stream message")
-            return False
-        if not isinstance(event, dict):
+            event = decode_message(frames)
+        except ValueError as exc:
+            log.warning("ignoring %s", exc)
             return False
         # Retry and dead-letter hops happen on other topics but name this one.
-        if not (self._concerns(event.get("topic")) or self._concerns(event.get("real_topic"))):
+        hop_of = event.real_topic if isinstance(event, DeadLettered | Retried) else None
+        if not (self._concerns(event.topic) or self._concerns(hop_of)):
             return False
         self.events.append(event)
         return True
 
-    def _concerns(self, topic: Any) -> bool:
-        if not isinstance(topic, str):
+    def _concerns(self, topic: str | None) -> bool:
+        if not topic:
             return False
         if self._partition_topics is not None:
             return topic == self.topic or topic in self._partition_topics

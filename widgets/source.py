@@ -3,8 +3,12 @@
 A view never talks to a broker itself. It is given a *source* — :class:`~.whatif.WhatIf`
 (the real core on a simulated clock) or :class:`~.live.LiveBinding` (a running broker) —
 and on each frame reads :meth:`Source.snapshot` (Pulsar-named topic stats and internal
-stats, the same dicts in both modes) and the new entries of :attr:`Source.events`
-(``BrokerEvent.to_dict()`` maps, as the broker's event stream publishes them).
+stats, the same dicts in both modes) and the new entries of :attr:`Source.events`: typed
+events (:mod:`pulsarlab.broker.events`, and the client's kinds of
+:mod:`pulsarlab.broker.client.events`). A what-if core appends its broker's events as they
+are; a map from the broker's event stream is decoded once, here (:func:`decode`), so views
+read attributes (``event.consumer``, ``event.positions``) and pass over an
+:class:`~pulsarlab.broker.events.UnknownEvent` (a type a newer broker added).
 """
 
 from __future__ import annotations
@@ -14,9 +18,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgpack
+
+import pulsarlab.broker.client.events  # noqa: F401  (registers the client's kinds)
+from pulsarlab.broker.events import BrokerEvent, decode_event
+
 from .pulsar_stats import Position
 
-__all__ = ["ClientState", "EventLog", "Palette", "Snapshot", "Source"]
+__all__ = [
+    "BrokerEvent",
+    "ClientState",
+    "EventLog",
+    "Palette",
+    "Snapshot",
+    "Source",
+    "decode",
+    "decode_message",
+]
 
 PALETTE = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -43,18 +61,38 @@ class Palette:
             return color
 
 
+def decode(values: Mapping[str, Any]) -> BrokerEvent:
+    """The typed event of one ``to_dict`` map, broker's or client's (an ``UnknownEvent``
+    for a type nobody registered)."""
+    return decode_event(values)
+
+
+def decode_message(frames: list[bytes]) -> BrokerEvent:
+    """The typed event of one event-stream message (frames ``[type, msgpack map]``); a
+    ``ValueError`` names what is wrong with a message that is not one."""
+    if len(frames) != 2:
+        raise ValueError(f"an event-stream message has 2 frames, not {len(frames)}")
+    try:
+        values = msgpack.unpackb(frames[1], raw=False)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise ValueError(f"an event-stream message that is not msgpack ({exc})") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"an event-stream message holds a {type(values).__name__}, not a map")
+    return decode(values)
+
+
 class EventLog:
-    """Append-only broker events (dicts); readers keep their own index into it."""
+    """Append-only typed events; readers keep their own index into it."""
 
     def __init__(self) -> None:
-        self._events: list[dict[str, Any]] = []
+        self._events: list[BrokerEvent] = []
         self._lock = threading.Lock()
 
-    def append(self, event: dict[str, Any]) -> None:
+    def append(self, event: BrokerEvent) -> None:
         with self._lock:
             self._events.append(event)
 
-    def since(self, index: int) -> tuple[list[dict[str, Any]], int]:
+    def since(self, index: int) -> tuple[list[BrokerEvent], int]:
         """Events from ``index`` on, and the index to pass next time."""
         with self._lock:
             return self._events[index:], len(self._events)

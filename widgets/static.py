@@ -5,7 +5,8 @@ therefore also renders the step it shows as one self-contained SVG (no script, n
 download, no browser needed to make it), drawn here from the view's own plotly figures:
 horizontal bars, markers and lines (with NaN breaks), heatmaps with a stepped colour
 scale, polar bars and markers, line shapes, annotations, a legend of the named traces, and
-the view's table as text lines underneath. It is a faithful sketch of the figure, not a
+the view's table as text lines underneath — within the view window the live figure has
+(the axes' ranges, a polar subplot's sector). It is a faithful sketch of the figure, not a
 pixel copy of plotly's rendering.
 """
 
@@ -263,11 +264,11 @@ def _legend_entries(fig: Any) -> list[tuple[str, str, str]]:
             color = _get(trace, "line", "color")
         color = color if isinstance(color, str) else "#555555"
         symbol = _get(trace, "marker", "symbol")
-        if color.replace(" ", "") == "rgba(0,0,0,0)":
-            color, symbol = _get(trace, "marker", "line", "color") or "#000000", "square-open"
         mode = _get(trace, "mode") or ""
         if trace.type in ("scatter", "scattergl") and "markers" not in mode:
             symbol = "line"
+        elif trace.type in ("bar", "barpolar") and not isinstance(symbol, str):
+            symbol = "square"
         out.append((str(name), color, symbol if isinstance(symbol, str) else "circle"))
     return out
 
@@ -419,8 +420,9 @@ def _cartesian(fig: Any, left: float, top: float, right: float, bottom: float) -
         py -= float(_get(note, "yshift") or 0)
         color = _get(note, "font", "color") or "#333"
         lines = html_to_lines(str(_get(note, "text") or ""))
+        anchor = {"left": "start", "right": "end"}.get(_get(note, "xanchor"), "middle")
         if lines:
-            out.append(_text(px, py, lines[0], 10, color=color))
+            out.append(_text(px, py, lines[0], 10, anchor=anchor, color=color))
     return out
 
 
@@ -550,6 +552,46 @@ def _trace(trace: Any, xa: _Axis, ya: _Axis) -> list[str]:
     return out
 
 
+class _Sector:
+    """The part of a polar subplot shown (``polar.sector``: two angles on the page,
+    counterclockwise from the right), and which thetas of the data fall in it."""
+
+    def __init__(self, polar: Any, rotation: float, clockwise: bool) -> None:
+        angles = [_num(a) for a in _seq(_get(polar, "sector"))]
+        self.start, self.end = 0.0, 360.0
+        if len(angles) == 2 and None not in angles:
+            low, high = sorted(float(a) for a in angles if a is not None)
+            if high - low < 360:
+                self.start, self.end = low, high
+        self.whole = self.end - self.start >= 360
+        self.first = rotation - self.end if clockwise else self.start - rotation
+        """The smallest theta shown; the shown thetas run from it over ``end - start``."""
+
+    def box(self) -> tuple[float, float, float, float]:
+        """(left, right, bottom, top) of the shown part of a unit disc around its centre."""
+        angles = [self.start, self.end] + [90.0 * k for k in range(
+            math.ceil(self.start / 90), math.floor(self.end / 90) + 1)]
+        xs = [0.0] + [math.cos(math.radians(a)) for a in angles]
+        ys = [0.0] + [math.sin(math.radians(a)) for a in angles]
+        return min(xs), max(xs), min(ys), max(ys)
+
+    def shows(self, theta: float) -> bool:
+        return self.whole or (theta - self.first) % 360 <= self.end - self.start + 1e-9
+
+    def clip(self, t0: float, t1: float) -> list[tuple[float, float]]:
+        """The shown pieces of the thetas ``t0..t1`` (``t0 <= t1``)."""
+        if self.whole:
+            return [(t0, t1)]
+        last = self.first + self.end - self.start
+        moved = self.first + (t0 - self.first) % 360
+        pieces = []
+        for a in (moved, moved - 360):
+            low, high = max(a, self.first), min(a + t1 - t0, last)
+            if low < high:
+                pieces.append((low, high))
+        return pieces
+
+
 def _polar(fig: Any, left: float, top: float, right: float, bottom: float) -> list[str]:
     polar = _get(fig.layout, "polar")
     rng = _seq(_get(polar, "radialaxis", "range")) or [0, 1.2]
@@ -560,20 +602,30 @@ def _polar(fig: Any, left: float, top: float, right: float, bottom: float) -> li
     domain_x = _seq(_get(polar, "domain", "x")) or [0, 1]
     x0 = left + float(domain_x[0]) * (right - left)
     x1 = left + float(domain_x[1]) * (right - left)
-    cx, cy = (x0 + x1) / 2, (top + bottom) / 2
-    radius = min(x1 - x0, bottom - top) / 2
+    sector = _Sector(polar, rotation, clockwise)
+    box_left, box_right, box_bottom, box_top = sector.box()  # the shown part fills the area
+    radius = min((x1 - x0) / (box_right - box_left), (bottom - top) / (box_top - box_bottom))
+    cx = x0 + ((x1 - x0) - (box_right - box_left) * radius) / 2 - box_left * radius
+    cy = top + ((bottom - top) - (box_top - box_bottom) * radius) / 2 + box_top * radius
 
     def point(r: float, theta: float) -> tuple[float, float]:
         angle = math.radians(rotation - theta if clockwise else rotation + theta)
         scale = radius * r / r_max
         return cx + scale * math.cos(angle), cy - scale * math.sin(angle)
 
-    out = [f"<circle cx='{cx:.1f}' cy='{cy:.1f}' r='{radius:.1f}' fill='#f7f9fc' "
-           "stroke='#d0d7e2'/>"]
+    if sector.whole:
+        out = [f"<circle cx='{cx:.1f}' cy='{cy:.1f}' r='{radius:.1f}' fill='#f7f9fc' "
+               "stroke='#d0d7e2'/>"]
+    else:
+        shown = _wedge(point, 0, r_max, sector.first,
+                       sector.first + sector.end - sector.start)
+        out = [f"<path d='{shown}' fill='#f7f9fc' stroke='#d0d7e2'/>"]
     ticks = _seq(_get(polar, "angularaxis", "tickvals"))
     texts = _seq(_get(polar, "angularaxis", "ticktext"))
     if _get(polar, "angularaxis", "showticklabels") is not False:
         for i, theta in enumerate(ticks):
+            if not sector.shows(float(theta)):
+                continue
             px, py = point(r_max * 1.06, float(theta))
             out.append(_text(px, py + 4, texts[i] if i < len(texts) else theta, 10,
                              color="#555"))
@@ -594,26 +646,17 @@ def _polar(fig: Any, left: float, top: float, right: float, bottom: float) -> li
                 base = _num(_at(bases, i, 0)) or 0.0
                 width = _num(_at(widths, i, 1)) or 1.0
                 lw = _num(_at(line_widths, i, 0)) or 0.0
-                shape = _wedge(point, base, base + float(r), float(theta) - width / 2,
-                               float(theta) + width / 2)
                 color = str(_at(colors, i, "#888"))
-                if lw and color.replace(" ", "") == "rgba(0,0,0,0)":  # an outline only:
-                    t0, t1 = float(theta) - width / 2, float(theta) + width / 2  # two edges
-                    edges = (_arc(point, base, t0, t1, clockwise)
-                             + _arc(point, base + float(r), t0, t1, clockwise))
-                    out.append(f"<path d='{edges}' fill='none' "
-                               f"stroke='{_esc(_at(line_colors, i, '#000'))}' "
-                               f"stroke-width='{lw:.1f}'/>")
-                elif lw:
-                    out.append(f"<path d='{shape}' fill='{_esc(color)}' "
-                               f"stroke='{_esc(_at(line_colors, i, '#000'))}' "
-                               f"stroke-width='{lw:.1f}'/>")
-                else:
-                    fills.setdefault(color, []).append(_arc(point, base + float(r) / 2,
-                                                            float(theta) - width / 2,
-                                                            float(theta) + width / 2,
-                                                            clockwise))
-                    band = radius * float(r) / r_max
+                for t0, t1 in sector.clip(float(theta) - width / 2, float(theta) + width / 2):
+                    if lw:
+                        shape = _wedge(point, base, base + float(r), t0, t1)
+                        out.append(f"<path d='{shape}' fill='{_esc(color)}' "
+                                   f"stroke='{_esc(_at(line_colors, i, '#000'))}' "
+                                   f"stroke-width='{lw:.1f}'/>")
+                    else:
+                        fills.setdefault(color, []).append(
+                            _arc(point, base + float(r) / 2, t0, t1, clockwise))
+                        band = radius * float(r) / r_max
             out += [f"<path d='{''.join(d)}' fill='none' stroke='{_esc(c)}' "
                     f"stroke-width='{band:.1f}'/>" for c, d in fills.items()]
         else:
@@ -627,6 +670,8 @@ def _polar(fig: Any, left: float, top: float, right: float, bottom: float) -> li
             dots = _Dots()
             for i, (r, theta) in enumerate(zip(rs, thetas, strict=False)):
                 if _num(r) is None or _num(theta) is None:  # a legend entry's empty point
+                    continue
+                if not sector.shows(float(theta)):
                     continue
                 px, py = point(float(r), float(theta))
                 symbol = str(_at(symbols, i, "circle"))

@@ -9,10 +9,12 @@ requested / nacked / ack timeout → a waiting segment (the back-off) → dispat
 other topics; their events carry ``real_topic`` and ``origin_message_id`` (the properties the
 client sets), and a timeline of ``real_topic`` draws them on the original message's lane.
 
-The mark kinds are data (:data:`KINDS`): an event type the broker grows later (nacks,
-scheduled redeliveries, ack timeouts, DLQ and retry hops, delayed delivery) is drawn with
-its registered style as soon as events of that type carry ``position``/``positions``/
-``entries`` fields, and :func:`register_kind` adds a new one without touching the rest.
+The mark kinds are data (:data:`KINDS`), keyed by event type: the broker's events and the
+client's own kinds (nacks, ack timeouts, scheduled redeliveries:
+:mod:`pulsarlab.broker.client.events`) are drawn with their registered style wherever they
+name entries (``entries``, ``positions`` or ``position``), and :func:`register_kind` adds or
+restyles one without touching the rest. An event of a type this version does not know (an
+:class:`~pulsarlab.broker.events.UnknownEvent`) draws nothing.
 Marks live in numpy columns (:class:`TimelineModel`), so 10 000 messages — tens of
 thousands of marks — go to plotly as a handful of typed arrays per frame.
 """
@@ -27,10 +29,20 @@ import ipywidgets
 import numpy as np
 import plotly.graph_objects as go
 
+from pulsarlab.broker.client.events import REASON_KINDS, RedeliveryScheduled
+from pulsarlab.broker.events import (
+    Acked,
+    DeadLettered,
+    Dispatched,
+    RedeliveryRequested,
+    Retried,
+    UnknownEvent,
+)
+
 from .base import View
 from .controls import WhatIfControls
 from .pulsar_stats import Position, format_position
-from .source import Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source
 
 __all__ = [
     "DEFAULT_KIND",
@@ -68,8 +80,6 @@ class MarkKind:
 
 
 KINDS: dict[str, MarkKind] = {}
-# The broker's redelivery reasons (wire v1) and the mark kind that draws each.
-_REASON_KINDS = {"nack": "nacked", "ack_timeout": "ack_timeout"}
 
 
 def register_kind(kind: MarkKind) -> None:
@@ -115,16 +125,16 @@ def _position(value: Any) -> Position | None:
     return None
 
 
-def origin_position(event: dict[str, Any], topic: str | None) -> Position | None:
+def origin_position(event: BrokerEvent, topic: str | None) -> Position | None:
     """The original entry of a retry/dead-letter hop whose ``real_topic`` is ``topic``.
 
     ``origin_message_id`` is the id's string form: ``(ledger,entry,partition,batch)``
     (this client) or ``ledger:entry:partition`` (Java's).
     """
-    if topic is None or event.get("real_topic") != topic:
+    if topic is None or not isinstance(event, DeadLettered | Retried):
         return None
-    text = event.get("origin_message_id")
-    if not isinstance(text, str):
+    text = event.origin_message_id
+    if event.real_topic != topic or not isinstance(text, str):
         return None
     parts = text.strip("()").replace(":", ",").split(",")
     try:
@@ -133,39 +143,47 @@ def origin_position(event: dict[str, Any], topic: str | None) -> Position | None
         return None
 
 
+def _kind(event: BrokerEvent) -> str:
+    """The mark kind of an event: its type, or for a redelivery request the client kind
+    behind its ``reason`` (``nacked``, ``ack_timeout``) or the reason itself where that is
+    a registered kind (``consumer_removed`` …)."""
+    if isinstance(event, RedeliveryRequested) and isinstance(event.reason, str):
+        reason = str(REASON_KINDS.get(event.reason, event.reason))
+        if reason in KINDS:
+            return reason
+    return str(event.type)
+
+
 def marks_from_event(
-    event: dict[str, Any], topic: str | None = None
+    event: BrokerEvent, topic: str | None = None
 ) -> Iterator[tuple[Position, Mark]]:
     """The marks an event puts on message lanes (none if it names no entry).
 
-    Reads ``entries`` (``[[ledger, entry, redelivery_count], ...]``), ``positions``
-    (``[[ledger, entry], ...]``) or ``position`` — whatever the event type. A
-    ``redelivery_requested`` event whose ``reason`` is a registered kind (``nacked``,
-    ``ack_timeout``, ``consumer_removed`` …) is drawn as that kind. A retry or dead-letter
-    hop of a message of ``topic`` (see :func:`origin_position`) marks the original's lane.
+    Reads a dispatch's ``entries`` (``[[ledger, entry, redelivery_count], ...]``) and the
+    ``positions`` (``[[ledger, entry], ...]``) or ``position`` of any other type. A
+    retry or dead-letter hop of a message of ``topic`` (see :func:`origin_position`) marks
+    the original's lane.
     """
-    kind = str(event.get("type"))
-    reason = event.get("reason")
-    reason = _REASON_KINDS.get(reason, reason) if isinstance(reason, str) else reason
-    if kind == "redelivery_requested" and isinstance(reason, str) and reason in KINDS:
-        kind = reason
-    time_ms = int(event.get("time") or 0)
-    consumer = event.get("consumer")
-    default_count = int(event.get("redelivery_count", -1))
+    if isinstance(event, UnknownEvent):
+        return
+    kind = _kind(event)
+    time_ms, consumer = event.time_ms, event.consumer
+    default_count = event.redelivery_count if isinstance(event, RedeliveryScheduled) else -1
     origin = origin_position(event, topic)
     if origin is not None:
         yield origin, Mark(time_ms, kind, consumer, default_count)
         return
-    for entry in event.get("entries") or ():
-        position = _position(entry)
-        if position is not None:
-            count = int(entry[2]) if len(entry) > 2 else default_count
-            yield position, Mark(time_ms, kind, consumer, count)
-    for value in event.get("positions") or ():
+    if isinstance(event, Dispatched):
+        for entry in event.entries:
+            position = _position(entry)
+            if position is not None:
+                count = int(entry[2]) if len(entry) > 2 else default_count
+                yield position, Mark(time_ms, kind, consumer, count)
+    for value in getattr(event, "positions", None) or ():
         position = _position(value)
         if position is not None:
             yield position, Mark(time_ms, kind, consumer, default_count)
-    position = _position(event.get("position"))
+    position = _position(getattr(event, "position", None))
     if position is not None:
         yield position, Mark(time_ms, kind, consumer, default_count)
 
@@ -215,14 +233,14 @@ class TimelineModel:
     def __len__(self) -> int:
         return self._time.size
 
-    def ingest(self, events: Iterable[dict[str, Any]]) -> int:
+    def ingest(self, events: Iterable[BrokerEvent]) -> int:
         """Add the marks of ``events``; return how many were added."""
         added = 0
         for event in events:
-            sub = event.get("subscription")
+            sub = event.subscription
             if self.subscription is not None and sub is not None and sub != self.subscription:
                 continue
-            if event.get("cumulative"):
+            if isinstance(event, Acked) and event.cumulative:
                 added += self._cumulative(event)
                 continue
             for position, mark in marks_from_event(event, self.topic):
@@ -230,7 +248,7 @@ class TimelineModel:
                 added += 1
         return added
 
-    def _cumulative(self, event: dict[str, Any]) -> int:
+    def _cumulative(self, event: Acked) -> int:
         added = 0
         for position, mark in marks_from_event(event):
             for lane in sorted(self._open):
@@ -397,7 +415,7 @@ class RedeliveryTimeline(View):
             "max_redelivery_count": int(a["count"].max()) if len(a["count"]) else -1,
         }
 
-    def _update(self, snapshot: Snapshot, events: list[dict[str, Any]]) -> None:
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         self.step_start = len(self.model)
         self.model.ingest(events)
         self.extent = (len(self.model), len(self.model.lane_positions))

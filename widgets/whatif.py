@@ -102,7 +102,7 @@ class WhatIf:
         self.events = EventLog()
         self.palette = Palette()
         self.start_ms = self.clock.now_ms()
-        self.service.add_listener(lambda event: self.events.append(event.to_dict()))
+        self.service.add_listener(self.events.append)
         name = TopicName.get(topic)
         self.topic = str(name)
         self.subscription = subscription

@@ -209,7 +209,8 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
     # -- pending-ack removals (PendingAcksRemoveHandler) ----------------------------------
 
     def on_acknowledged(self, positions: Iterable[Position]) -> None:
-        positions = list(positions)
+        if type(positions) is not list:  # read, never kept: a list is used as it is
+            positions = list(positions)
         removed = self._pending_of(positions) if len(self.draining_hashes) else []
         super().on_acknowledged(positions)
         self._release(removed)

@@ -159,7 +159,8 @@ class SharedDispatcher(Dispatcher):
         self.dispatch()
 
     def on_acknowledged(self, positions: Iterable[Position]) -> None:
-        positions = list(positions)
+        if type(positions) is not list:  # read, never kept: a list is used as it is
+            positions = list(positions)
         if len(self.replay):
             for position in positions:
                 self.replay.remove(position)

@@ -1,10 +1,11 @@
 """JupyterLab and headless Chromium for the real-browser tests (no test cases here).
 
 :func:`running_lab` starts JupyterLab on a free loopback port with a random token, fresh
-settings and a root holding *copies* of the given notebooks (JupyterLab may save them; the
-repository's copies are never touched). :func:`open_and_run_all` opens one notebook in its own
-workspace, runs every cell and waits for the kernel to go idle; :func:`kernel_eval` asks that
-notebook's kernel for a value through a second client, and :func:`shutdown_kernel` ends it.
+settings and a root holding *copies* of the given notebooks and of the ``data`` folder beside
+them (JupyterLab may save them; the repository's copies are never touched).
+:func:`open_and_run_all` opens one notebook in its own workspace, runs every cell and waits for
+the kernel to go idle; :func:`kernel_eval` asks that notebook's kernel for a value through a
+second client, and :func:`shutdown_kernel` ends it.
 
 Needs ``/usr/bin/chromium`` (Debian's package; ``scripts/test`` installs it) and the
 ``playwright`` Python package (the dev extra); :func:`require_browser` FAILS the test without
@@ -17,6 +18,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -100,6 +102,9 @@ def running_lab(base: Path, notebooks: Sequence[Path]) -> Iterator[Lab]:
     root.mkdir(parents=True)
     for notebook in notebooks:
         _copy_without_outputs(notebook, root / notebook.name)
+        data = notebook.parent / "data"  # the files the tutorials read
+        if data.is_dir() and not (root / "data").exists():
+            shutil.copytree(data, root / "data")
     settings = base / "settings"
     for name, values in SETTINGS.items():
         target = settings / name

@@ -65,6 +65,27 @@ def test_tutorial_03_widgets_render_and_react_in_chromium(lab: Lab, page: Any, a
     assert "C5" in names, names
     assert kernel_eval(lab, notebook, "len(view.ranges)") == "5"
 
+    # C5 took keys from C3: the live plot rings them in the view's orange, as the picture does
+    moved = int(kernel_eval(lab, notebook, "len(view.step_moved)"))
+    assert moved > 0
+    page.wait_for_function(f"gd => ({MOVED_MARKERS})(gd).strokes.length === {moved}",
+                           arg=first.element_handle())
+    drawn = first.evaluate(MOVED_MARKERS)
+    assert drawn["color"] == MOVED_ORANGE, drawn
+    assert drawn["strokes"] == ["rgb(255, 109, 0)"] * moved, drawn
+
+
+MOVED_ORANGE = "#ff6d00"
+MOVED_MARKERS = """gd => {
+    const index = gd._fullData.findIndex(t => t.name === 'moved in this step');
+    const trace = gd._fullData[index];
+    const group = gd.querySelector(`.scatterlayer .trace${trace.uid}`);
+    const points = group ? Array.from(group.querySelectorAll('path.point')) : [];
+    return {color: trace.marker.color, strokes: points.map(p => p.style.stroke)};
+}"""
+"""The marker colour plotly uses for the hash-range view's "moved in this step" trace, and
+the stroke of each of its drawn points."""
+
 
 def _failover_view(panel: Any, variable: str) -> Any:
     """The FailoverView displayed by the cell ``variable.pin()`` (its outermost widget box)."""

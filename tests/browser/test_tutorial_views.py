@@ -99,9 +99,9 @@ def test_run_all_leaves_every_view_on_its_pinned_step(
         live = label.startswith("t = ")  # a live view's steps are named by the wall clock
         if kind != "Dashboard":  # a dashboard's title is its first tab's
             expect(output.locator(".js-plotly-plot .gtitle").first).to_contain_text(
-                title.split("<br>")[0])
+                title.split("<br>")[0], timeout=60_000)
             bar = output.locator(".widget-html").filter(has_text="t = " if live else label)
-            expect(bar.first).to_be_visible()
+            expect(bar.first).to_be_visible(timeout=60_000)
         prompt = cell.locator(".jp-InputPrompt").inner_text()
         number = re.search(r"\d+", prompt)
         assert number, f"{notebook.name} cell {index} did not run: {prompt!r}"

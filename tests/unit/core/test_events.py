@@ -92,12 +92,51 @@ def test_events_are_typed_and_decode_from_their_maps(harness):
     (dispatched,) = h.events_of(EventType.DISPATCHED)
     assert isinstance(dispatched, Dispatched) and dispatched.entries == [[m[0], m[1], 0]]
     assert decode_event(dispatched.to_dict()) == dispatched
-    assert decode_event({"type": "nacked", "time": 1}) is None
     h.close(c)
 
 
+def test_a_type_nobody_registered_decodes_to_an_unknown_event():
+    """A newer broker's type keeps its name and map; so does a map whose common fields have
+    the wrong types (a known type's extra fields are dropped, not refused)."""
+    from pulsarlab.broker.events import Acked, UnknownEvent, decode_event
+
+    values = {"type": "poisoned", "time": 7, "topic": "t", "subscription": "s", "x": [1]}
+    event = decode_event(values)
+    assert isinstance(event, UnknownEvent)
+    assert (event.event_type, event.raw, event.time_ms, event.subscription) == (
+        "poisoned", values, 7, "s")
+    assert event.to_dict() == values
+    assert decode_event(event.to_dict()) == event
+    for bad in ({"time": "soon"}, {"topic": 3}, {"consumer": ["c"]}, {"time": True}):
+        wrong = decode_event({"type": "acked", "time": 1, "topic": "t", **bad})
+        assert isinstance(wrong, UnknownEvent) and wrong.event_type == "acked", bad
+    assert isinstance(decode_event({"time": 1}), UnknownEvent)
+    newer = decode_event({"type": "acked", "time": 1, "topic": "t", "positions": [[1, 2]],
+                          "added_in_4_1": True})
+    assert newer == Acked(time_ms=1, topic="t", positions=[[1, 2]])
+
+
 def test_every_event_type_has_its_class():
-    from pulsarlab.broker.events import make_event
+    """The broker's types and the client's own kinds, each with a class that decodes back
+    from its map."""
+    from pulsarlab.broker.client.events import ClientEventType
+    from pulsarlab.broker.events import decode_event, make_event
 
     for type_ in EventType:
-        assert make_event(type_, 1, "t").type is type_
+        event = make_event(type_, 1, "t")
+        assert event.type is type_
+        assert decode_event(event.to_dict()) == event
+    for kind in ClientEventType:
+        event = decode_event({"type": str(kind), "time": 1, "topic": "t", "consumer": "c",
+                              "positions": [[1, 2]]})
+        assert event.type is kind and event.positions == [[1, 2]]
+        assert decode_event(event.to_dict()) == event
+
+
+def test_a_type_has_one_class():
+    import pytest
+
+    from pulsarlab.broker.events import BrokerEvent, event_class
+
+    with pytest.raises(ValueError, match="'acked' already has a class"):
+        event_class(EventType.ACKED)(type("Again", (BrokerEvent,), {}))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pulsarlab.broker.events import Dispatched
 from pulsarlab.widgets import WhatIf
 from pulsarlab.widgets.compare import CompareView, KeyOrder, find_moving_key
 
@@ -87,7 +88,7 @@ def test_bad_steps_are_reported_per_core_and_the_scenario_goes_on():
 
 def test_key_order_counts_a_message_not_yet_delivered_as_overtaken():
     order = KeyOrder({(0, 0): "k", (0, 1): "k"})
-    order.feed(0, [{"type": "dispatched", "consumer": "c", "entries": [[0, 1, 0]]}])
+    order.feed(0, [Dispatched(time_ms=0, topic="t", consumer="c", entries=[[0, 1, 0]])])
     first = order.first_out_of_order
     assert first is not None and first.not_yet_delivered == ((0, 0),)
 

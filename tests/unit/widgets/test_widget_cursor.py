@@ -78,3 +78,18 @@ def test_entries_of_a_departed_consumer_await_redelivery():
     assert [s for _, s in view.strip] == ["read, awaiting redelivery"] * 3
     whatif.add_consumer("C")
     assert [s for _, s in view.strip] == ["delivered, unacked"] * 3
+
+
+def test_line_labels_at_the_ends_of_the_strip_hang_inside_it():
+    whatif, view = _shared()
+    positions = whatif.publish(count=12)
+    whatif.receive("B")
+    whatif.ack("B", [positions[3]])
+    mark_delete, read = view.fig.layout.annotations
+    assert (mark_delete.text, mark_delete.x, mark_delete.xanchor) == ("mark-delete", -0.5, "left")
+    assert (read.text, read.x, read.xanchor) == ("read", 11.5, "right")
+    picture = view.picture()
+    assert "text-anchor='start' fill='#1b5e20'" in picture
+    assert "text-anchor='end' fill='#0d47a1'" in picture
+    whatif.ack("B", positions[:6])
+    assert view.fig.layout.annotations[0].xanchor == "center"  # after entry 6 of 12

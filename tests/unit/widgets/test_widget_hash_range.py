@@ -105,3 +105,23 @@ def test_a_sticky_gap_leaves_keys_unowned():
     unowned = [k for k, o in view.key_owners.items() if o is None]
     assert unowned == [k for k in KEYS if slot(sticky_key_hash(k.encode())) > 32767]
     assert "fall in no consumer's range" in view.table.value
+
+
+def test_a_browser_view_opened_after_the_steps_starts_from_the_latest_one():
+    """The figure sits in a box, so plotly never republishes its state on display: the view
+    does, or a browser draws the constructor's traces (the orange 'moved' markers took a
+    palette colour) without the steps' points."""
+    keys = [f"Order-{n}" for n in range(3459130, 3459142)]
+    whatif = WhatIf("Key_Shared", key_shared_use_consistent_hashing=False)
+    view = HashRangeView(whatif, keys)
+    for name in ("C1", "C2", "C3", "C4", "C5"):
+        whatif.add_consumer(name)
+    assert view.step_moved == ["Order-3459134"]
+    view._repr_mimebundle_()
+    published = view.fig._widget_data
+    moved = published[3]
+    assert moved["name"] == "moved in this step"
+    assert moved["marker"]["color"] == "#ff6d00"
+    assert list(moved["x"]) == list(view.fig.data[3].x) and len(moved["x"]) == 1
+    assert list(published[1]["marker"]["color"]) == list(view.fig.data[1].marker.color)
+    assert view.fig._widget_layout["title"]["text"] == view.fig.layout.title.text

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pulsarlab.widgets import HashRingView, WhatIf
 from pulsarlab.widgets.hash_ring import degrees
-from pulsarlab.widgets.keys import ring_of
+from pulsarlab.widgets.keys import key_info, ring_of
 
 KEYS = [f"user-{i}" for i in range(60)]
 
@@ -70,3 +72,62 @@ def test_a_ring_rebuilt_from_names_is_the_brokers_ring(ring):
     assert {c.consumer_name: s for c, s in rebuilt.keyspace_shares().items()} == {
         c.consumer_name: s for c, s in real.keyspace_shares().items()
     }
+
+
+def _filled_polygons(svg: str) -> int:
+    """Filled diamonds and squares: the keys' markers plus the legend's swatches but the
+    open square of "moved in this step"."""
+    return len(re.findall(r"<polygon points='[^']*' fill='#", svg))
+
+
+def test_the_static_picture_shows_the_zoomed_sector_only(ring):
+    _whatif, view = ring
+    whole = view.picture()
+    legend = 5  # C1..C3 and "changed owner in this step", "moved in this step"
+    assert "<circle" in whole and _filled_polygons(whole) == len(KEYS) + legend - 1
+    centre = degrees(key_info("user-7").hash)
+    shown = [k for k in KEYS if (degrees(key_info(k).hash) - centre + 20) % 360 <= 40]
+    assert 0 < len(shown) < len(KEYS)
+    zoomed = view.zoom("user-7", width=40).picture()
+    low, high = view.fig.layout.polar.sector
+    assert high - low == pytest.approx(40)
+    assert "<circle" not in zoomed  # the background is the sector's wedge
+    assert _filled_polygons(zoomed) == len(shown) + legend - 1
+    assert view.still().svg.count("<polygon") == zoomed.count("<polygon")
+    assert _filled_polygons(view.zoom().picture()) == len(KEYS) + legend - 1
+
+
+def test_zoom_applies_to_a_pinned_step_and_stays_while_scrubbing(ring):
+    whatif, view = ring
+    whatif.add_consumer("C4")
+    view.show_step("add consumer C2")
+    view.zoom("user-7", width=40)
+    assert view.step.label == "add consumer C2"
+    assert "<circle" not in view.picture()
+    sector = tuple(view.fig.layout.polar.sector)
+    view.follow()
+    assert tuple(view.fig.layout.polar.sector) == sector
+    assert "<circle" not in view.picture()
+
+
+def test_changed_stretches_have_their_own_track_between_the_keys_and_the_band(ring):
+    whatif, view = ring
+    whatif.add_consumer("C4")
+    band, _points, keys, _would, changed = view.fig.data[:5]
+    assert len(changed.theta) == len(view.changed) > 0
+    inner, outer = changed.base[0], changed.base[0] + changed.r[0]
+    assert keys.r[0] < inner and outer < band.base[0]  # the owners' band is left whole
+    assert min(changed.width) >= 1.0  # a sliver of a degree is still seen
+    assert changed.marker.color == "#000000"
+    assert "stroke='#000000'" in view.picture()
+
+
+def test_many_changed_stretches_are_widened_less():
+    whatif = WhatIf("Key_Shared", subscription_key_shared_consistent_hashing_replica_points=400)
+    view = HashRingView(whatif, KEYS)
+    for name in ("C1", "C2", "C3", "C4"):
+        whatif.add_consumer(name)
+    widths = view.fig.data[4].width
+    assert len(widths) == len(view.changed) > 90
+    widened = [w for w in widths if w == min(widths)]
+    assert sum(widened) <= 90  # slivers shown, but no longer a solid black track

@@ -51,3 +51,28 @@ def test_parsers():
     assert parse_ranges([[5, 9], [1, 2]]) == [(1, 2), (5, 9)]
     assert parse_range_set("[(3:5..3:7], (3:9..4:-1]]") == [((3, 5), (3, 7)), ((3, 9), (4, -1))]
     assert parse_range_set("[]") == []
+
+
+def test_each_update_is_a_step_of_the_history(recorded_stats):
+    view = StatsView(recorded_stats("stats_3x_sticky.json"), subscription="sticky-sub")
+    view.update(recorded_stats("stats_3x_auto_split.json"), "after the rebalance")
+    assert view.history.labels == ["loaded", "after the rebalance"]
+    assert view.describe() == ("<StatsView step 1 ('after the rebalance'): "
+                               f"{view.fig.layout.title.text}>")
+    assert view.history_bar.slider.max == 1 and view.history_bar in view.children
+
+    view.show_step("loaded")  # the first dict, drawn again; the latest stays the latest
+    assert view.fig.layout.title.text.startswith("sticky-sub")
+    assert list(view.fig.data[0].base) == [0, 16384, 32768, 49152]
+    assert view.picture().count("step 0: loaded") == 1
+    assert view.subscription_name == "orders-ks"
+    view.update(recorded_stats("stats_4x_draining.json"))
+    assert view.step.index == 0 and len(view.history) == 3  # pinned: the slider grows
+    assert view.fig.layout.title.text.startswith("sticky-sub")
+
+    still = view.still("after the rebalance")
+    assert repr(still).startswith("<picture of StatsView step 1 ('after the rebalance')")
+    assert "orders-ks" in still.svg
+    assert view.fig.layout.title.text.startswith("sticky-sub")  # the widget is untouched
+    view.follow()
+    assert view.step.index == 2 and view.summary()["version"] == "4.x"

@@ -10,13 +10,14 @@ from __future__ import annotations
 import msgpack
 
 from pulsarlab.widgets import LiveBinding, TimelineModel
+from pulsarlab.widgets.source import decode
 from pulsarlab.widgets.timeline import origin_position
 
 NS = "persistent://public/default/"
 TOPIC = NS + "orders"
 
 
-def _events(origin_id: str) -> list[dict]:
+def _maps(origin_id: str) -> list[dict]:
     return [
         {"type": "published", "time": 1000, "topic": TOPIC, "position": [0, 1]},
         {"type": "dispatched", "time": 1001, "topic": TOPIC, "subscription": "billing",
@@ -28,6 +29,10 @@ def _events(origin_id: str) -> list[dict]:
         {"type": "dead_lettered", "time": 1200, "topic": TOPIC + "-billing-DLQ",
          "position": [4, 0], "origin_message_id": origin_id, "real_topic": TOPIC},
     ]
+
+
+def _events(origin_id: str) -> list:
+    return [decode(values) for values in _maps(origin_id)]
 
 
 def test_hops_are_drawn_on_the_original_lane():
@@ -51,7 +56,8 @@ def test_hops_of_another_topic_keep_their_own_position():
     event = _events("(0,1,-1,-1)")[2]
     assert origin_position(event, None) is None
     assert origin_position(event, NS + "elsewhere") is None
-    assert origin_position({**event, "origin_message_id": "garbage"}, TOPIC) is None
+    assert origin_position(decode({**event.to_dict(), "origin_message_id": "garbage"}),
+                           TOPIC) is None
     model = TimelineModel("billing")
     model.ingest([event])
     assert model.lane_positions == [(3, 0)]
@@ -64,7 +70,7 @@ def _frames(event: dict) -> list[bytes]:
 def test_live_binding_keeps_hops_that_name_its_topic():
     binding = LiveBinding("zmq://127.0.0.1:1", "tcp://127.0.0.1:2", "orders", "billing",
                           admin=object())
-    hop, foreign = _events("(0,1,-1,-1)")[4], _events("(0,1,-1,-1)")[4]
+    hop, foreign = _maps("(0,1,-1,-1)")[4], _maps("(0,1,-1,-1)")[4]
     foreign = {**foreign, "real_topic": NS + "payments"}
     assert binding.ingest(_frames(hop))
     assert not binding.ingest(_frames(foreign))

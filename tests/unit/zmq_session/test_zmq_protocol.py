@@ -107,3 +107,71 @@ def test_deliveries_to_one_consumer_travel_as_one_message_in_core_order() -> Non
     peer.protocol.handle_actions(actions, foreign=lambda a: None)
     assert [cmd.name for _, cmd in peer.sent] == [
         "SEND_RECEIPT", "MESSAGE", "SEND_RECEIPT", "MESSAGE"]
+
+
+def _send_frames(header: dict, payloads=(b"p",)) -> list:
+    return [wire.pack_header(header), *payloads]
+
+
+def test_malformed_send_headers_get_one_line_errors_and_the_connection_keeps_serving() -> None:
+    """What the SEND fast path does not accept falls to the full check, which names the
+    problem in one line; nothing is stored, and the next well-formed SEND goes through."""
+    peer = Peer()
+    peer.request(b"c1", "CONNECT", 1, client_version="t")
+    peer.request(b"c1", "PRODUCER", 2, topic="t", producer_id=1)
+    good = {"v": 1, "cmd": "SEND", "rid": 0, "producer_id": 1, "sequence_id": 0, "metadata": {}}
+    bad = [
+        ({**good, "sequence_id": "0"}, (b"p",), "SEND field 'sequence_id' must be int, not str"),
+        ({**good, "metadata": []}, (b"p",), "SEND field 'metadata' must be dict, not list"),
+        ({k: v for k, v in good.items() if k != "producer_id"}, (b"p",),
+         "SEND is missing field 'producer_id'"),
+        ({**good, "v": 2}, (b"p",), "unsupported protocol version 2 (this broker speaks 1)"),
+        (good, (), "SEND takes exactly one payload frame, got 0"),
+        (good, (b"p", b"q"), "SEND takes exactly one payload frame, got 2"),
+    ]
+    for header, payloads, message in bad:
+        peer.sent.clear()
+        peer.protocol.handle([b"c1", *_send_frames(header, payloads)], 0)
+        peer.flush()
+        [(_, error)] = peer.sent
+        assert (error.name, error["code"], error["message"]) == ("ERROR", "InvalidMessage", message)
+        assert "\n" not in error["message"]
+    peer.sent.clear()
+    peer.protocol.handle([b"c1", *_send_frames({**good, "metadata": {"nope": 1}})], 0)
+    [(_, error)] = peer.sent
+    assert (error["code"], error["message"]) == (
+        "InvalidConfiguration", "SEND: unknown metadata field 'nope'"
+    )
+    peer.sent.clear()
+    peer.protocol.handle([b"c1", b"\xc1garbage", b"p"], 0)
+    [(_, error)] = peer.sent
+    assert error["message"] == "header frame is not valid msgpack (FormatError)"
+    assert peer.service.topics["persistent://public/default/t"].ledger.number_of_entries == 0
+    replies = peer.request(b"c1", "SEND", 0, [b"ok"], producer_id=1, sequence_id=5, metadata={})
+    assert [(name, cmd["sequence_id"]) for _, name, cmd in replies] == [("SEND_RECEIPT", 5)]
+
+
+def test_fast_and_checked_sends_and_other_commands_keep_their_order() -> None:
+    """Sends taking the fast path (plain headers) and the full check (a request id, extra
+    metadata) interleaved with other commands are stored and receipted in arrival order."""
+    peer = Peer()
+    peer.request(b"c1", "CONNECT", 1, client_version="t")
+    peer.request(b"c1", "PRODUCER", 2, topic="t", producer_id=1)
+    peer.request(b"c1", "SUBSCRIBE", 3, topic="t", subscription="s", consumer_id=7,
+                 sub_type="Shared", initial_position="earliest")
+    peer.sent.clear()
+    handle = peer.protocol.handle
+    for seq in range(6):
+        header = {"v": 1, "cmd": "SEND", "rid": 0, "producer_id": 1, "sequence_id": seq,
+                  "metadata": {"properties": {"n": str(seq)}} if seq % 2 else {}}
+        if seq == 3:
+            header["rid"] = 9  # still a SEND, checked the long way
+        handle([b"c1", *_send_frames(header, [f"m{seq}".encode()])], 0)
+        if seq == 2:
+            handle([b"c1", *wire.encode("FLOW", 0, consumer_id=7, permits=100)], 0)
+    peer.flush()
+    [(_, receipts), (_, message)] = peer.sent
+    assert receipts.name == "SEND_RECEIPTS"
+    assert [r[0] for r in receipts["receipts"]] == list(range(6))
+    assert [e[1] for e in message["entries"]] == list(range(6))
+    assert [p[-2:] for p in message.payloads] == [f"m{seq}".encode() for seq in range(6)]
