@@ -20,10 +20,12 @@ Sans-I/O: the consumer feeds acks in, asks whether to flush now, and turns
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..message_id import MessageId
+from .message import Message
 
 __all__ = ["AckFlush", "AckGroupingTracker", "Position"]
 
@@ -63,6 +65,8 @@ class AckFlush:
 
 
 def _parts(msg_id: Any) -> tuple[Position, int, int]:
+    if type(msg_id) is Message:
+        return msg_id._ack_parts
     if isinstance(msg_id, MessageId):  # the common case, read without method calls
         return (msg_id._ledger_id, msg_id._entry_id), msg_id._batch_index, msg_id._batch_size
     return (
@@ -111,21 +115,36 @@ class AckGroupingTracker:
 
     def add_individual(self, msg_id: Any) -> bool:
         """Ack one message; returns True when the caller should flush now."""
-        position, index, size = _parts(msg_id)
-        if index >= 0 and size > 0:
-            state = self._batches.setdefault(position, [(1 << size) - 1, size])
-            state[0] &= ~(1 << index)
-            if state[0] == 0:
-                del self._batches[position]
-                self._ack_sets.pop(position, None)
-                self._individual.add(position)
-            elif self.batch_index_ack_enabled:
-                self._ack_sets[position] = (state[0], size)
+        return self.add_individuals((msg_id,))
+
+    def add_individuals(self, msg_ids: Iterable[Any]) -> bool:
+        """Ack each message of ``msg_ids`` (ids, or received messages); returns True when
+        the caller should flush now. An ack of a batch index clears one bit."""
+        batches, individual = self._batches, self._individual
+        pending = False  # whether an ack to send was added (a partial batch adds none)
+        for msg_id in msg_ids:
+            if type(msg_id) is Message:  # a received message acked as itself: no id made
+                delivery = msg_id._delivery
+                position, index, size = delivery.position, msg_id._index, delivery.batch_size
             else:
-                return False
-        else:
-            self._individual.add(position)
-        return self._should_flush()
+                position, index, size = _parts(msg_id)
+            if index < 0 or size <= 0:
+                individual.add(position)
+                pending = True
+                continue
+            state = batches.get(position)
+            if state is None:
+                state = batches[position] = [(1 << size) - 1, size]
+            bits = state[0] = state[0] & ~(1 << index)
+            if bits == 0:
+                del batches[position]
+                self._ack_sets.pop(position, None)
+                individual.add(position)
+                pending = True
+            elif self.batch_index_ack_enabled:
+                self._ack_sets[position] = (bits, size)
+                pending = True
+        return pending and self._should_flush()
 
     def add_cumulative(self, msg_id: Any) -> bool:
         """Ack everything up to ``msg_id``; returns True when the caller should flush now."""

@@ -4,8 +4,11 @@ Batch payload format (the payload of an entry whose metadata has ``num_messages_
 compression, if any, applies to the whole payload)::
 
     msgpack list, one item per message, in batch-index order:
-        [properties: map str->str, partition_key: str | nil, ordering_key: bin | nil,
+        [properties: map str->str | nil, partition_key: str | nil, ordering_key: bin | nil,
          event_time: int (ms, 0 = unset), sequence_id: int, null_value: bool, payload: bin]
+
+    Properties are nil when a message has none (an empty map is read the same way): a
+    decoded item then holds no container, and the garbage collector stops tracking it.
 
 Entry-level metadata of a batch (what the broker sees, and what Key_Shared hashes):
 ``num_messages_in_batch`` = number of messages, ``sequence_id`` = the first message's
@@ -85,7 +88,7 @@ def encode_batch(messages: list[OutgoingMessage]) -> bytes:
     return msgpack.packb(
         [
             [
-                m.properties or {},
+                m.properties or None,
                 m.partition_key,
                 m.ordering_key,
                 m.event_time,
@@ -103,44 +106,51 @@ _ITEM_SHAPE = ("each batch item is [properties, partition_key, ordering_key, eve
                "sequence_id, null_value, payload]")
 
 
-def batch_items(payload: bytes, num_messages: int | None = None) -> list[list[Any]]:
-    """The items of a batch payload as checked lists ``[properties (dict), partition_key
-    (str | None), ordering_key (bytes | None), event_time (int), sequence_id (int),
-    null_value (bool), payload (bytes)]``; ``ValueError`` if it is malformed.
+Item = tuple[dict[str, str] | None, str | None, bytes | None, int, int, bool, bytes]
 
-    The consumer's hot path: no object per message beyond msgpack's own list.
+
+def batch_items(payload: bytes, num_messages: int | None = None) -> list[Item]:
+    """The items of a batch payload as checked tuples ``(properties (dict | None), partition_key
+    (str | None), ordering_key (bytes | None), event_time (int), sequence_id (int),
+    null_value (bool), payload (bytes))``; ``ValueError`` if it is malformed.
+
+    The consumer's hot path: no object per message beyond msgpack's own tuple (which the
+    garbage collector stops tracking when it holds no properties map).
     """
     try:
-        items = msgpack.unpackb(payload, raw=False)
+        items = msgpack.unpackb(payload, raw=False, use_list=False)
     except Exception as exc:  # msgpack raises several unrelated types on garbage
         raise ValueError(f"batch payload is not valid msgpack ({type(exc).__name__})") from None
-    if type(items) is not list:
+    if type(items) is not tuple:
         raise ValueError("batch payload must be a list")
     if num_messages is not None and len(items) != num_messages:
         raise ValueError(f"batch holds {len(items)} messages, metadata says {num_messages}")
-    for item in items:
-        if type(item) is not list or len(item) != 7:
+    out = list(items)
+    for i, item in enumerate(out):
+        if type(item) is not tuple or len(item) != 7:
             raise ValueError(_ITEM_SHAPE)
         props, pkey, okey, event_time, seq, null, data = item
-        if (type(props) is not dict or type(data) is not bytes or type(seq) is not int
-                or type(event_time) is not int or type(null) is not bool
+        if ((props is not None and type(props) is not dict) or type(data) is not bytes
+                or type(seq) is not int or type(event_time) is not int or type(null) is not bool
                 or (pkey is not None and type(pkey) is not str)
                 or (okey is not None and type(okey) is not bytes)):
-            _normalise(item)
-    return items
+            out[i] = _normalised(item)
+    return out
 
 
-def _normalise(item: list[Any]) -> None:
-    """Coerce one item's fields to their types in place (``ValueError`` if impossible)."""
+def _normalised(item: tuple[Any, ...]) -> Item:
+    """One item with its fields coerced to their types (``ValueError`` if impossible)."""
     props, pkey, okey, event_time, seq, null, data = item
     try:
-        item[0] = {str(k): str(v) for k, v in dict(props or {}).items()}
-        item[1] = None if pkey is None else str(pkey)
-        item[2] = None if okey is None else bytes(okey)
-        item[3] = int(event_time or 0)
-        item[4] = int(seq)
-        item[5] = bool(null)
-        item[6] = bytes(data)
+        return (
+            {str(k): str(v) for k, v in dict(props or {}).items()} or None,
+            None if pkey is None else str(pkey),
+            None if okey is None else bytes(okey),
+            int(event_time or 0),
+            int(seq),
+            bool(null),
+            bytes(data),
+        )
     except (TypeError, ValueError):
         raise ValueError(_ITEM_SHAPE) from None
 
@@ -148,7 +158,8 @@ def _normalise(item: list[Any]) -> None:
 def decode_batch(payload: bytes, num_messages: int | None = None) -> list[OutgoingMessage]:
     """The messages of a batch payload; ``ValueError`` if it is malformed."""
     return [
-        OutgoingMessage(payload=data, properties=props, partition_key=pkey, ordering_key=okey,
+        OutgoingMessage(payload=data, properties=props or {}, partition_key=pkey,
+                        ordering_key=okey,
                         event_time=event_time, sequence_id=seq, null_value=null)
         for props, pkey, okey, event_time, seq, null, data in batch_items(payload, num_messages)
     ]
@@ -189,19 +200,33 @@ class BatchBuilder:
 
     def has_space_for(self, message: OutgoingMessage) -> bool:
         """Whether ``message`` fits without flushing first (an empty container takes anything)."""
-        if self.num_messages == 0:
-            return True
-        return (
-            self.num_messages < self.max_messages
-            and self.size_bytes + message.size <= self.max_bytes
+        n = self.num_messages
+        return n == 0 or (
+            n < self.max_messages and self.size_bytes + len(message.payload) <= self.max_bytes
         )
 
     def add(self, message: OutgoingMessage) -> bool:
         """Add ``message``; returns whether the container is now full (flush it)."""
         self._add(message)
         self.num_messages += 1
-        self.size_bytes += message.size
-        return self.is_full
+        self.size_bytes += len(message.payload)
+        return self.num_messages >= self.max_messages or self.size_bytes >= self.max_bytes
+
+    def offer(self, message: OutgoingMessage) -> list[Batch] | None:
+        """:meth:`has_space_for`, :meth:`add` and :meth:`flush` in one call (the producer's
+        hot path): the batches complete once ``message`` is in, or None."""
+        size = len(message.payload)
+        n = self.num_messages
+        ready = None
+        if n and (n >= self.max_messages or self.size_bytes + size > self.max_bytes):
+            ready = self.flush()
+        self._add(message)
+        n = self.num_messages = self.num_messages + 1
+        self.size_bytes += size
+        if n >= self.max_messages or self.size_bytes >= self.max_bytes:
+            full = self.flush()
+            ready = full if ready is None else ready + full
+        return ready
 
     def flush(self) -> list[Batch]:
         """The batches to send (possibly none); the container is left empty."""

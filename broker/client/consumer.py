@@ -167,14 +167,19 @@ class Consumer:
     def _drop_queued(self, owner: TopicConsumer) -> int:
         """Remove ``owner``'s messages from the receiver queue; returns how many."""
         with self._cond:
-            keep: deque[Message] = deque()
+            queue = self._queue  # changed in place: receivers take from it without the lock
+            keep: list[Message] = []
             dropped = 0
-            for m in self._queue:
+            while queue:
+                try:
+                    m = queue.popleft()
+                except IndexError:
+                    break
                 if m._owner is not owner:
                     keep.append(m)
                 else:  # a whole entry (deliver_entries readers) holds several messages
                     dropped += m.count if type(m) is EntryBatch else 1
-            self._queue = keep
+            queue.extendleft(reversed(keep))
         return dropped
 
     def _background(self, job: Callable[[], None]) -> bool:
@@ -217,26 +222,31 @@ class Consumer:
         self._listener(self._listener_target, message)
 
     def _take(self, timeout_millis: int | None) -> Message:
-        with self._lock:
-            queue = self._queue
-            message = queue.popleft() if queue else self._wait_and_take(timeout_millis)
+        # deque.popleft is atomic: a message already queued is taken without the lock;
+        # only an empty queue takes the lock to wait (and looks again under it).
+        try:
+            message = self._queue.popleft()
+        except IndexError:
+            message = self._wait_and_take(timeout_millis)
         message._owner.on_dequeued(message)
         return message
 
     def _wait_and_take(self, timeout_millis: int | None) -> Message:
-        """Wait for a message (the lock is held)."""
+        """Wait for a message under the lock (which :meth:`_enqueue` notifies under)."""
         deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000
-        while not self._queue:
-            if self._closed:
-                raise AlreadyClosed("the consumer is closed")
-            if deadline is None:
-                self._cond.wait(1.0)
-                continue
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise Timeout("no message received in time")
-            self._cond.wait(remaining)
-        return self._queue.popleft()
+        queue = self._queue
+        with self._lock:
+            while not queue:
+                if self._closed:
+                    raise AlreadyClosed("the consumer is closed")
+                if deadline is None:
+                    self._cond.wait(1.0)
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise Timeout("no message received in time")
+                self._cond.wait(remaining)
+            return queue.popleft()
 
     def topic(self) -> str:
         return self._topic_label
@@ -251,7 +261,7 @@ class Consumer:
 
     def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message; waits at most ``timeout_millis`` (raises ``Timeout``)."""
-        if timeout_millis is not None:
+        if timeout_millis is not None and type(timeout_millis) is not int:
             check_type(int, timeout_millis, "timeout_millis")
         if self._listener is not None:
             raise InvalidConfiguration("cannot receive() when a message listener is set")
@@ -306,7 +316,13 @@ class Consumer:
 
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (grouped; sent within ``acknowledgements_group_time_ms``)."""
-        self._check_open()
+        if self._closed:
+            raise AlreadyClosed("the consumer is closed")
+        if type(message) is Message:  # the common call: the message knows its consumer
+            owner = message._owner
+            if type(owner) is TopicConsumer:
+                owner.acknowledge(message)
+                return
         owner, msg_id = self._owner_of(message)
         owner.acknowledge(msg_id)
 

@@ -3,14 +3,15 @@
 A reader created with ``deliver_entries=True`` (an extension for bulk readers such as the
 Spark source) queues one :class:`EntryBatch` per entry the broker delivers instead of one
 :class:`~.message.Message` per message: the entry's metadata, its decompressed payload and,
-for a batch, the checked items of :func:`~.batch.batch_items` (``[properties,
-partition_key, ordering_key, event_time, sequence_id, null_value, payload]``) with the batch
+for a batch, the checked items of :func:`~.batch.batch_items` (``(properties,
+partition_key, ordering_key, event_time, sequence_id, null_value, payload)``) with the batch
 indexes still to read (indexes before a batched start id, or acked in the broker's ack set,
 are left out). Columns can then be built per entry, the way Arrow wants them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..entry import MessageMetadata
@@ -26,7 +27,7 @@ class EntryBatch:
                  "metadata", "partition", "payload", "redelivery_count", "topic")
 
     def __init__(self, topic: str, partition: int, ledger_id: int, entry_id: int,
-                 metadata: MessageMetadata, payload: bytes, items: list[list[Any]] | None,
+                 metadata: MessageMetadata, payload: bytes, items: list[Sequence[Any]] | None,
                  indexes: list[int] | None, redelivery_count: int, owner: Any) -> None:
         self.topic = topic
         self.partition = partition
@@ -58,13 +59,13 @@ class EntryBatch:
             return 1
         return len(self.items) if self.indexes is None else len(self.indexes)
 
-    def rows(self) -> list[list[Any]]:
+    def rows(self) -> list[Sequence[Any]]:
         """The messages to read as batch items (a single message as one synthetic item)."""
         items = self.items
         if items is None:
             m = self.metadata
-            return [[m.properties or {}, m.partition_key, m.ordering_key, m.event_time,
-                     m.sequence_id, m.null_value, self.payload]]
+            return [(m.properties or None, m.partition_key, m.ordering_key, m.event_time,
+                     m.sequence_id, m.null_value, self.payload)]
         if self.indexes is None:
             return items
         return [items[i] for i in self.indexes]

@@ -9,11 +9,12 @@ multi-topic consumer can route an ack given only the id.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..message_id import MessageId
 
-__all__ = ["Message", "TopicMessageId", "message_id", "new_message", "topic_message_id"]
+__all__ = ["Delivery", "Message", "TopicMessageId", "delivered", "message_id", "topic_message_id"]
 
 _new = object.__new__
 
@@ -59,26 +60,44 @@ def topic_message_id(partition: int, ledger_id: int, entry_id: int, batch_index:
     return mid
 
 
-class Message:
-    """A message as the application sees it."""
+class Delivery:
+    """What the messages of one delivered entry share: its position, its entry-level
+    metadata and where it came from. One per entry, not one per message."""
 
-    __slots__ = (
-        "_data",
-        "_event_time",
-        "_message_id",
-        "_null_value",
-        "_ordering_key",
-        "_owner",
-        "_partition_key",
-        "_producer_name",
-        "_properties",
-        "_publish_time",
-        "_redelivery_count",
-        "_schema",
-        "_schema_version",
-        "_sequence_id",
-        "_topic",
-    )
+    __slots__ = ("batch_size", "entry_id", "ledger_id", "partition", "position",
+                 "producer_name", "publish_time", "redelivery_count", "schema",
+                 "schema_version", "topic")
+
+    def __init__(self, topic: str, partition: int, ledger_id: int, entry_id: int,
+                 batch_size: int, publish_time: int, producer_name: str,
+                 schema_version: bytes | None, redelivery_count: int, schema: Any) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+        self.position = (ledger_id, entry_id)
+        self.batch_size = batch_size  # 0 for an entry holding one unbatched message
+        self.publish_time = publish_time
+        self.producer_name = producer_name
+        self.schema_version = schema_version
+        self.redelivery_count = redelivery_count
+        self.schema = schema
+
+
+_NO_DELIVERY = Delivery("", -1, -1, -1, 0, 0, "", None, 0, None)
+
+
+class Message:
+    """A message as the application sees it.
+
+    A received message is three references: its batch item (``(properties or None,
+    partition_key, ordering_key, event_time, sequence_id, null_value, payload)``, as
+    :func:`~.batch.batch_items` decoded it), its entry's :class:`Delivery` and its batch
+    index. Fields are read from them when asked for, and the message id is made on the
+    first call of :meth:`message_id` (an ack of the message itself needs none).
+    """
+
+    __slots__ = ("_delivery", "_fields", "_index", "_message_id", "_owner")
 
     def __init__(
         self,
@@ -99,101 +118,98 @@ class Message:
         schema: Any = None,
         owner: Any = None,
     ) -> None:
-        self._data = data
-        self._properties = properties or {}
-        self._partition_key = partition_key
-        self._ordering_key = ordering_key
-        self._publish_time = publish_time
-        self._event_time = event_time
-        self._producer_name = producer_name
-        self._sequence_id = sequence_id
-        self._schema_version = schema_version
-        self._null_value = null_value
+        self._fields = (properties or None, partition_key, ordering_key, event_time,
+                        sequence_id, null_value, data)
+        if message_id is None:
+            self._delivery = Delivery(topic, -1, -1, -1, 0, publish_time, producer_name,
+                                      schema_version, redelivery_count, schema)
+            self._index = -1
+        else:
+            self._delivery = Delivery(topic, message_id._partition, message_id._ledger_id,
+                                      message_id._entry_id, message_id._batch_size,
+                                      publish_time, producer_name, schema_version,
+                                      redelivery_count, schema)
+            self._index = message_id._batch_index
         self._message_id = message_id
-        self._topic = topic
-        self._redelivery_count = redelivery_count
-        self._schema = schema
         self._owner = owner
 
     def data(self) -> bytes:
         """The raw payload bytes."""
-        return self._data
+        return self._fields[6]
 
     def value(self) -> Any:
         """The payload decoded by the consumer's schema (the bytes when there is none)."""
-        if self._schema is None or self._null_value:
-            return None if self._null_value else self._data
-        return self._schema.decode(self._data)
+        fields = self._fields
+        if fields[5]:
+            return None
+        schema = self._delivery.schema
+        return fields[6] if schema is None else schema.decode(fields[6])
 
     def properties(self) -> dict[str, str]:
-        return dict(self._properties)
+        return dict(self._fields[0] or ())
 
     def partition_key(self) -> str:
-        return self._partition_key or ""
+        return self._fields[1] or ""
 
     def ordering_key(self) -> str:
-        if self._ordering_key is None:
-            return ""
-        return self._ordering_key.decode("utf-8", errors="surrogateescape")
+        key = self._fields[2]
+        return "" if key is None else key.decode("utf-8", errors="surrogateescape")
 
     def publish_timestamp(self) -> int:
-        return self._publish_time
+        return self._delivery.publish_time
 
     def event_timestamp(self) -> int:
-        return self._event_time
+        return self._fields[3]
 
     def message_id(self) -> MessageId:
-        return self._message_id if self._message_id is not None else MessageId()
+        mid = self._message_id
+        if mid is None:
+            d = self._delivery
+            if d.ledger_id < 0:  # a message built by hand, never delivered
+                return MessageId()
+            mid = self._message_id = topic_message_id(d.partition, d.ledger_id, d.entry_id,
+                                                      self._index, d.batch_size, d.topic)
+        return mid
 
     def topic_name(self) -> str:
-        return self._topic
+        return self._delivery.topic
 
     def redelivery_count(self) -> int:
-        return self._redelivery_count
+        return self._delivery.redelivery_count
 
     def schema_version(self) -> str:
-        if not self._schema_version:
-            return ""
-        return self._schema_version.decode("utf-8", errors="surrogateescape")
+        version = self._delivery.schema_version
+        return version.decode("utf-8", errors="surrogateescape") if version else ""
 
     def producer_name(self) -> str:
-        return self._producer_name
+        return self._delivery.producer_name
 
     def has_null_value(self) -> bool:
-        return self._null_value
+        return self._fields[5]
 
     def sequence_id(self) -> int:
         """Extension: the producer's sequence id of this message."""
-        return self._sequence_id
+        return self._fields[4]
+
+    @property
+    def _ack_parts(self) -> tuple[tuple[int, int], int, int]:
+        """``(position, batch_index, batch_size)``: what the ack tracker needs."""
+        d = self._delivery
+        return d.position, self._index, d.batch_size
 
     def __repr__(self) -> str:
         return (
-            f"Message(topic={self._topic!r}, id={self._message_id}, "
-            f"key={self._partition_key!r}, {len(self._data)} bytes)"
+            f"Message(topic={self._delivery.topic!r}, id={self.message_id()}, "
+            f"key={self._fields[1]!r}, {len(self._fields[6])} bytes)"
         )
 
 
-def new_message(data: bytes, properties: dict[str, str], partition_key: str | None,
-                ordering_key: bytes | None, publish_time: int, event_time: int,
-                producer_name: str, sequence_id: int, schema_version: bytes | None,
-                null_value: bool, message_id: MessageId, topic: str, redelivery_count: int,
-                schema: Any, owner: Any) -> Message:
-    """A :class:`Message` from fields the consumer decoded and checked itself (its hot
-    path: every argument positional, no defaults to fill in)."""
+def delivered(fields: Sequence[Any], delivery: Delivery, index: int, owner: Any) -> Message:
+    """A received :class:`Message` (the consumer's hot path: four references, no copy)."""
     m = _new(Message)
-    m._data = data
-    m._properties = properties
-    m._partition_key = partition_key
-    m._ordering_key = ordering_key
-    m._publish_time = publish_time
-    m._event_time = event_time
-    m._producer_name = producer_name
-    m._sequence_id = sequence_id
-    m._schema_version = schema_version
-    m._null_value = null_value
-    m._message_id = message_id
-    m._topic = topic
-    m._redelivery_count = redelivery_count
-    m._schema = schema
+    m._fields = fields
+    m._delivery = delivery
+    m._index = index
+    m._message_id = None
     m._owner = owner
     return m

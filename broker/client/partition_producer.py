@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import logging
+import operator
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from typing import Any
 
 from ..entry import MessageMetadata
 from ..message_id import MessageId
-from .batch import OutgoingMessage, make_batch_builder
+from .batch import Batch, OutgoingMessage, make_batch_builder
 from .chunking import chunk_metadata, split_payload
 from .compression import codec_name, compress
 from .connection import TimerHandle, now_ms
@@ -39,7 +40,7 @@ from .exceptions import (
 )
 from .message import message_id
 
-__all__ = ["PartitionProducer", "Pending", "ProducerConfig", "SendCallback"]
+__all__ = ["Handle", "PartitionProducer", "ProducerConfig", "SendCallback"]
 
 log = logging.getLogger("pulsarlab.client")
 
@@ -66,16 +67,9 @@ class ProducerConfig:
     properties: dict[str, str] = field(default_factory=dict)
 
 
-class Pending:
-    """The completion of one user message: a future (blocking send) or a callback."""
-
-    __slots__ = ("callback", "future", "producer")
-
-    def __init__(self, producer: PartitionProducer, callback: SendCallback | None,
-                 future: concurrent.futures.Future | None) -> None:
-        self.producer = producer
-        self.callback = callback
-        self.future = future
+Handle = SendCallback | concurrent.futures.Future | None
+"""What settles one message: its ``send_async`` callback, a blocking send's future, or
+nothing (a ``send_async`` without a callback)."""
 
 
 @dataclass(slots=True)
@@ -86,6 +80,30 @@ class _SendOp:
     batched: bool
     created_ms: int
     receipts_left: int = 1
+
+
+_ARM_TIMER = object()  # queued by a caller that started a batch: the I/O thread arms its timer
+
+
+def _messages_of(item: Batch | OutgoingMessage) -> list[OutgoingMessage]:
+    return item.messages if type(item) is Batch else [item]
+
+
+_SEQUENCE_ID = operator.attrgetter("sequence_id")
+
+
+def _run_receipt_callbacks(callbacks: list[SendCallback | None], partition: int, ledger: int,
+                           entry: int, batch_size: int) -> None:
+    """The ``send_async`` callbacks of one receipt, in order, each with its message id
+    (made here, on the listener thread); one raising does not stop the others."""
+    for i, callback in enumerate(callbacks):
+        if callback is None:
+            continue
+        msg_id = message_id(partition, ledger, entry, i if batch_size else -1, batch_size)
+        try:
+            callback(Result.Ok, msg_id)
+        except Exception:
+            log.exception("a user callback raised")
 
 
 class PartitionProducer:
@@ -105,14 +123,9 @@ class PartitionProducer:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._pending_count = 0
-        # Messages submitted but not yet taken by the I/O thread, and whether a task to take
-        # them is posted: one I/O task per burst of sends, not one per message.
-        self._submitted: list[OutgoingMessage] = []
-        self._take_posted = False
-        self._closed = False
-        self._connected = False
-        self._terminated = False  # the broker terminated the topic: no send can succeed
-        # I/O-thread state.
+        # Under the lock: the batch container, filled on the caller's thread, and what is
+        # ready to send (whole batches, and unbatched messages) in send order, which the
+        # I/O thread takes in one task per burst of sends (``_take_posted``), not per message.
         self._builder = (
             make_batch_builder(
                 config.key_based_batching,
@@ -122,6 +135,14 @@ class PartitionProducer:
             if config.batching_enabled
             else None
         )
+        self._batch_started_ms = 0  # when the container's first message arrived
+        self._timer_armed = False  # a publish-delay timer is scheduled (or asked for)
+        self._submitted: list[Batch | OutgoingMessage | object] = []  # object: _ARM_TIMER
+        self._take_posted = False
+        self._closed = False
+        self._connected = False
+        self._terminated = False  # the broker terminated the topic: no send can succeed
+        # I/O-thread state.
         self._batch_timer: TimerHandle | None = None
         self._timeout_timer: TimerHandle | None = None
         self._inflight: deque[_SendOp] = deque()
@@ -152,33 +173,57 @@ class PartitionProducer:
             self._next_sequence = broker_last + 1
         self._connected = True
 
-    def submit(self, message: OutgoingMessage, pending: Pending, sequence_id: int | None) -> None:
-        """Queue one message (raises ``ProducerQueueIsFull`` / ``AlreadyClosed``)."""
+    def submit(self, message: OutgoingMessage, handle: Handle, sequence_id: int | None) -> None:
+        """Queue one message (raises ``ProducerQueueIsFull`` / ``AlreadyClosed``).
+
+        A batched message goes into the batch container here, on the caller's thread; a
+        full batch is encoded here too, so the I/O thread only sends whole batches.
+        """
         limit = self.config.max_pending_messages
         with self._lock:
-            if self._closed:
-                raise AlreadyClosed(f"producer on {self.topic} is closed")
-            if self._terminated:
-                raise TopicTerminated(f"topic {self.topic} was terminated")
-            while limit > 0 and self._pending_count >= limit:
-                if not self.config.block_if_queue_full:
-                    raise ProducerQueueIsFull(
-                        f"producer on {self.topic} has {self._pending_count} pending messages"
-                    )
-                self._cond.wait(0.1)
-                if self._closed:
-                    raise AlreadyClosed(f"producer on {self.topic} is closed")
+            if self._closed or self._terminated or 0 < limit <= self._pending_count:
+                self._wait_for_room(limit)
             self._pending_count += 1
             if sequence_id is None:
                 sequence_id = self._next_sequence
                 self._next_sequence += 1
             message.sequence_id = sequence_id
-            message.handle = pending
-            self._submitted.append(message)
-            if self._take_posted:
+            message.handle = handle
+            builder = self._builder
+            submitted = self._submitted
+            if builder is None or message.deliver_at_time:
+                if builder is not None and builder.num_messages:
+                    submitted.extend(builder.flush())
+                submitted.append(message)
+            else:
+                ready = builder.offer(message)
+                if ready:
+                    submitted.extend(ready)
+                if builder.num_messages == 1:
+                    self._batch_started_ms = now_ms()
+                    if not self._timer_armed:
+                        self._timer_armed = True
+                        submitted.append(_ARM_TIMER)
+            if self._take_posted or not submitted:
                 return
             self._take_posted = True
         self._conn.post(self._io_take_submitted)
+
+    def _wait_for_room(self, limit: int) -> None:
+        """Raise if the producer cannot take a message; block until fewer than ``limit``
+        messages are pending (the lock is held)."""
+        if self._closed:
+            raise AlreadyClosed(f"producer on {self.topic} is closed")
+        if self._terminated:
+            raise TopicTerminated(f"topic {self.topic} was terminated")
+        while 0 < limit <= self._pending_count:
+            if not self.config.block_if_queue_full:
+                raise ProducerQueueIsFull(
+                    f"producer on {self.topic} has {self._pending_count} pending messages"
+                )
+            self._cond.wait(0.1)
+            if self._closed:
+                raise AlreadyClosed(f"producer on {self.topic} is closed")
 
     def flush(self) -> None:
         """Send the current batch, wait until every pending message has its receipt and its
@@ -240,28 +285,25 @@ class PartitionProducer:
     # -- I/O thread -----------------------------------------------------------------------
 
     def _io_take_submitted(self) -> None:
+        """Send what the callers queued, in order; arm the publish-delay timer if asked."""
         with self._lock:
-            messages, self._submitted = self._submitted, []
+            items, self._submitted = self._submitted, []
             self._take_posted = False
-        if self._terminated and messages:
+        if self._terminated and items:
             error = TopicTerminated(f"topic {self.topic} was terminated")
-            self._settle(messages, error.result, None, error)
+            for item in items:
+                if item is not _ARM_TIMER:
+                    self._settle(_messages_of(item), error.result, None, error)
             return
-        for message in messages:
-            self._io_add(message)
+        for item in items:
+            if type(item) is Batch:
+                self._io_send(item.metadata, item.payload, item.messages, batched=True)
+            elif item is _ARM_TIMER:
+                self._io_arm_batch_timer()
+            else:
+                self._io_send_one(item)
 
-    def _io_add(self, message: OutgoingMessage) -> None:
-        builder = self._builder
-        if builder is not None and not message.deliver_at_time:
-            if not builder.has_space_for(message):
-                self._io_flush_batch()
-            if builder.add(message):
-                self._io_flush_batch()
-            elif builder.num_messages == 1:
-                delay = self.config.batching_max_publish_delay_ms
-                self._batch_timer = self._conn.schedule(delay, self._io_flush_batch)
-            return
-        self._io_flush_batch()
+    def _io_send_one(self, message: OutgoingMessage) -> None:
         metadata = MessageMetadata(
             sequence_id=message.sequence_id,
             properties=dict(message.properties) if message.properties else {},
@@ -273,14 +315,36 @@ class PartitionProducer:
         )
         self._io_send(metadata, message.payload, [message], batched=False)
 
+    def _io_arm_batch_timer(self) -> None:
+        """Schedule the publish-delay flush of the batch the container holds now."""
+        with self._lock:
+            due = self._batch_started_ms + self.config.batching_max_publish_delay_ms
+        self._batch_timer = self._conn.schedule(max(0, due - now_ms()), self._io_batch_due)
+
+    def _io_batch_due(self) -> None:
+        """The publish delay passed: send the batch, unless it is younger than the delay
+        (the one the timer was armed for went out full); then wait for that one."""
+        self._batch_timer = None
+        with self._lock:
+            builder = self._builder
+            if builder is None or not builder.num_messages:
+                self._timer_armed = False
+                return
+            due = self._batch_started_ms + self.config.batching_max_publish_delay_ms
+            if due > now_ms():
+                self._batch_timer = self._conn.schedule(due - now_ms(), self._io_batch_due)
+                return
+            self._timer_armed = False
+            self._submitted.extend(builder.flush())
+        self._io_take_submitted()
+
     def _io_flush_batch(self) -> None:
-        if self._batch_timer is not None:
-            self._batch_timer.cancel()
-            self._batch_timer = None
-        if self._builder is None or self._builder.is_empty:
-            return
-        for batch in self._builder.flush():
-            self._io_send(batch.metadata, batch.payload, batch.messages, batched=True)
+        """Send the container's batch now (flush and close), then everything queued."""
+        with self._lock:
+            builder = self._builder
+            if builder is not None and builder.num_messages:
+                self._submitted.extend(builder.flush())
+        self._io_take_submitted()
 
     def _io_send(self, metadata: MessageMetadata, payload: bytes,
                  messages: list[OutgoingMessage], batched: bool) -> None:
@@ -354,13 +418,21 @@ class PartitionProducer:
         self._inflight.remove(op)
         ledger, entry, partition = cmd["message_id"][:3]
         messages = op.messages
-        self.last_published = max(self.last_published, max(m.sequence_id for m in messages))
-        if op.batched:
-            n = len(messages)
-            ids = [message_id(partition, ledger, entry, i, n) for i in range(n)]
+        self.last_published = max(self.last_published, max(map(_SEQUENCE_ID, messages)))
+        batch_size = len(messages) if op.batched else 0
+        handles = [m.handle for m in messages]
+        if concurrent.futures.Future in set(map(type, handles)):  # a blocking send waits
+            ids = [message_id(partition, ledger, entry, i if batch_size else -1, batch_size)
+                   for i in range(len(messages))]
+            self._settle(messages, Result.Ok, ids, None)
         else:
-            ids = [message_id(partition, ledger, entry, -1, 0)]
-        self._settle(messages, Result.Ok, ids, None)
+            # Only callbacks (or nothing) to tell: free the queue slots now, and let the
+            # listener thread make the message ids as it runs the callbacks, off this thread
+            # (the producer's caller is waiting for those slots).
+            self._free(len(messages))
+            if any(handles):
+                self._client._executor.submit(_run_receipt_callbacks, handles, partition,
+                                              ledger, entry, batch_size)
         self._io_release_flush_waiters()
 
     def on_send_error(self, cmd: Any) -> None:
@@ -391,9 +463,15 @@ class PartitionProducer:
     def _io_fail_all(self, error: PulsarException) -> None:
         if self._batch_timer is not None:
             self._batch_timer.cancel()
-        pending = list(self._builder.flush()) if self._builder is not None else []
-        for batch in pending:
-            self._settle(batch.messages, error.result, None, error)
+            self._batch_timer = None
+        with self._lock:
+            queued, self._submitted = self._submitted, []
+            if self._builder is not None and self._builder.num_messages:
+                queued.extend(self._builder.flush())
+            self._timer_armed = False
+        for item in queued:
+            if item is not _ARM_TIMER:
+                self._settle(_messages_of(item), error.result, None, error)
         while self._inflight:
             self._settle(self._inflight.popleft().messages, error.result, None, error)
         self._io_release_flush_waiters()
@@ -411,24 +489,30 @@ class PartitionProducer:
                 keep.append((number, future))
         self._flush_waiters = keep
 
+    def _free(self, n: int) -> None:
+        """Give ``n`` queue slots back and wake callers blocked on a full queue."""
+        with self._lock:
+            self._pending_count -= n
+            self._cond.notify_all()
+
     def _settle(self, messages: list[OutgoingMessage], result: Result,
                 ids: list[MessageId] | None, error: PulsarException | None) -> None:
         """Settle ``messages`` (ids in the same order, or None on an error): free their
         queue slots, complete blocking sends, and queue the callbacks as one executor task."""
-        with self._lock:
-            self._pending_count -= len(messages)
-            self._cond.notify_all()
+        self._free(len(messages))
         callbacks = []
         for i, message in enumerate(messages):
-            pending: Pending = message.handle
+            handle = message.handle
+            if handle is None:
+                continue
             msg_id = None if ids is None else ids[i]
-            future = pending.future
-            if future is not None and not future.done():
-                if error is None:
-                    future.set_result(msg_id)
-                else:
-                    future.set_exception(error)
-            if pending.callback is not None:
-                callbacks.append((pending.callback, msg_id))
+            if type(handle) is concurrent.futures.Future:
+                if not handle.done():
+                    if error is None:
+                        handle.set_result(msg_id)
+                    else:
+                        handle.set_exception(error)
+            else:
+                callbacks.append((handle, msg_id))
         if callbacks:
             self._client._executor.submit_callbacks(result, callbacks)

@@ -21,7 +21,7 @@ from .checks import check_type, check_type_or_none
 from .connection import now_ms
 from .exceptions import AlreadyClosed, PulsarException, result_of
 from .message import Message
-from .partition_producer import PartitionProducer, Pending, SendCallback
+from .partition_producer import PartitionProducer, SendCallback
 
 __all__ = ["Producer"]
 
@@ -40,6 +40,8 @@ class Producer:
         self._schema = schema
         self._partitioned = partitioned
         self._closed = False
+        # The partition producer plain bytes go to straight (no router, no schema), or None.
+        self._only = partitions[0] if not partitioned and schema is None else None
 
     def topic(self) -> str:
         return self._topic
@@ -69,7 +71,7 @@ class Producer:
                                    deliver_at, deliver_after)
         future: concurrent.futures.Future = concurrent.futures.Future()
         target = self._route(message)
-        target.submit(message, Pending(target, None, future), seq)
+        target.submit(message, future, seq)
         return future.result()
 
     def send_async(
@@ -87,18 +89,34 @@ class Producer:
         deliver_after: datetime.timedelta | None = None,
     ) -> None:
         """Publish without waiting; ``callback(result, message_id)`` runs when it is settled."""
+        only = self._only
+        if (only is not None and type(content) is bytes and properties is None
+                and partition_key is None and ordering_key is None and sequence_id is None
+                and replication_clusters is None and disable_replication is False
+                and event_timestamp is None and deliver_at is None and deliver_after is None):
+            # The common call, send_async(data, callback) to one partition without a schema.
+            try:
+                only.submit(OutgoingMessage(content, {}, None, None, 0, 0, False), callback,
+                            None)
+            except PulsarException as exc:
+                self._refused(exc, callback)
+            return
         message, seq = self._build(content, properties, partition_key, ordering_key, sequence_id,
                                    replication_clusters, disable_replication, event_timestamp,
                                    deliver_at, deliver_after)
         target = self._route(message)
         try:
-            target.submit(message, Pending(target, callback, None), seq)
+            target.submit(message, callback, seq)
         except PulsarException as exc:
-            if callback is not None:
-                self._client._executor.submit(callback, result_of(exc), None)
-            else:  # nobody would hear of it: never drop a message silently
-                log.warning("send_async to %s without a callback was not sent: %s: %s",
-                            self._topic, type(exc).__name__, exc)
+            self._refused(exc, callback)
+
+    def _refused(self, exc: PulsarException, callback: SendCallback | None) -> None:
+        """A ``send_async`` the producer refused: the callback hears why, or the log does."""
+        if callback is not None:
+            self._client._executor.submit(callback, result_of(exc), None)
+        else:  # nobody would hear of it: never drop a message silently
+            log.warning("send_async to %s without a callback was not sent: %s: %s",
+                        self._topic, type(exc).__name__, exc)
 
     def flush(self) -> None:
         """Send every batched message now and wait for all pending receipts."""
@@ -110,6 +128,7 @@ class Producer:
         if self._closed:
             return
         self._closed = True
+        self._only = None
         for p in self._partitions:
             p.close()
         self._client._forget(self)

@@ -33,6 +33,7 @@ connection's timers:
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import logging
 import threading
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ from .dead_letter import LetterProducers, copy_message, origin_topic
 from .entries import EntryBatch
 from .enums import ConsumerType, InitialPosition, KeySharedMode
 from .exceptions import AlreadyClosed
-from .message import Message, new_message, topic_message_id
+from .message import Delivery, Message, delivered
 from .redelivery import (
     DeadLetterPolicy,
     NegativeAcksTracker,
@@ -118,15 +119,18 @@ class TopicConsumer:
         self.closed = False
         self.is_active: bool | None = None
         self.reached_end_of_topic = False
-        self.last_dequeued: MessageId | None = None
+        self._last_read: Message | EntryBatch | None = None  # the last one taken
         self.start_message_id = config.start_message_id
         self.start_inclusive = config.start_message_id_inclusive
         self._lock = threading.Lock()
         # Acks from the application wait here for the I/O thread, which takes them all in
         # one task per burst (a posted task per ack would cost more than the ack).
-        self._acks_in: list[tuple[MessageId, bool]] = []
+        self._acks_in: list[MessageId | Message | tuple[MessageId, bool]] = []
         self._acks_posted = False
-        self._available_permits = 0
+        self._acks_cumulative = False  # a cumulative ack is among them
+        # Messages counted as consumed: FLOW asks for more each time the count passes a
+        # multiple of the refill threshold (next() on a count is atomic: no lock per message).
+        self._consumed = itertools.count(1)
         self._queue_size = max(1, config.receiver_queue_size)
         self._refill_threshold = max(1, self._queue_size // 2)
         # I/O-thread state.
@@ -280,9 +284,15 @@ class TopicConsumer:
 
     # -- application side (any thread) ----------------------------------------------------
 
+    @property
+    def last_dequeued(self) -> MessageId | None:
+        """The id of the last message the application took (None before the first)."""
+        last = self._last_read
+        return None if last is None else last.message_id()
+
     def on_dequeued(self, message: Message) -> None:
         """The application took ``message`` from the receiver queue (ack timeout starts)."""
-        self.last_dequeued = message._message_id
+        self._last_read = message
         if type(message) is EntryBatch:  # a bulk reader's entry: no ack timeout, n permits
             self.add_permits(message.count)
             return
@@ -290,23 +300,35 @@ class TopicConsumer:
             position = message.message_id().position
             count = message.redelivery_count()
             self._conn.post(lambda: self._io_track_unacked(position, count))
-        self.add_permits(1)
+        threshold = self._refill_threshold
+        if next(self._consumed) % threshold == 0:
+            self._flow(threshold)
 
     def add_permits(self, n: int) -> None:
         """Count ``n`` messages as consumed; send FLOW once half the queue is free."""
         if n <= 0:
             return
-        with self._lock:
-            self._available_permits += n
-            if self._available_permits < self._refill_threshold or self.closed:
-                return
-            permits, self._available_permits = self._available_permits, 0
-        if not self._conn.closed:
+        # max() over islice() takes n counts in one C call, which no other thread can
+        # interleave with: they are last - n + 1 .. last.
+        last = max(itertools.islice(self._consumed, n))
+        threshold = self._refill_threshold
+        passed = last // threshold - (last - n) // threshold
+        if passed:
+            self._flow(passed * threshold)
+
+    def _flow(self, permits: int) -> None:
+        if not self.closed and not self._conn.closed:
             self._conn.send("FLOW", consumer_id=self.consumer_id, permits=permits)
 
-    def acknowledge(self, msg_id: MessageId, cumulative: bool = False) -> None:
+    def acknowledge(self, msg_id: MessageId | Message, cumulative: bool = False) -> None:
+        """Queue an ack for the I/O thread; a received :class:`Message` may stand for its
+        id (no id object is made for an ack that only the grouping tracker hears of)."""
         with self._lock:
-            self._acks_in.append((msg_id, cumulative))
+            if cumulative:
+                self._acks_in.append((msg_id, True))
+                self._acks_cumulative = True
+            else:
+                self._acks_in.append(msg_id)
             if self._acks_posted:
                 return
             self._acks_posted = True
@@ -398,31 +420,28 @@ class TopicConsumer:
             return self._io_entry_batch(meta, payload, position, partition, ack_set,
                                         redelivery_count, chunk_positions)
         if meta.num_messages_in_batch is None:
-            mid = topic_message_id(partition, ledger, entry_id, -1, 0, topic)
             if chunk_positions is not None:
                 self._chunk_members[position] = chunk_positions
-            return [new_message(payload, meta.properties or {}, meta.partition_key,
-                                meta.ordering_key, meta.publish_time, meta.event_time,
-                                meta.producer_name, meta.sequence_id, meta.schema_version,
-                                meta.null_value, mid, topic, redelivery_count, schema, self)]
+            fields = (meta.properties or None, meta.partition_key, meta.ordering_key,
+                      meta.event_time, meta.sequence_id, meta.null_value, payload)
+            return [delivered(fields, Delivery(topic, partition, ledger, entry_id, 0,
+                                               meta.publish_time, meta.producer_name,
+                                               meta.schema_version, redelivery_count, schema),
+                              -1, self)]
         n = meta.num_messages_in_batch
         items = batch_items(payload, n)
         self.acks.on_batch_received(position, n, ack_set)
-        publish_time, producer_name = meta.publish_time, meta.producer_name
-        schema_version = meta.schema_version
-        check = ack_set is not None or self._batch_filter is not None
+        delivery = Delivery(topic, partition, ledger, entry_id, n, meta.publish_time,
+                            meta.producer_name, meta.schema_version, redelivery_count, schema)
+        if ack_set is None and self._batch_filter is None:
+            return [delivered(item, delivery, i, self) for i, item in enumerate(items)]
         out = []
         skipped = 0
-        for i, (props, pkey, okey, event_time, seq, null, data) in enumerate(items):
-            if check and ((ack_set is not None and not (ack_set >> i) & 1)
-                          or self._filtered(position, i)):
+        for i, item in enumerate(items):
+            if (ack_set is not None and not (ack_set >> i) & 1) or self._filtered(position, i):
                 skipped += 1
                 continue
-            out.append(new_message(
-                data, props, pkey, okey, publish_time, event_time, producer_name, seq,
-                schema_version, null, topic_message_id(partition, ledger, entry_id, i, n, topic),
-                topic, redelivery_count, schema, self,
-            ))
+            out.append(delivered(item, delivery, i, self))
         self.add_permits(skipped)
         return out
 
@@ -492,11 +511,25 @@ class TopicConsumer:
     def _io_take_acks(self) -> None:
         with self._lock:
             acks, self._acks_in = self._acks_in, []
+            cumulative, self._acks_cumulative = self._acks_cumulative, False
             self._acks_posted = False
-        for msg_id, cumulative in acks:
-            self._io_ack(msg_id, cumulative)
+        if not (cumulative or self._chunk_members or self._possible_dlq or self._nacked_at
+                or self.unacked is not None):
+            # The common burst: individual acks only the grouping tracker has to hear of.
+            if self.acks.add_individuals(acks):
+                self._io_flush_acks()
+            elif self._ack_timer is None and self.acks.has_pending:
+                self._ack_timer = self._conn.schedule(
+                    self.config.acknowledgements_group_time_ms, self._io_flush_acks
+                )
+            return
+        for ack in acks:
+            if type(ack) is tuple:
+                self._io_ack(ack[0], True)
+            else:
+                self._io_ack(ack, False)
 
-    def _io_ack(self, msg_id: MessageId, cumulative: bool) -> None:
+    def _io_ack(self, msg_id: MessageId | Message, cumulative: bool) -> None:
         if not (cumulative or self._chunk_members or self._possible_dlq or self._nacked_at
                 or self.unacked is not None):
             # The common ack: nothing but the grouping tracker has to hear of it.
@@ -507,6 +540,8 @@ class TopicConsumer:
                     self.config.acknowledgements_group_time_ms, self._io_flush_acks
                 )
             return
+        if type(msg_id) is Message:
+            msg_id = msg_id.message_id()
         position = msg_id.position
         members = self._chunk_members.pop(position, None)
         flush = False
@@ -737,7 +772,7 @@ class TopicConsumer:
         self.chunks.clear()
         self._chunk_members.clear()
         self._io_reset_trackers()
-        self.last_dequeued = None
+        self._last_read = None
         self._batch_filter = None
         if isinstance(target, MessageId):
             self.start_message_id = target

@@ -111,7 +111,7 @@ def read_range_official(
                 f"reading {topic} from {settings.service_url}: {exc} (the cluster must be "
                 "reachable from the Spark executors)"
             ) from None
-        entries: list[tuple[Any, list[list[Any]]]] = []
+        entries: list[tuple[Any, list[Sequence[Any]]]] = []
         idle_since = time.monotonic()
         while True:
             try:
@@ -153,7 +153,7 @@ def _done_at(one: _OneMessage, end: Position) -> bool:
     return one.batch_index < 0 or (end.batch >= 0 and one.batch_index >= end.batch)
 
 
-def _in_end_entry(entries: list[tuple[Any, list[list[Any]]]], end: Position) -> bool:
+def _in_end_entry(entries: list[tuple[Any, list[Sequence[Any]]]], end: Position) -> bool:
     if not entries:
         return False
     last = entries[-1][0]

@@ -59,12 +59,12 @@ def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
-# A row is a batch item: [properties, partition_key, ordering_key, event_time, sequence_id,
-# null_value, payload]; an entry contributes its rows (see EntryBatch.rows).
-Builder = Callable[[Any, list[list[Any]]], list[Any]]
+# A row is a batch item: (properties or None, partition_key, ordering_key, event_time,
+# sequence_id, null_value, payload); an entry contributes its rows (see EntryBatch.rows).
+Builder = Callable[[Any, list[Sequence[Any]]], list[Any]]
 
 
-def _value(entry: Any, rows: list[list[Any]]) -> list[Any]:
+def _value(entry: Any, rows: list[Sequence[Any]]) -> list[Any]:
     return [None if r[5] else r[6] for r in rows]
 
 
@@ -73,7 +73,7 @@ _ID_FIELDS = [("ledger", ">i8"), ("entry", ">i8"), ("partition", ">i4"), ("index
               ("size", ">i4")]
 
 
-def _message_id_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: Any) -> Any:
+def _message_id_array(entries: list[tuple[Any, list[Sequence[Any]]]], arrow_type: Any) -> Any:
     """The ``__messageId`` column as one Arrow buffer (no bytes object per row)."""
     import numpy as np
     import pyarrow as pa
@@ -93,7 +93,7 @@ def _message_id_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: An
                                                  pa.py_buffer(ids.tobytes())])
 
 
-def _properties_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: Any) -> Any:
+def _properties_array(entries: list[tuple[Any, list[Sequence[Any]]]], arrow_type: Any) -> Any:
     """The ``__messageProperties`` column; an empty map per row without a Python list each
     when no message has properties (the common case)."""
     import numpy as np
@@ -101,16 +101,37 @@ def _properties_array(entries: list[tuple[Any, list[list[Any]]]], arrow_type: An
 
     props = [r[0] for _, rows in entries for r in rows]
     if any(props):
-        return pa.array([list(d.items()) for d in props], type=arrow_type)
+        return pa.array([list(d.items()) if d else [] for d in props], type=arrow_type)
     offsets = pa.array(np.zeros(len(props) + 1, dtype=np.int32))
     empty = pa.array([], pa.string())
     return pa.MapArray.from_arrays(offsets, empty, empty, type=arrow_type)
 
 
+Rows = list[tuple[Any, list[Sequence[Any]]]]  # (entry, its rows) pairs
+
+
+def _per_entry(value_of: Callable[[Any], Any]) -> Callable[[Rows, Any], Any]:
+    """A column holding one value per entry (its topic, publish time, producer name): one
+    Python value per entry, repeated over the entry's rows by Arrow's ``take``."""
+
+    def build(entries: Rows, arrow_type: Any) -> Any:
+        import numpy as np
+        import pyarrow as pa
+
+        values = pa.array([value_of(e) for e, _ in entries], type=arrow_type)
+        counts = [len(rows) for _, rows in entries]
+        return values.take(np.repeat(np.arange(len(entries), dtype=np.int32), counts))
+
+    return build
+
+
 # Columns built as one array from all entries at once (the others: a list per entry).
-ARRAY_BUILDERS: dict[tuple[str, str], Callable[[list[tuple[Any, list[list[Any]]]], Any], Any]] = {
+ARRAY_BUILDERS: dict[tuple[str, str], Callable[[Rows, Any], Any]] = {
     ("__messageId", "binary"): _message_id_array,
     ("__messageProperties", "map<string,string>"): _properties_array,
+    ("__topic", "string"): _per_entry(lambda e: e.topic),
+    ("__publishTime", "timestamp"): _per_entry(lambda e: e.metadata.publish_time * 1000),
+    ("__producerName", "string"): _per_entry(lambda e: e.metadata.producer_name),
 }
 
 
@@ -120,17 +141,14 @@ BUILDERS: dict[tuple[str, str], Builder] = {
     ("__key", "binary"): lambda e, rows: [k.encode("utf-8") if (k := r[1]) else None
                                           for r in rows],
     ("__key", "string"): lambda e, rows: [r[1] or None for r in rows],
-    ("__topic", "string"): lambda e, rows: [e.topic] * len(rows),
-    ("__publishTime", "timestamp"): lambda e, rows: [e.metadata.publish_time * 1000] * len(rows),
     ("__eventTime", "timestamp"): lambda e, rows: [t * 1000 if (t := r[3]) > 0 else None
                                                    for r in rows],
-    ("__producerName", "string"): lambda e, rows: [e.metadata.producer_name] * len(rows),
     ("__sequenceId", "bigint"): lambda e, rows: [r[4] for r in rows],
 }
 
 
 def to_record_batch(
-    entries: list[tuple[Any, list[list[Any]]]],
+    entries: list[tuple[Any, list[Sequence[Any]]]],
     columns: Sequence[tuple[str, str]],
     arrow_schema: Any,
 ) -> Any:
@@ -152,7 +170,7 @@ def to_record_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
 
 
-def _rows_up_to_end(entry: Any, end: Position) -> tuple[list[list[Any]], bool]:
+def _rows_up_to_end(entry: Any, end: Position) -> tuple[list[Sequence[Any]], bool]:
     """The rows of ``entry`` inside ``(..., end]``, and whether the range is complete."""
     ledger, entry_id = entry.ledger_id, entry.entry_id
     if (ledger, entry_id) < (end.ledger, end.entry):
@@ -208,7 +226,7 @@ def read_range(
             ) from None
         except PulsarException as exc:
             raise PulsarSparkError(f"reading {topic}: {exc}") from None
-        entries: list[tuple[Any, list[list[Any]]]] = []
+        entries: list[tuple[Any, list[Sequence[Any]]]] = []
         rows_in_chunk = 0
         idle_since = time.monotonic()
         done = False

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+
+import msgpack
 import pytest
 
 from pulsarlab.broker.client.batch import (
     DefaultBatchBuilder,
     KeyBasedBatchBuilder,
     OutgoingMessage,
+    batch_items,
     decode_batch,
     encode_batch,
     make_batch_builder,
@@ -101,3 +105,36 @@ def test_invalid_limits():
         DefaultBatchBuilder(max_messages=0)
     with pytest.raises(ValueError):
         KeyBasedBatchBuilder(max_bytes=0)
+
+
+@pytest.mark.parametrize("key_based", [False, True])
+def test_offer_is_has_space_for_add_and_flush_in_one_call(key_based):
+    messages = [OutgoingMessage(payload=b"x" * size, partition_key=f"k{i % 2}", sequence_id=i)
+                for i, size in enumerate([10, 30, 50, 5, 5, 5, 60, 1])]
+    stepwise, offered = (make_batch_builder(key_based, 3, 64) for _ in range(2))
+    expected, got = [], []
+    for m in messages:
+        if not stepwise.has_space_for(m):
+            expected.append(stepwise.flush())
+        if stepwise.add(m):
+            expected.append(stepwise.flush())
+        ready = offered.offer(m)
+        if ready is not None:
+            got.append(ready)
+    expected.append(stepwise.flush())
+    got.append(offered.flush())
+
+    def batches(runs: list) -> list:
+        return [[m.sequence_id for m in b.messages] for batches in runs for b in batches]
+
+    assert batches(got) == batches(expected)
+
+
+def test_items_without_properties_hold_no_container():
+    items = batch_items(encode_batch([msg(1), msg(2, properties={"p": "v"})]), 2)
+    assert items[0][0] is None and items[1][0] == {"p": "v"}
+    gc.collect()
+    assert not gc.is_tracked(items[0])  # nothing for the collector to look at again
+    older = msgpack.packb([[{}, None, None, 0, 3, False, b"x"]], use_bin_type=True)
+    assert batch_items(older, 1)[0][0] == {}  # an empty map (older producers) still reads
+    assert decode_batch(older, 1)[0].properties == {}

@@ -392,7 +392,7 @@ def test_message_above_the_max_is_dead_lettered_on_arrival(conn):
     deliver(tc, 0, redelivery_count=3)
     deliver(tc, 1, redelivery_count=2)
     assert [m.data() for m in consumer._queue] == [b"m1"]  # m0 never reaches the app
-    assert tc._available_permits == 1  # ... but counts as consumed
+    assert next(tc._consumed) == 2  # ... but counts as consumed (the next count is 2)
     consumer.run_jobs()
     assert [e[1:3] for e in dlq_sends(consumer)] == [("my-dlq", b"m0")]
     assert acked(conn) == [[1, 0]]
@@ -506,3 +506,49 @@ def test_dead_letter_policy_extension_and_exports():
         ConsumerDeadLetterPolicy(3, "d", "i", "r")  # type: ignore[misc]  (keyword-only)
     assert pulsarlab.MultiplierRedeliveryBackoff is redelivery.MultiplierRedeliveryBackoff
     assert MultiplierRedeliveryBackoff is redelivery.MultiplierRedeliveryBackoff
+
+
+# -- receive and ack bursts ----------------------------------------------------------------
+
+
+def test_flow_asks_for_the_refill_threshold_each_time_it_is_consumed(conn):
+    consumer, tc = make(conn, receiver_queue_size=4)  # refill threshold 2
+    deliver(tc, 0, batch=3)
+    deliver(tc, 1, batch=2)
+    for _ in range(5):
+        consumer.receive(0)
+    assert [f["permits"] for _, f in conn.commands("FLOW")] == [2, 2]
+    tc.add_permits(3)  # skipped batch indexes count too: 6, 7, 8 pass two thresholds
+    assert [f["permits"] for _, f in conn.commands("FLOW")] == [2, 2, 4]
+
+
+def test_a_burst_of_acks_is_taken_at_once_and_acks_each_message(conn):
+    consumer, tc = make(conn, acknowledgements_group_time_ms=100)
+    deliver(tc, 0, batch=3)
+    deliver(tc, 1)
+    posted: list[Any] = []
+    conn.post = posted.append  # the I/O thread is busy: acks wait for it
+    messages = [consumer.receive(0) for _ in range(4)]
+    for m in messages[:3]:
+        consumer.acknowledge(m)
+    consumer.acknowledge(messages[3].message_id())  # an id stands for its message
+    consumer.acknowledge(messages[0])  # twice: no harm
+    assert len(posted) == 1  # one I/O task for the whole burst
+    posted.pop()()
+    conn.advance(100)
+    assert sorted(acked(conn)) == [[1, 0], [1, 1]]
+
+
+def test_a_cumulative_ack_in_a_burst_keeps_its_order(conn):
+    consumer, tc = make(conn, ConsumerType.Exclusive, acknowledgements_group_time_ms=100)
+    for i in range(3):
+        deliver(tc, i)
+    posted: list[Any] = []
+    conn.post = posted.append
+    _, m1, m2 = (consumer.receive(0) for _ in range(3))
+    consumer.acknowledge(m2)
+    consumer.acknowledge_cumulative(m1)
+    posted.pop()()
+    conn.advance(100)
+    assert [(f["positions"], f.get("cumulative", False)) for _, f in conn.commands("ACK")] == [
+        ([[1, 2]], False), ([[1, 1]], True)]
