@@ -141,12 +141,12 @@ class AdminHandler:
 
     def get_last_message_id(self, topic: str) -> dict[str, int]:
         """The id of the topic's last message, as Pulsar's ``lastMessageId`` JSON."""
-        ledger_id, entry_id = self.service.last_message_id(topic)
+        ledger_id, entry_id, batch_index = self.service.last_message_id_with_batch(topic)
         return {
             "ledgerId": ledger_id,
             "entryId": entry_id,
             "partitionIndex": TopicName.get(topic).partition_index,
-            "batchIndex": -1,
+            "batchIndex": batch_index,
         }
 
     def delete(self, topic: str, force: bool = False) -> None:

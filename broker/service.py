@@ -686,6 +686,11 @@ class BrokerService:
         """The position of the topic's last stored entry (``(ledger, -1)`` when empty)."""
         return self.get_topic(topic, create=False).ledger.last_confirmed
 
+    def last_message_id_with_batch(self, topic: str) -> tuple[int, int, int]:
+        """The last entry's position and its largest batch index (see
+        :meth:`AbstractTopic.last_message_id`)."""
+        return self.get_topic(topic, create=False).last_message_id()
+
     def peek_messages(self, topic: str, subscription: str, count: int) -> list[tuple]:
         """The next ``count`` unacknowledged entries, without moving anything."""
         return self.subscription(topic, subscription).peek_messages(count)

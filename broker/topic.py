@@ -15,7 +15,7 @@ from .actions import SendError
 from .consumer import ServerConsumer, SubType
 from .cursor import ManagedCursor
 from .deduplication import MessageDeduplication
-from .entry import MessageMetadata, encode_entry
+from .entry import MessageMetadata, encode_entry, read_header
 from .errors import (
     MessageTooBig,
     ProducerBlockedQuotaExceeded,
@@ -96,6 +96,23 @@ class AbstractTopic:
         for cursor_name, state in self.metadata.get_cursors(self.name).items():
             cursor = ManagedCursor.from_state(cursor_name, ledger, state, metadata)
             self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor)
+
+    def last_message_id(self) -> tuple[int, int, int]:
+        """``(ledger, entry, batch_index)`` of the last message, as Pulsar answers
+        ``GetLastMessageId`` and the admin ``lastMessageId``: the broker reads the last entry
+        and gives its largest batch index (messages in the batch - 1), or -1 when the entry
+        is a single message, unreadable, or there is none (``ServerCnx``'s
+        ``getLargestBatchIndexWhenPossible``)."""
+        ledger_id, entry_id = self.ledger.last_confirmed
+        if entry_id < 0:
+            return ledger_id, entry_id, -1
+        try:
+            entry = self.ledger.read_entry((ledger_id, entry_id))
+            header = read_header(entry) if entry is not None else None
+        except (KeyError, ValueError):
+            header = None
+        batch_index = header.num_messages - 1 if header is not None and header.batched else -1
+        return ledger_id, entry_id, batch_index
 
     # -- publishing -----------------------------------------------------------------------
 

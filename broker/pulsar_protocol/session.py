@@ -753,7 +753,7 @@ class PulsarSession:
     def _get_last_message_id(self, body: api.CommandGetLastMessageId) -> None:
         core_id = self._core_consumer(body.consumer_id)
         _consumer, sub = self.service.consumers[core_id]
-        ledger_id, entry_id = sub.topic.ledger.last_confirmed
+        ledger_id, entry_id, batch_index = sub.topic.last_message_id()
         partition = sub.topic.partition_index
         md_ledger, md_entry = sub.cursor.mark_delete_position
         self._command(
@@ -761,7 +761,8 @@ class PulsarSession:
             api.CommandGetLastMessageIdResponse(
                 request_id=body.request_id,
                 last_message_id=api.MessageIdData(
-                    ledgerId=ledger_id & _U64, entryId=entry_id & _U64, partition=partition
+                    ledgerId=ledger_id & _U64, entryId=entry_id & _U64, partition=partition,
+                    batch_index=batch_index,
                 ),
                 consumer_mark_delete_position=api.MessageIdData(
                     ledgerId=md_ledger & _U64, entryId=md_entry & _U64, partition=partition

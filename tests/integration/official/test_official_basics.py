@@ -292,6 +292,25 @@ def test_last_message_id_and_unsubscribe(client: pulsar.Client) -> None:
     assert last.entry_id() == 2
 
 
+def test_a_reader_reads_every_message_of_a_last_batch(client: pulsar.Client) -> None:
+    # GetLastMessageId answers the last entry's largest batch index, as Pulsar does: a reader
+    # that stops when has_message_available() turns false reads the whole last batch (with
+    # -1 the client stops after its first message once it holds nothing more).
+    topic = unique("off-last-batch")
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=10,
+                                      batching_max_publish_delay_ms=60_000)
+    for i in range(30):
+        producer.send_async(b"m%d" % i, None)
+    producer.flush()
+    reader = client.create_reader(topic, pulsar.MessageId.earliest, receiver_queue_size=1)
+    got = []
+    while reader.has_message_available():
+        got.append(reader.read_next(WAIT_MS).data())
+    assert got == [b"m%d" % i for i in range(30)]
+    reader.close()
+    producer.close()
+
+
 def test_deleting_a_topic_closes_its_clients_which_reconnect(broker, client) -> None:
     topic = unique("off-deleted")
     consumer = client.subscribe(topic, "s")

@@ -102,6 +102,26 @@ def test_stats_internal_stats_and_last_message_id(rest, client):
     producer.close()
 
 
+def test_last_message_id_names_the_largest_batch_index(rest, client):
+    # Pulsar reads the last entry and answers its largest batch index (size - 1), -1 for a
+    # single message: a reader's hasMessageAvailable compares against it.
+    topic = "persistent://public/default/batched-last"
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=4,
+                                      batching_max_publish_delay_ms=60_000)
+    for i in range(4):
+        producer.send_async(f"b{i}".encode(), None)
+    producer.flush()
+    last = rest.get(f"{BASE}/batched-last/lastMessageId").json
+    assert last["batchIndex"] == 3
+    plain = client.create_producer(topic, batching_enabled=False)
+    single = plain.send(b"one")
+    assert rest.get(f"{BASE}/batched-last/lastMessageId").json == {
+        "ledgerId": single.ledger_id(), "entryId": single.entry_id(), "partitionIndex": -1,
+        "batchIndex": -1}
+    producer.close()
+    plain.close()
+
+
 def test_non_persistent_topics(rest, client):
     base = "/admin/v2/non-persistent/public/default"
     assert rest.put(f"{base}/live").status == 204
