@@ -513,15 +513,9 @@ class TopicConsumer:
             acks, self._acks_in = self._acks_in, []
             cumulative, self._acks_cumulative = self._acks_cumulative, False
             self._acks_posted = False
-        if not (cumulative or self._chunk_members or self._possible_dlq or self._nacked_at
-                or self.unacked is not None):
+        if self._only_grouping(cumulative):
             # The common burst: individual acks only the grouping tracker has to hear of.
-            if self.acks.add_individuals(acks):
-                self._io_flush_acks()
-            elif self._ack_timer is None and self.acks.has_pending:
-                self._ack_timer = self._conn.schedule(
-                    self.config.acknowledgements_group_time_ms, self._io_flush_acks
-                )
+            self._io_grouped(self.acks.add_individuals(acks))
             return
         for ack in acks:
             if type(ack) is tuple:
@@ -529,16 +523,25 @@ class TopicConsumer:
             else:
                 self._io_ack(ack, False)
 
+    def _only_grouping(self, cumulative: bool) -> bool:
+        """Nothing but the grouping tracker has to hear of an ack (no chunks, dead-letter
+        counts, nacks or ack timeout to settle): the common case."""
+        return not (cumulative or self._chunk_members or self._possible_dlq or self._nacked_at
+                    or self.unacked is not None)
+
+    def _io_grouped(self, full: bool) -> None:
+        """After acks went to the grouping tracker: flush it when full, else arm its timer."""
+        if full:
+            self._io_flush_acks()
+        elif self._ack_timer is None and self.acks.has_pending:
+            self._ack_timer = self._conn.schedule(
+                self.config.acknowledgements_group_time_ms, self._io_flush_acks
+            )
+
     def _io_ack(self, msg_id: MessageId | Message, cumulative: bool) -> None:
-        if not (cumulative or self._chunk_members or self._possible_dlq or self._nacked_at
-                or self.unacked is not None):
+        if self._only_grouping(cumulative):
             # The common ack: nothing but the grouping tracker has to hear of it.
-            if self.acks.add_individual(msg_id):
-                self._io_flush_acks()
-            elif self._ack_timer is None and self.acks.has_pending:
-                self._ack_timer = self._conn.schedule(
-                    self.config.acknowledgements_group_time_ms, self._io_flush_acks
-                )
+            self._io_grouped(self.acks.add_individual(msg_id))
             return
         if type(msg_id) is Message:
             msg_id = msg_id.message_id()
