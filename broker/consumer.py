@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .rates import Rate
 from .storage.base import Position
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ class ServerConsumer:
         key_hash_ranges: list[tuple[int, int]] | None = None,
         is_reader: bool = False,
         connected_since_ms: int = 0,
+        address: str = "",
+        client_version: str = "",
     ) -> None:
         self.consumer_id = consumer_id
         self.consumer_name = consumer_name
@@ -97,6 +100,8 @@ class ServerConsumer:
         self.topic_name = ""
         self.subscription_name = ""
         self.connected_since_ms = connected_since_ms
+        self.address = address
+        self.client_version = client_version
         self.permits = 0
         self.pending_acks: dict[Position, PendingAck] = {}
         # Whether pending_acks was filled in position order (dispatch reads forward, only
@@ -113,6 +118,9 @@ class ServerConsumer:
         self.msg_out_counter = 0
         self.bytes_out_counter = 0
         self.msg_redeliver_counter = 0
+        # Rates of the last stats interval, from the counters above (Consumer.updateRates).
+        self.msg_out_rate = Rate(connected_since_ms)
+        self.msg_redeliver_rate = Rate(connected_since_ms)
         self.closed = False
 
     @property
@@ -154,6 +162,10 @@ class ServerConsumer:
         if self._pending_in_order:
             return next(iter(pending))
         return min(pending)
+
+    def update_rates(self, now_ms: int) -> None:
+        self.msg_out_rate.calculate(self.msg_out_counter, self.bytes_out_counter, now_ms)
+        self.msg_redeliver_rate.calculate(self.msg_redeliver_counter, 0, now_ms)
 
     def take_all_pending(self) -> dict[Position, PendingAck]:
         pending, self.pending_acks = self.pending_acks, {}

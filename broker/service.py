@@ -40,6 +40,7 @@ from .limits import check_topic_quota
 from .message_id import MessageId
 from .non_persistent import NonPersistentTopic
 from .policies import POLICY_KEYS, Policies, validate_policy
+from .rates import Rate
 from .redelivery_request import RedeliveryRequest
 from .settings import BrokerSettings
 from .storage import MemoryStorage
@@ -78,6 +79,9 @@ class BrokerService:
         self._ids = itertools.count(1)
         self._producer_names = itertools.count(0)
         self._next_housekeeping = self.now_ms() + self.settings.retention_check_interval_ms
+        self._next_stats_update = (
+            self.now_ms() + self.settings.stats_update_initial_delay_in_secs * 1000
+        )
         self._policies: dict[str, Policies] = {}
         self._non_persistent_storage = MemoryStorage()
         self._load_topics()
@@ -133,7 +137,7 @@ class BrokerService:
         deadline = self._timers.next_deadline()
         if deadline is None or self._next_housekeeping < deadline:
             deadline = self._next_housekeeping
-        return deadline
+        return min(deadline, self._next_stats_update)
 
     def tick(self) -> None:
         """Run timers that are due at the clock's current time, and housekeeping."""
@@ -147,6 +151,16 @@ class BrokerService:
             self._next_housekeeping = now + self.settings.retention_check_interval_ms
             for topic in list(self.topics.values()):
                 topic.trim_ledgers()
+        if now >= self._next_stats_update:
+            self._next_stats_update = now + self.settings.stats_update_frequency_in_secs * 1000
+            self.update_rates()
+
+    def update_rates(self) -> None:
+        """Close the stats interval now (``BrokerService.updateRates``): every topic's,
+        producer's, subscription's and consumer's rates become those of the interval."""
+        now = self.now_ms()
+        for topic in self.topics.values():
+            topic.update_rates(now)
 
     # -- topics ---------------------------------------------------------------------------
 
@@ -373,8 +387,10 @@ class BrokerService:
     # -- producers ------------------------------------------------------------------------
 
     def create_producer(
-        self, topic: str, producer_name: str | None = None, conn: Any = None
+        self, topic: str, producer_name: str | None = None, conn: Any = None, *,
+        address: str = "", client_version: str = "",
     ) -> Producer:
+        """Attach a producer; ``address`` and ``client_version`` are for its stats."""
         t = self.get_topic(topic)
         if t.terminated:
             raise TopicTerminated(f"topic {t.name} was already terminated")
@@ -387,7 +403,10 @@ class BrokerService:
                         f"producer with name {producer_name!r} is already connected to {t.name}"
                     )
         name = producer_name or f"standalone-0-{next(self._producer_names)}"
-        producer = Producer(next(self._ids), name, t, conn)
+        producer = Producer(
+            next(self._ids), name, t, conn, address=address, client_version=client_version,
+            connected_since_ms=self.now_ms(), msg_in_rate=Rate(self.now_ms()),
+        )
         if self.policies_for(t).deduplication_enabled:
             producer.last_sequence_id = t.deduplication().highest_sequence_id.get(name, -1)
         t.producers[producer.producer_id] = producer
@@ -482,8 +501,13 @@ class BrokerService:
         batch_index_ack_enabled: bool = False,
         is_reader: bool = False,
         conn: Any = None,
+        address: str = "",
+        client_version: str = "",
     ) -> ServerConsumer:
-        """Attach a consumer; on any error nothing is created or changed."""
+        """Attach a consumer; on any error nothing is created or changed.
+
+        ``address`` (the client's ``host:port``) and ``client_version`` (from its CONNECT)
+        are shown in the consumer's stats."""
         if not isinstance(subscription, str) or not subscription:
             raise InvalidArgument("subscription name must be a non-empty string")
         if not isinstance(sub_type, SubType):
@@ -509,6 +533,8 @@ class BrokerService:
             key_hash_ranges=key_hash_ranges,
             is_reader=is_reader,
             connected_since_ms=self.now_ms(),
+            address=address,
+            client_version=client_version,
         )
         start = None
         if start_message_id is not None:

@@ -66,6 +66,22 @@ class BrokerSettings:
     delayed_delivery_tick_ms: int = 1000
     is_delayed_delivery_deliver_at_time_strict: bool = False
     retention_check_interval_ms: int = 120_000
+    stats_update_frequency_in_secs: int = 60
+    """Seconds between two rate calculations (statsUpdateFrequencyInSecs): ``msgRateIn``,
+    ``msgRateOut``, ``msgThroughputIn/Out``, ``msgRateRedeliver``, ``msgRateExpired`` are
+    what was counted in the last interval, per second, as a real broker reports them."""
+    stats_update_initial_delay_in_secs: int = 60
+    """Seconds before the first rate calculation (statsUpdateInitialDelayInSecs)."""
+    expose_topic_level_metrics_in_prometheus: bool = True
+    """``/metrics`` has one sample per topic (exposeTopicLevelMetricsInPrometheus); false:
+    per namespace."""
+    expose_consumer_level_metrics_in_prometheus: bool = True
+    """``/metrics`` has the ``pulsar_consumer_*`` samples of every consumer
+    (exposeConsumerLevelMetricsInPrometheus). Pulsar's default is false, for brokers with
+    many consumers; a notebook broker's consumers are few and are what it teaches."""
+    authenticate_metrics_endpoint: bool = False
+    """With authentication on, ``/metrics`` asks for a token too
+    (authenticateMetricsEndpoint, false by default as in Pulsar)."""
 
     # -- security (see README "Security"; names follow broker.conf where Pulsar has one) --
     authentication_enabled: bool = False
@@ -129,6 +145,9 @@ class BrokerSettings:
                      "max_consumers_per_connection", "max_topics", "max_topics_per_namespace"):
             if getattr(settings, name) < 0:
                 raise InvalidArgument(f"broker setting {name} must be >= 0 (0 = no limit)")
+        for name in ("stats_update_frequency_in_secs", "stats_update_initial_delay_in_secs"):
+            if getattr(settings, name) <= 0:
+                raise InvalidArgument(f"broker setting {name} must be > 0")
         if not 0 <= settings.web_service_port <= 65535:
             raise InvalidArgument("broker setting web_service_port must be 0..65535 (0 = free)")
         if settings.authorization_enabled and not settings.authentication_enabled:

@@ -23,6 +23,7 @@ from .dispatchers.shared import SharedDispatcher
 from .dispatchers.single_active import SingleActiveConsumerDispatcher
 from .errors import InvalidArgument, SubscriptionTypeMismatch
 from .events import EventType
+from .rates import Rate, date_string
 from .redelivery_request import RedeliveryRequest
 from .selectors import sticky_selector
 from .storage.base import Position
@@ -48,8 +49,14 @@ class Subscription:
         self.cursor = cursor
         self.dispatcher: Dispatcher | None = None
         self.sub_type: SubType | None = None
-        self.msg_out_counter = 0
-        self.bytes_out_counter = 0
+        # What consumers that left had sent (msgOutFromRemovedConsumer): the
+        # subscription's out-counters never go back.
+        self.msg_out_from_removed_consumers = 0
+        self.bytes_out_from_removed_consumers = 0
+        # Message expiry (PersistentMessageExpiryMonitor): entries expired, the last time.
+        self.total_msg_expired = 0
+        self.last_expire_timestamp = 0
+        self.msg_expired_rate = Rate(self.context.now_ms())
 
     # -- context for dispatchers ----------------------------------------------------------
 
@@ -91,10 +98,7 @@ class Subscription:
 
     def deliver(self, consumer: ServerConsumer, entries: list[DeliveredEntry]) -> None:
         topic = self.topic
-        n = len(entries)
-        self.msg_out_counter += n
         self.context.push(Deliver(consumer.consumer_id, consumer.conn, topic.name, entries))
-        topic.msg_out_counter += n
         if self.context.has_listeners:
             self.emit(
                 EventType.DISPATCHED,
@@ -159,6 +163,8 @@ class Subscription:
         if self.dispatcher is None or consumer not in self.dispatcher.consumers:
             return
         consumer.closed = True
+        self.msg_out_from_removed_consumers += consumer.msg_out_counter
+        self.bytes_out_from_removed_consumers += consumer.bytes_out_counter
         self.dispatcher.remove_consumer(consumer)
         self.emit(EventType.CONSUMER_REMOVED, consumer, consumer_id=consumer.consumer_id)
 
@@ -359,6 +365,8 @@ class Subscription:
         last = ledger.previous_position(end)
         if last > self.cursor.mark_delete_position:
             expired = ledger.count_entries(start, last)
+            self.total_msg_expired += expired
+            self.last_expire_timestamp = now_ms
             self.mark_delete_by_broker(last)
             self.context.emit(EventType.EXPIRED, self.topic.name, self.name, None,
                               up_to=list(last), entries=expired, ttl_seconds=ttl_seconds)
@@ -377,15 +385,41 @@ class Subscription:
 
     # -- stats ----------------------------------------------------------------------------
 
+    def update_rates(self, now_ms: int) -> None:
+        for consumer in self.consumers:
+            consumer.update_rates(now_ms)
+        self.msg_expired_rate.calculate(self.total_msg_expired, 0, now_ms)
+
+    def out_counters(self) -> tuple[int, int]:
+        """Messages and bytes sent, by its consumers and the ones that left."""
+        consumers = self.consumers
+        return (
+            self.msg_out_from_removed_consumers + sum(c.msg_out_counter for c in consumers),
+            self.bytes_out_from_removed_consumers + sum(c.bytes_out_counter for c in consumers),
+        )
+
     def stats(self) -> dict[str, Any]:
+        """``SubscriptionStatsImpl``'s fields (``PersistentSubscription.getStats``): rates
+        and counters summed over the consumers, plus those of consumers that left."""
         consumers = self.consumers
         dispatcher = self.dispatcher
         active = dispatcher.active_consumer if dispatcher is not None else None
+        msg_out, bytes_out = self.out_counters()
+        backlog = self.cursor.number_of_entries_in_backlog()
         stats: dict[str, Any] = {
+            "msgRateOut": sum(c.msg_out_rate.rate for c in consumers),
+            "msgThroughputOut": sum(c.msg_out_rate.value_rate for c in consumers),
+            "bytesOutCounter": bytes_out,
+            "msgOutCounter": msg_out,
+            "msgRateRedeliver": sum(c.msg_redeliver_rate.rate for c in consumers),
+            "chunkedMessageRate": 0.0,
             "type": str(self.sub_type) if self.sub_type else None,
-            "msgBacklog": self.cursor.number_of_entries_in_backlog(),
+            "msgBacklog": backlog,
+            "backlogSize": self.topic.estimated_backlog_size(self.cursor.mark_delete_position),
             "unackedMessages": sum(c.unacked_messages for c in consumers),
-            "msgOutCounter": sum(c.msg_out_counter for c in consumers),
+            "msgRateExpired": self.msg_expired_rate.rate,
+            "totalMsgExpired": self.total_msg_expired,
+            "lastExpireTimestamp": self.last_expire_timestamp,
             "isDurable": self.durable,
             "blockedSubscriptionOnUnackedMsgs": bool(
                 dispatcher is not None and dispatcher.blocked_dispatcher_on_unacked
@@ -394,18 +428,27 @@ class Subscription:
             "consumers": [self._consumer_stats(c) for c in consumers],
         }
         stats.update(dispatcher.stats() if dispatcher is not None else {"msgDelayed": 0})
+        stats["msgBacklogNoDelayed"] = backlog - stats["msgDelayed"]
         return stats
 
     def _consumer_stats(self, consumer: ServerConsumer) -> dict[str, Any]:
+        out = consumer.msg_out_rate
         stats: dict[str, Any] = {
+            "msgRateOut": out.rate,
+            "msgThroughputOut": out.value_rate,
+            "bytesOutCounter": consumer.bytes_out_counter,
+            "msgOutCounter": consumer.msg_out_counter,
+            "msgRateRedeliver": consumer.msg_redeliver_rate.rate,
+            "chunkedMessageRate": 0.0,
             "consumerName": consumer.consumer_name,
             "availablePermits": consumer.permits,
             "unackedMessages": consumer.unacked_messages,
             "blockedConsumerOnUnackedMsgs": consumer.blocked_on_unacked,
-            "msgOutCounter": consumer.msg_out_counter,
-            "bytesOutCounter": consumer.bytes_out_counter,
             "priorityLevel": consumer.priority_level,
-            "connectedSince": consumer.connected_since_ms,
+            "address": consumer.address,
+            "connectedSince": date_string(consumer.connected_since_ms),
+            "clientVersion": consumer.client_version,
+            "metadata": {},
         }
         if self.dispatcher is not None:
             stats.update(self.dispatcher.consumer_stats(consumer))

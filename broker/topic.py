@@ -25,6 +25,7 @@ from .errors import (
 )
 from .events import EventType
 from .policies import Policies
+from .rates import Rate, date_string
 from .storage.base import ManagedLedger, MetadataStore, Position
 from .subscription import Subscription
 from .topic_name import TopicName
@@ -46,6 +47,29 @@ class Producer:
     last_sequence_id: int = -1
     msg_in_counter: int = 0
     bytes_in_counter: int = 0
+    address: str = ""
+    client_version: str = ""
+    connected_since_ms: int = 0
+    # Messages and bytes in over the last stats interval (Producer.updateRates).
+    msg_in_rate: Rate | None = None
+
+    def stats(self) -> dict[str, Any]:
+        """``PublisherStatsImpl``'s fields."""
+        rate = self.msg_in_rate
+        return {
+            "producerName": self.producer_name,
+            "producerId": self.producer_id,
+            "msgRateIn": rate.rate if rate else 0.0,
+            "msgThroughputIn": rate.value_rate if rate else 0.0,
+            "averageMsgSize": rate.average_value if rate else 0.0,
+            "chunkedMessageRate": 0.0,
+            "msgInCounter": self.msg_in_counter,
+            "bytesInCounter": self.bytes_in_counter,
+            "address": self.address,
+            "connectedSince": date_string(self.connected_since_ms),
+            "clientVersion": self.client_version,
+            "metadata": {},
+        }
 
 
 class PendingSend(NamedTuple):
@@ -89,7 +113,10 @@ class AbstractTopic:
         self.pending_sends: list[PendingSend] = []
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
-        self.msg_out_counter = 0
+        # What subscriptions removed since had sent (PersistentTopic's
+        # msgOutFromRemovedSubscriptions): the topic's out-counters never go back.
+        self.msg_out_from_removed_subscriptions = 0
+        self.bytes_out_from_removed_subscriptions = 0
         self._dedup: MessageDeduplication | None = None
         self.held_sends: list[tuple[Producer, MessageMetadata, bytes]] = []
         self._next_expiry_check_ms = 0
@@ -293,6 +320,7 @@ class AbstractTopic:
         subscription = self.subscriptions.pop(name, None)
         if subscription is None:
             raise SubscriptionNotFound(f"subscription {name!r} not found on {self.name}")
+        self._count_removed(subscription)
         subscription.close()
         subscription.cursor.delete_state()
         self.context.emit(EventType.SUBSCRIPTION_DELETED, self.name, name, None)
@@ -300,8 +328,14 @@ class AbstractTopic:
     def detach(self, subscription: Subscription, consumer: ServerConsumer) -> None:
         subscription.remove_consumer(consumer)
         if not subscription.durable and not subscription.consumers:
-            self.subscriptions.pop(subscription.name, None)
+            if self.subscriptions.pop(subscription.name, None) is not None:
+                self._count_removed(subscription)
             subscription.close()
+
+    def _count_removed(self, subscription: Subscription) -> None:
+        msgs, sent_bytes = subscription.out_counters()
+        self.msg_out_from_removed_subscriptions += msgs
+        self.bytes_out_from_removed_subscriptions += sent_bytes
 
     # -- housekeeping ---------------------------------------------------------------------
 
@@ -347,13 +381,17 @@ class AbstractTopic:
         durable = [s.cursor for s in self.subscriptions.values() if s.durable]
         if not durable:
             return 0
-        slowest = min(c.mark_delete_position for c in durable)
+        return self.estimated_backlog_size(min(c.mark_delete_position for c in durable))
+
+    def estimated_backlog_size(self, mark_delete: Position) -> int:
+        """Bytes after ``mark_delete`` (``ManagedLedgerImpl.getEstimatedBacklogSize``):
+        whole ledgers after it, and the ledger it points into pro rata by entries."""
         size = 0
         for info in self.ledger.ledgers:
-            if info.ledger_id > slowest[0]:
+            if info.ledger_id > mark_delete[0]:
                 size += info.size
-            elif info.ledger_id == slowest[0] and info.entries:
-                remaining = max(0, info.entries - 1 - slowest[1])
+            elif info.ledger_id == mark_delete[0] and info.entries:
+                remaining = max(0, info.entries - 1 - mark_delete[1])
                 size += info.size * remaining // info.entries
         return size
 
@@ -427,22 +465,41 @@ class AbstractTopic:
 
     # -- stats ----------------------------------------------------------------------------
 
+    def update_rates(self, now_ms: int) -> None:
+        """Close the stats interval (``PersistentTopic.updateRates``) for its producers,
+        subscriptions and their consumers."""
+        for producer in self.producers.values():
+            if producer.msg_in_rate is not None:
+                producer.msg_in_rate.calculate(
+                    producer.msg_in_counter, producer.bytes_in_counter, now_ms
+                )
+        for subscription in self.subscriptions.values():
+            subscription.update_rates(now_ms)
+
     def stats(self) -> dict[str, Any]:
+        """``TopicStatsImpl``'s fields: in-rates summed over the publishers, out-rates and
+        out-counters over the subscriptions (and the subscriptions removed since)."""
+        publishers = [p.stats() for p in self.producers.values()]
+        subscriptions = {name: s.stats() for name, s in self.subscriptions.items()}
+        rate_in = sum(p["msgRateIn"] for p in publishers)
+        throughput_in = sum(p["msgThroughputIn"] for p in publishers)
         return {
-            "msgInCounter": self.msg_in_counter,
+            "msgRateIn": rate_in,
+            "msgThroughputIn": throughput_in,
+            "msgRateOut": sum(s["msgRateOut"] for s in subscriptions.values()),
+            "msgThroughputOut": sum(s["msgThroughputOut"] for s in subscriptions.values()),
             "bytesInCounter": self.bytes_in_counter,
-            "msgOutCounter": self.msg_out_counter,
+            "msgInCounter": self.msg_in_counter,
+            "bytesOutCounter": self.bytes_out_from_removed_subscriptions
+            + sum(s["bytesOutCounter"] for s in subscriptions.values()),
+            "msgOutCounter": self.msg_out_from_removed_subscriptions
+            + sum(s["msgOutCounter"] for s in subscriptions.values()),
+            "averageMsgSize": throughput_in / rate_in if rate_in else 0.0,
+            "msgChunkPublished": False,
             "storageSize": self.ledger.total_size,
-            "publishers": [
-                {
-                    "producerName": p.producer_name,
-                    "producerId": p.producer_id,
-                    "msgInCounter": p.msg_in_counter,
-                    "bytesInCounter": p.bytes_in_counter,
-                }
-                for p in self.producers.values()
-            ],
-            "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
+            "backlogSize": self.backlog_size_bytes(),
+            "publishers": publishers,
+            "subscriptions": subscriptions,
         }
 
     def internal_stats(self) -> dict[str, Any]:

@@ -11,6 +11,8 @@ them). Its sibling for Pulsar's binary protocol is :class:`~.pulsar_protocol.Pul
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +59,8 @@ class ServerCnx:
     role: str | None = None  # the token's subject when authentication is on
     fd: int | None = None  # its TCP socket (authentication on: dropped when that closes)
     last_seen_ms: int = 0
+    address: str = ""  # the client's /host:port, for stats
+    client_version: str = ""  # as its CONNECT gave it, for stats
     producers: dict[int, int] = field(default_factory=dict)  # client id -> core id
     consumers: dict[int, int] = field(default_factory=dict)  # client id -> core id
     consumer_ids: dict[int, int] = field(default_factory=dict)  # core id -> client id
@@ -92,6 +96,7 @@ class ZmqProtocol:
         self._now_ms = now_ms
         self._open_connections = open_connections or (lambda: len(self.connections))
         self._header_frame: Any = None
+        self._connect_frame: Any = None  # the CONNECT being handled (its socket's address)
 
     def forget_refused(self, before_ms: int) -> None:
         """Stop ignoring identities refused before ``before_ms``."""
@@ -156,6 +161,8 @@ class ZmqProtocol:
                 if name == "PING":
                     self._send(conn, wire.encode("PONG", request_id))
                     return
+                if name == "CONNECT":
+                    self._connect_frame = frames[1]
                 if name != "CONNECT" and not conn.connected:
                     self._reply_error(
                         conn, request_id, "NotConnected",
@@ -208,6 +215,10 @@ class ZmqProtocol:
             self._refuse(conn, command.request_id, exc)
             return
         conn.connected = True
+        version = command.get("client_version")
+        conn.client_version = version if isinstance(version, str) else ""
+        conn.address = _peer_address(self._connect_frame)
+        self._connect_frame = None
         self._send(
             conn,
             wire.encode(
@@ -226,7 +237,8 @@ class ZmqProtocol:
         self.admin.authorizer.check_topic(conn.role, command["topic"], "produce")
         check_producers(self.settings, len(conn.producers))
         producer = self.service.create_producer(
-            command["topic"], command.get("producer_name"), conn
+            command["topic"], command.get("producer_name"), conn,
+            address=conn.address, client_version=conn.client_version,
         )
         conn.producers[client_id] = producer.producer_id
         conn.producer_ids[producer.producer_id] = client_id
@@ -338,6 +350,8 @@ class ZmqProtocol:
             batch_index_ack_enabled=bool(command.get("batch_index_ack_enabled", False)),
             is_reader=bool(command.get("is_reader", False)),
             conn=conn,
+            address=conn.address,
+            client_version=conn.client_version,
         )
         conn.consumers[client_id] = consumer.consumer_id
         conn.consumer_ids[consumer.consumer_id] = client_id
@@ -643,6 +657,22 @@ def _source_fd(frame: Any) -> int | None:
         return frame.get(zmq.SRCFD) if isinstance(frame, zmq.Frame) else None
     except zmq.ZMQError:
         return None
+
+
+def _peer_address(frame: Any) -> str:
+    """``/host:port`` of the TCP peer a frame came from, as Pulsar shows a client's
+    address; empty over ipc/inproc or when ZeroMQ does not tell."""
+    fd = _source_fd(frame)
+    if fd is None or fd < 0:
+        return ""
+    try:
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            peer = sock.getpeername()
+    except OSError:
+        return ""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return f"/{peer[0]}:{peer[1]}"
+    return ""
 
 
 def _ranges(value: list) -> list[tuple[int, int]]:

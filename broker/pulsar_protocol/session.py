@@ -43,6 +43,7 @@ from ..errors import (
 )
 from ..limits import check_consumers, check_producers
 from ..message_id import MessageId
+from ..rates import date_string
 from ..topic_name import TopicName
 from . import PulsarApi_pb2 as api
 from .framing import (
@@ -150,6 +151,7 @@ class PulsarSession:
         self.close_reason = ""
         self.role: str | None = None
         self.protocol_version = 0
+        self.client_version = ""  # from CONNECT, shown in producer and consumer stats
         self.last_seen_ms = now_ms()
         self.producers: dict[int, int] = {}  # client id -> core id
         self.producer_ids: dict[int, int] = {}  # core id -> client id
@@ -446,6 +448,7 @@ class PulsarSession:
                 return
         self.connected = True
         self.protocol_version = min(connect.protocol_version, PROTOCOL_VERSION)
+        self.client_version = connect.client_version
         self._command(
             _T.CONNECTED, "connected",
             api.CommandConnected(
@@ -565,7 +568,9 @@ class PulsarSession:
         if body.HasField("schema"):
             version = self._register_schema(body.topic, body.schema)
         name = body.producer_name if body.HasField("producer_name") else None
-        producer = self.service.create_producer(body.topic, name or None, self)
+        producer = self.service.create_producer(
+            body.topic, name or None, self, address=self.peer, client_version=self.client_version
+        )
         if mode != api.Shared:
             self.exclusive_producers[topic.name] = producer.producer_id
         self.producers[client_id] = producer.producer_id
@@ -671,6 +676,8 @@ class PulsarSession:
             batch_index_ack_enabled=True,
             is_reader=not body.durable,
             conn=self,
+            address=self.peer,
+            client_version=self.client_version,
         )
         self.consumers[client_id] = consumer.consumer_id
         self.consumer_ids[consumer.consumer_id] = client_id
@@ -780,8 +787,12 @@ class PulsarSession:
             unackedMessages=max(consumer.unacked_messages, 0),
             blockedConsumerOnUnackedMsgs=consumer.blocked_on_unacked,
             type=str(sub.sub_type),
-            connectedSince=str(consumer.connected_since_ms),
+            connectedSince=date_string(consumer.connected_since_ms),
             address=self.peer,
+            msgRateOut=consumer.msg_out_rate.rate,
+            msgThroughputOut=consumer.msg_out_rate.value_rate,
+            msgRateRedeliver=consumer.msg_redeliver_rate.rate,
+            msgRateExpired=sub.msg_expired_rate.rate,
             msgBacklog=sub.cursor.number_of_entries_in_backlog(),
         )
         self._command(_T.CONSUMER_STATS_RESPONSE, "consumerStatsResponse", stats)
