@@ -7,8 +7,8 @@ from typing import Any
 
 from tornado.web import Application, RequestHandler
 
+from . import metrics, tenants, topics
 from . import namespaces as ns
-from . import tenants, topics
 from .base import NotFoundHandler
 
 _SEG = r"([^/]+)"
@@ -48,6 +48,7 @@ ROUTES: list[tuple[str, type]] = [
     (f"{_SUB}/(skip|expireMessages|resetcursor)/{_SEG}", topics.CursorActionHandler),
     (f"{_SUB}/(resetcursor)", topics.CursorActionHandler),
     (f"{_SUB}/position/{_SEG}", topics.PeekHandler),
+    *metrics.ROUTES,
 ]
 
 
