@@ -7,7 +7,7 @@ from typing import Any
 
 from tornado.web import Application, RequestHandler
 
-from . import metrics, tenants, topics
+from . import brokers, disabled, lookup, metrics, tenants, topics
 from . import namespaces as ns
 from .base import NotFoundHandler
 
@@ -49,6 +49,9 @@ ROUTES: list[tuple[str, type]] = [
     (f"{_SUB}/(resetcursor)", topics.CursorActionHandler),
     (f"{_SUB}/position/{_SEG}", topics.PeekHandler),
     *metrics.ROUTES,
+    *brokers.ROUTES,
+    *lookup.ROUTES,
+    *disabled.ROUTES,
 ]
 
 
