@@ -253,19 +253,20 @@ class AdminHandler:
         parts = self._partitions(topic)
         stats = {p: self.service.topic_stats(p) for p in parts}
         total: dict[str, Any] = {
-            "msgInCounter": sum(s["msgInCounter"] for s in stats.values()),
-            "msgOutCounter": sum(s["msgOutCounter"] for s in stats.values()),
-            "storageSize": sum(s["storageSize"] for s in stats.values()),
-            "metadata": {"partitions": len(parts) if len(parts) > 1 else 0},
-            "subscriptions": {},
+            field: sum(s[field] for s in stats.values()) for field in _SUMMED_TOPIC_FIELDS
         }
+        total["averageMsgSize"] = (
+            total["msgThroughputIn"] / total["msgRateIn"] if total["msgRateIn"] else 0.0
+        )
+        total["metadata"] = {"partitions": len(parts) if len(parts) > 1 else 0}
+        total["subscriptions"] = {}
         for s in stats.values():
             for name, sub in s["subscriptions"].items():
                 agg = total["subscriptions"].setdefault(
-                    name, {"msgBacklog": 0, "unackedMessages": 0, "consumers": []}
+                    name, {**dict.fromkeys(_SUMMED_SUBSCRIPTION_FIELDS, 0), "consumers": []}
                 )
-                agg["msgBacklog"] += sub["msgBacklog"]
-                agg["unackedMessages"] += sub["unackedMessages"]
+                for field in _SUMMED_SUBSCRIPTION_FIELDS:
+                    agg[field] += sub[field]
                 agg["consumers"].extend(sub["consumers"])
                 agg["type"] = sub["type"]
         if per_partition:
@@ -294,6 +295,17 @@ class AdminHandler:
             self.service.remove_namespace_policy(namespace, key)
 
         return remover
+
+
+# What PartitionedTopicStatsImpl adds up over the partitions (TopicStatsImpl.add).
+_SUMMED_TOPIC_FIELDS = (
+    "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "bytesInCounter",
+    "msgInCounter", "bytesOutCounter", "msgOutCounter", "storageSize", "backlogSize",
+)
+_SUMMED_SUBSCRIPTION_FIELDS = (
+    "msgRateOut", "msgThroughputOut", "bytesOutCounter", "msgOutCounter", "msgRateRedeliver",
+    "msgBacklog", "backlogSize", "unackedMessages", "msgRateExpired", "totalMsgExpired",
+)
 
 
 def _terminated_id(position: tuple[int, int]) -> dict[str, int]:
