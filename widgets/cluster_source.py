@@ -221,6 +221,16 @@ class ClusterSource:
         self.stop()
 
 
+def _connected_at(consumer: Mapping[str, Any]) -> tuple[int, float | str]:
+    """A consumer's ``connectedSince`` as a sort key: Pulsar's date strings by instant (as
+    text, ``…:05.12Z`` would sort before ``…:05.1Z``), anything else as text after them."""
+    value = str(consumer.get("connectedSince"))
+    try:
+        return 0, datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return 1, value
+
+
 def whatif_from_snapshot(snapshot: Snapshot, subscription: str, **settings: Any) -> Any:
     """A :class:`~.whatif.WhatIf` with the cluster's subscription type and consumers.
 
@@ -237,7 +247,7 @@ def whatif_from_snapshot(snapshot: Snapshot, subscription: str, **settings: Any)
     sub = subs[0]
     sub_type = sub.get("type") or "Exclusive"
     mode = sub.get("keySharedMode") or "AUTO_SPLIT"
-    consumers = sorted(sub.get("consumers") or (), key=lambda c: str(c.get("connectedSince")))
+    consumers = sorted(sub.get("consumers") or (), key=_connected_at)
     ranges = {str(c.get("consumerName")): consumer_key_hash_ranges(c) for c in consumers}
     if sub_type == "Key_Shared" and mode == "AUTO_SPLIT":
         settings.setdefault("key_shared_use_consistent_hashing",

@@ -27,6 +27,7 @@ from pulsarlab.widgets.cluster_source import (
     open_view,
     whatif_from_snapshot,
 )
+from pulsarlab.widgets.source import Snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cluster"
 TOPIC = "persistent://public/default/orders"
@@ -215,6 +216,17 @@ def test_what_if_button_opens_a_copy() -> None:
         assert controls.whatif is copied.source
     finally:
         view.source.stop()
+
+
+def test_what_if_joins_consumers_by_connection_instant() -> None:
+    stats = {"subscriptions": {"s": {"type": "Key_Shared", "keySharedMode": "AUTO_SPLIT",
+                                     "consumers": [
+        {"consumerName": "late", "connectedSince": "2026-11-27T05:00:05.12Z"},
+        {"consumerName": "early", "connectedSince": "2026-11-27T05:00:05.1Z"},
+        {"consumerName": "first", "connectedSince": "2026-11-27T05:00:05Z"},
+    ]}}}
+    snapshot = Snapshot(time_ms=0, topics={"persistent://public/default/t": stats})
+    assert whatif_from_snapshot(snapshot, "s").consumer_names == ["first", "early", "late"]
 
 
 def test_unknown_subscription_is_refused() -> None:
