@@ -304,7 +304,8 @@ _SUMMED_TOPIC_FIELDS = (
 )
 _SUMMED_SUBSCRIPTION_FIELDS = (
     "msgRateOut", "msgThroughputOut", "bytesOutCounter", "msgOutCounter", "msgRateRedeliver",
-    "msgBacklog", "backlogSize", "unackedMessages", "msgRateExpired", "totalMsgExpired",
+    "messageAckRate", "msgBacklog", "backlogSize", "unackedMessages", "msgRateExpired",
+    "totalMsgExpired",
 )
 
 

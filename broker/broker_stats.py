@@ -67,6 +67,7 @@ def _subscription(stats: dict[str, Any]) -> dict[str, Any]:
         "msgBacklog": stats["msgBacklog"],
         "msgRateExpired": stats["msgRateExpired"],
         "msgRateOut": stats["msgRateOut"],
+        "messageAckRate": stats["messageAckRate"],
         "msgThroughputOut": stats["msgThroughputOut"],
         "msgRateRedeliver": stats["msgRateRedeliver"],
         "type": stats["type"],

@@ -118,9 +118,11 @@ class ServerConsumer:
         self.msg_out_counter = 0
         self.bytes_out_counter = 0
         self.msg_redeliver_counter = 0
+        self.msg_ack_counter = 0  # messages its acks took off its unacked ones
         # Rates of the last stats interval, from the counters above (Consumer.updateRates).
         self.msg_out_rate = Rate(connected_since_ms)
         self.msg_redeliver_rate = Rate(connected_since_ms)
+        self.msg_ack_rate = Rate(connected_since_ms)
         self.closed = False
 
     @property
@@ -166,6 +168,7 @@ class ServerConsumer:
     def update_rates(self, now_ms: int) -> None:
         self.msg_out_rate.calculate(self.msg_out_counter, self.bytes_out_counter, now_ms)
         self.msg_redeliver_rate.calculate(self.msg_redeliver_counter, 0, now_ms)
+        self.msg_ack_rate.calculate(self.msg_ack_counter, 0, now_ms)
 
     def take_all_pending(self) -> dict[Position, PendingAck]:
         pending, self.pending_acks = self.pending_acks, {}

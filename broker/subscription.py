@@ -225,7 +225,7 @@ class Subscription:
             else:
                 moved = self.cursor.mark_delete(position)
             self.emit(EventType.ACKED, consumer, positions=[list(position)], cumulative=True)
-            self._after_ack([], moved)
+            self._after_ack([], moved, consumer)
             return
         moved = False
         batch_acks = (
@@ -252,7 +252,7 @@ class Subscription:
                 cumulative=False,
                 batch_index=batch_acks,
             )
-        self._after_ack(full, moved)
+        self._after_ack(full, moved, consumer)
 
     def acknowledge_by_broker(self, positions: list[Position]) -> None:
         """Acks the broker makes itself (filtered or corrupt entries)."""
@@ -263,11 +263,19 @@ class Subscription:
         """Cumulative acks the broker makes itself (expiry, skip)."""
         self._after_ack([], self.cursor.mark_delete(position))
 
-    def _after_ack(self, positions: list[Position], mark_delete_moved: bool) -> None:
+    def _after_ack(
+        self, positions: list[Position], mark_delete_moved: bool,
+        acker: ServerConsumer | None = None,
+    ) -> None:
         if self.dispatcher is not None:
+            # The acker's messageAckRate counts the messages its ack took off its own
+            # unacked ones: one subtraction per ack command, none per message.
+            before = acker.unacked_messages if acker is not None else 0
             self.dispatcher.on_acknowledged(positions)
             if mark_delete_moved:
                 self.dispatcher.on_mark_delete_moved()
+            if acker is not None:
+                acker.msg_ack_counter += before - acker.unacked_messages
         if mark_delete_moved and self.listening:
             md = self.cursor.mark_delete_position
             self.emit(
@@ -412,6 +420,7 @@ class Subscription:
             "bytesOutCounter": bytes_out,
             "msgOutCounter": msg_out,
             "msgRateRedeliver": sum(c.msg_redeliver_rate.rate for c in consumers),
+            "messageAckRate": sum(c.msg_ack_rate.rate for c in consumers),
             "chunkedMessageRate": 0.0,
             "type": str(self.sub_type) if self.sub_type else None,
             "msgBacklog": backlog,
@@ -439,6 +448,7 @@ class Subscription:
             "bytesOutCounter": consumer.bytes_out_counter,
             "msgOutCounter": consumer.msg_out_counter,
             "msgRateRedeliver": consumer.msg_redeliver_rate.rate,
+            "messageAckRate": consumer.msg_ack_rate.rate,
             "chunkedMessageRate": 0.0,
             "consumerName": consumer.consumer_name,
             "availablePermits": consumer.permits,

@@ -164,3 +164,20 @@ def test_rate_ignores_an_empty_interval():
     assert rate.rate == 0.0
     rate.calculate(10, 100, 3000)
     assert (rate.rate, rate.value_rate, rate.average_value) == (5.0, 50.0, 10.0)
+
+
+@pytest.mark.parametrize("cumulative", [False, True])
+def test_message_ack_rate_counts_acknowledged_messages(harness, cumulative):
+    h = harness
+    sub_type = SubType.Exclusive if cumulative else SubType.Shared
+    c = h.subscribe(T, "s", "c", sub_type, permits=100)
+    positions = h.publish(T, 3, batch=2)  # six messages in three entries
+    assert h.take(c) == positions
+    if cumulative:
+        h.ack(c, [positions[-1]], cumulative=True)
+    else:
+        h.ack(c, positions)
+    h.advance(MINUTE)
+    sub = _stats(h)["subscriptions"]["s"]
+    assert sub["consumers"][0]["messageAckRate"] == pytest.approx(0.1)
+    assert sub["messageAckRate"] == pytest.approx(0.1)
