@@ -119,6 +119,10 @@ class ServerConsumer:
         self.bytes_out_counter = 0
         self.msg_redeliver_counter = 0
         self.msg_ack_counter = 0  # messages its acks took off its unacked ones
+        # When it last got messages, acknowledged, and granted permits (0: never).
+        self.last_consumed_timestamp = 0
+        self.last_acked_timestamp = 0
+        self.last_consumed_flow_timestamp = 0
         # Rates of the last stats interval, from the counters above (Consumer.updateRates).
         self.msg_out_rate = Rate(connected_since_ms)
         self.msg_redeliver_rate = Rate(connected_since_ms)

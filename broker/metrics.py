@@ -49,6 +49,10 @@ SUBSCRIPTION_METRICS: dict[str, str] = {
     "pulsar_out_bytes_total": "bytesOutCounter",
     "pulsar_out_messages_total": "msgOutCounter",
     "pulsar_subscription_last_expire_timestamp": "lastExpireTimestamp",
+    "pulsar_subscription_last_acked_timestamp": "lastAckedTimestamp",
+    "pulsar_subscription_last_consumed_flow_timestamp": "lastConsumedFlowTimestamp",
+    "pulsar_subscription_last_consumed_timestamp": "lastConsumedTimestamp",
+    "pulsar_subscription_last_mark_delete_advanced_timestamp": "lastMarkDeleteAdvancedTimestamp",
     "pulsar_subscription_msg_rate_expired": "msgRateExpired",
     "pulsar_subscription_total_msg_expired": "totalMsgExpired",
 }

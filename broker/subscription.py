@@ -56,6 +56,8 @@ class Subscription:
         # Message expiry (PersistentMessageExpiryMonitor): entries expired, the last time.
         self.total_msg_expired = 0
         self.last_expire_timestamp = 0
+        self.last_consumed_flow_timestamp = 0
+        self.last_mark_delete_advanced_timestamp = 0
         self.msg_expired_rate = Rate(self.context.now_ms())
 
     # -- context for dispatchers ----------------------------------------------------------
@@ -98,7 +100,9 @@ class Subscription:
 
     def deliver(self, consumer: ServerConsumer, entries: list[DeliveredEntry]) -> None:
         topic = self.topic
-        self.context.push(Deliver(consumer.consumer_id, consumer.conn, topic.name, entries))
+        context = self.context
+        context.push(Deliver(consumer.consumer_id, consumer.conn, topic.name, entries))
+        consumer.last_consumed_timestamp = context.now_ms()
         if self.context.has_listeners:
             self.emit(
                 EventType.DISPATCHED,
@@ -171,6 +175,8 @@ class Subscription:
     def flow(self, consumer: ServerConsumer, permits: int) -> None:
         if self.dispatcher is None:
             return
+        now = self.context.now_ms()
+        consumer.last_consumed_flow_timestamp = self.last_consumed_flow_timestamp = now
         if self.listening:
             self.emit(EventType.FLOW, consumer, permits=permits, total=consumer.permits + permits)
         self.dispatcher.consumer_flow(consumer, permits)
@@ -276,6 +282,12 @@ class Subscription:
                 self.dispatcher.on_mark_delete_moved()
             if acker is not None:
                 acker.msg_ack_counter += before - acker.unacked_messages
+        if acker is not None or mark_delete_moved:
+            now = self.context.now_ms()
+            if acker is not None:
+                acker.last_acked_timestamp = now
+            if mark_delete_moved:
+                self.last_mark_delete_advanced_timestamp = now
         if mark_delete_moved and self.listening:
             md = self.cursor.mark_delete_position
             self.emit(
@@ -429,6 +441,12 @@ class Subscription:
             "msgRateExpired": self.msg_expired_rate.rate,
             "totalMsgExpired": self.total_msg_expired,
             "lastExpireTimestamp": self.last_expire_timestamp,
+            "lastConsumedFlowTimestamp": self.last_consumed_flow_timestamp,
+            "lastConsumedTimestamp": max(
+                (c.last_consumed_timestamp for c in consumers), default=0
+            ),
+            "lastAckedTimestamp": max((c.last_acked_timestamp for c in consumers), default=0),
+            "lastMarkDeleteAdvancedTimestamp": self.last_mark_delete_advanced_timestamp,
             "isDurable": self.durable,
             "blockedSubscriptionOnUnackedMsgs": bool(
                 dispatcher is not None and dispatcher.blocked_dispatcher_on_unacked
@@ -458,6 +476,11 @@ class Subscription:
             "address": consumer.address,
             "connectedSince": date_string(consumer.connected_since_ms),
             "clientVersion": consumer.client_version,
+            "lastAckedTimestamp": consumer.last_acked_timestamp,
+            "lastConsumedTimestamp": consumer.last_consumed_timestamp,
+            "lastConsumedFlowTimestamp": consumer.last_consumed_flow_timestamp,
+            "lastAckedTime": date_string(consumer.last_acked_timestamp),
+            "lastConsumedTime": date_string(consumer.last_consumed_timestamp),
             "metadata": {},
         }
         if self.dispatcher is not None:

@@ -181,3 +181,29 @@ def test_message_ack_rate_counts_acknowledged_messages(harness, cumulative):
     sub = _stats(h)["subscriptions"]["s"]
     assert sub["consumers"][0]["messageAckRate"] == pytest.approx(0.1)
     assert sub["messageAckRate"] == pytest.approx(0.1)
+
+
+def test_last_flow_consumed_acked_and_mark_delete_timestamps(harness):
+    h = harness
+    c = h.subscribe(T, "s", "c", SubType.Shared)
+    before = _stats(h)["subscriptions"]["s"]
+    assert before["consumers"][0]["lastAckedTime"] == "1970-01-01T00:00:00Z"
+    h.clock.advance(1000)
+    flow_at = h.clock.now_ms()
+    h.flow(c, 10)
+    h.clock.advance(1000)
+    consumed_at = h.clock.now_ms()
+    positions = h.publish(T, 2)
+    h.clock.advance(1000)
+    acked_at = h.clock.now_ms()
+    h.ack(c, positions[1:])  # a hole: the mark-delete stays
+    sub = _stats(h)["subscriptions"]["s"]
+    (consumer,) = sub["consumers"]
+    assert consumer["lastConsumedFlowTimestamp"] == sub["lastConsumedFlowTimestamp"] == flow_at
+    assert consumer["lastConsumedTimestamp"] == sub["lastConsumedTimestamp"] == consumed_at
+    assert consumer["lastAckedTimestamp"] == sub["lastAckedTimestamp"] == acked_at
+    assert consumer["lastAckedTime"] == date_string(acked_at)
+    assert sub["lastMarkDeleteAdvancedTimestamp"] == 0
+    h.clock.advance(1000)
+    h.ack(c, positions[:1])
+    assert _stats(h)["subscriptions"]["s"]["lastMarkDeleteAdvancedTimestamp"] == h.clock.now_ms()
