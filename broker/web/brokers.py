@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from ..broker_stats import topics_stats
 from ..errors import ClusterNotFound
+from ..health import heartbeat_topic, run_health_check
 from ..tenants import CLUSTER
 from .base import AdminResource, ApiError, guarded
 
@@ -68,14 +69,17 @@ class LeaderBrokerHandler(BrokerResource):
 
 
 class HealthHandler(BrokerResource):
-    """``GET /brokers/health``: ``ok`` once the broker loop has answered a turn."""
+    """``GET /brokers/health``: ``ok`` once a heartbeat message reached its reader."""
 
     @guarded
     async def get(self) -> None:
         version = self.get_query_argument("topicVersion", "V1")
         if version not in ("V1", "V2"):
             raise ApiError(400, f"topicVersion must be V1 or V2, not {version!r}")
-        await self.on_broker("brokers.health_check")
+        topic = heartbeat_topic(broker_id(self.broker))
+        await self.on_broker(
+            "brokers.health_check", lambda service: run_health_check(service, topic)
+        )
         self.set_header("Content-Type", "text/plain")
         self.finish("ok")
 

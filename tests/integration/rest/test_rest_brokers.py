@@ -31,6 +31,10 @@ def test_health_ready_and_version(broker, rest):
     assert (health.status, health.body) == (200, b"ok")
     assert rest.get("/admin/v2/brokers/health?topicVersion=V2").body == b"ok"
     assert rest.get("/admin/v2/brokers/health?topicVersion=V9").status == 400
+    me = urlsplit(broker.web_url).netloc
+    heartbeat = rest.get(f"/admin/v2/persistent/pulsar/{me}/healthcheck/stats").json
+    assert heartbeat["msgInCounter"] == heartbeat["msgOutCounter"] == 2  # one per check
+    assert heartbeat["subscriptions"] == {} and heartbeat["publishers"] == []
     assert rest.get("/admin/v2/brokers/ready").body == b"ok"
     assert rest.get("/admin/v2/brokers/version").body.decode() == broker.settings.pulsar_version
 
