@@ -19,7 +19,7 @@ from typing import Any
 from .actions import Action, ConsumerClosed, ProducerClosed, SendReceipt
 from .clock import Clock, TimerHandle, TimerQueue
 from .consumer import KeySharedMeta, ServerConsumer, SubType
-from .entry import MessageMetadata
+from .entry import MessageMetadata, check_ranges
 from .errors import (
     ConsumerNotFound,
     InvalidArgument,
@@ -418,6 +418,10 @@ class BrokerService:
             metadata.producer_name = producer.producer_name
         if not metadata.publish_time:
             metadata.publish_time = self.clock.now_ms()
+        try:  # what is stored must decode again when a consumer reaches it
+            check_ranges(metadata)
+        except ValueError as exc:
+            raise InvalidArgument(f"SEND: {exc}; nothing was stored") from None
         if type(payload) is not bytes:  # bytes() of bytes returns it, but costs a call
             payload = bytes(payload)
         try:
