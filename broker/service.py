@@ -447,6 +447,8 @@ class BrokerService:
                 )))
             if done and self._listeners:
                 for pending in done:
+                    if pending.position[1] < 0:  # a duplicate: nothing was published
+                        continue
                     self.emit(
                         EventType.PUBLISHED,
                         topic.name,
@@ -688,7 +690,7 @@ class BrokerService:
 
     def last_message_id(self, topic: str) -> Position:
         """The position of the topic's last stored entry (``(ledger, -1)`` when empty)."""
-        return self.get_topic(topic, create=False).ledger.last_confirmed
+        return self.get_topic(topic, create=False).last_entry_position()
 
     def last_message_id_with_batch(self, topic: str) -> tuple[int, int, int]:
         """The last entry's position and its largest batch index (see

@@ -424,7 +424,7 @@ class ZmqProtocol:
     def _cmd_get_last_message_id(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
         _consumer, sub = self.service.consumers[core_id]
-        ledger_id, entry_id = sub.topic.ledger.last_confirmed
+        ledger_id, entry_id = sub.topic.last_entry_position()  # empty ledgers skipped
         result = [ledger_id, entry_id, sub.topic.partition_index, -1]
         md = sub.cursor.mark_delete_position
         self._send(
