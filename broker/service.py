@@ -48,6 +48,7 @@ from .subscription import Subscription
 from .topic import AbstractTopic, PersistentTopic, Producer
 from .topic_name import TopicName
 
+_I64_MAX = (1 << 63) - 1
 log = logging.getLogger("pulsarlab.broker")
 
 _new_tuple = tuple.__new__  # a NamedTuple's own __new__ takes three times as long
@@ -682,6 +683,8 @@ class BrokerService:
 
     def skip_messages(self, topic: str, subscription: str, count: int) -> None:
         """Acknowledge the next ``count`` unacknowledged entries of the subscription."""
+        if type(count) is not int or not 0 <= count <= _I64_MAX:
+            raise InvalidArgument(f"the number of messages to skip must be >= 0, not {count!r}")
         self.subscription(topic, subscription).skip_messages(count)
 
     def skip_all_messages(self, topic: str, subscription: str) -> None:
