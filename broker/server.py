@@ -212,13 +212,13 @@ class Broker:
 
     def submit(self, fn: Callable[[BrokerService], T]) -> Future:
         """Queue ``fn(service)`` for the broker thread; its result arrives in the future."""
-        if not self.running:
+        if not self.running or self.loop_error is not None:
             raise self._not_running()
         future: Future = Future()
         self._calls.put((fn, future))
         self._wake()
-        if not self.running:  # it died between the check and the put: nobody runs the call
-            self._fail_calls()
+        if not self.running or self.loop_error is not None:
+            self._fail_calls()  # it died between the check and the put: nobody runs the call
         return future
 
     def _not_running(self) -> RuntimeError:
