@@ -69,7 +69,10 @@ class MessageDeduplication:
             for pos, data in batch:
                 if data is None:
                     continue
-                meta, _ = decode_entry(data)
+                try:
+                    meta, _ = decode_entry(data)
+                except ValueError:  # a damaged entry names no producer to remember
+                    continue
                 if meta.producer_name:
                     dedup.record(meta.producer_name, meta.sequence_id, pos)
             position = ledger.next_position(batch[-1][0])

@@ -285,12 +285,16 @@ def read_header(entry: bytes) -> EntryHeader:
 
 
 def decode_entry(entry: bytes) -> tuple[MessageMetadata, bytes]:
-    """Metadata and payload of an entry."""
+    """Metadata and payload of an entry; ``ValueError`` if it is damaged (an entry stored
+    by :func:`encode_entry` from metadata that passed :func:`check_ranges` always decodes)."""
     if len(entry) < PREFIX_SIZE:
         raise ValueError(f"entry of {len(entry)} bytes is shorter than its header")
     meta_len = _PREFIX.unpack_from(entry)[-1]
     end = PREFIX_SIZE + meta_len
     if end > len(entry):
         raise ValueError("entry metadata runs past the end of the entry")
-    meta = msgpack.unpackb(entry[PREFIX_SIZE:end], raw=False)
+    try:
+        meta = msgpack.unpackb(entry[PREFIX_SIZE:end], raw=False)
+    except Exception as exc:  # msgpack raises several types on damaged input
+        raise ValueError(f"entry metadata is not valid msgpack ({type(exc).__name__})") from None
     return MessageMetadata.from_dict(meta), entry[end:]

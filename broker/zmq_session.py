@@ -599,8 +599,8 @@ class ZmqProtocol:
         try:
             self._message(to, entries)
         except Exception:  # a bug must cost this connection, never the broker
-            log.exception("internal error delivering %d entries of %s; dropping the client",
-                          len(entries), to[2])
+            log.exception("internal error delivering %s entries %s; dropping the client",
+                          to[2], [list(e.position) for e in entries[:10]])
             self._drop(to[0])
 
     def _drop(self, conn: ServerCnx) -> None:
