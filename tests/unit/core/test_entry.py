@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pulsarlab.broker.entry import (
+    _INT_LIMITS,
     PREFIX_SIZE,
     MessageMetadata,
     check_ranges,
@@ -125,3 +126,14 @@ def test_a_damaged_entry_is_a_value_error(tail):
     damaged = good[:PREFIX_SIZE - 4] + len(tail).to_bytes(4, "big") + tail
     with contextlib.suppress(ValueError):  # and never another exception type
         decode_entry(damaged)
+
+
+def test_the_fast_range_test_agrees_with_every_fields_limits():
+    """check_ranges' one chained test and its per-field loop must never disagree."""
+    for name, (low, high) in _INT_LIMITS.items():
+        for value, ok in ((low, True), (high, True), (low - 1, False), (high + 1, False)):
+            if ok:
+                check_ranges(MessageMetadata(**{name: value}))
+            else:
+                with pytest.raises(ValueError, match=name):
+                    check_ranges(MessageMetadata(**{name: value}))
