@@ -2,9 +2,9 @@
 
 Per topic, the highest sequence id persisted per producer name, plus the positions of
 recent ones so that the ``deduplicated`` event names the original (the duplicate's receipt
-carries message id ``-1:-1``, as Pulsar's, never another message's id). The state is snapshotted in the metadata
-store and, on open, brought up to date by reading the entries written after the
-snapshot, so de-duplication survives a restart (crash included).
+carries message id ``-1:-1``, as Pulsar's, never another message's id). The state is
+snapshotted in the metadata store and, on open, brought up to date by reading the entries
+written after the snapshot, so de-duplication survives a restart (crash included).
 """
 
 from __future__ import annotations

@@ -207,8 +207,9 @@ class PulsarSession:
         try:
             self._handle_action(action)
         except Exception as exc:  # a bug must cost this connection, never the broker
-            log.exception("internal error handling %s for a pulsar:// connection",
-                          type(action).__name__)
+            log.exception("internal error handling %s for a pulsar:// connection (%s %s)",
+                          type(action).__name__, getattr(action, "topic", ""),
+                          [list(e.position) for e in getattr(action, "entries", ())[:10]])
             self._fail(f"internal error ({type(exc).__name__}); the broker logged it")
 
     def _handle_action(self, action: Any) -> None:
