@@ -130,6 +130,10 @@ def _run_broker(args: argparse.Namespace) -> int:
             stop.wait(0.5)
     finally:
         broker.stop()
+    if broker.loop_error is not None:  # the loop died: a supervisor must see a failure
+        print(f"pulsarlab: error: the broker loop crashed: {broker.loop_error!r}",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,10 +1,10 @@
 """``MessageDeduplication``: drop a message whose (producer, sequence id) is already stored.
 
 Per topic, the highest sequence id persisted per producer name, plus the positions of
-recent ones so a duplicate gets its original receipt (Pulsar answers ``-1:-1``; knowing
-the original is more useful and we have it). The state is snapshotted in the metadata
-store and, on open, brought up to date by reading the entries written after the
-snapshot, so de-duplication survives a restart (crash included).
+recent ones so that the ``deduplicated`` event names the original (the duplicate's receipt
+carries message id ``-1:-1``, as Pulsar's, never another message's id). The state is
+snapshotted in the metadata store and, on open, brought up to date by reading the entries
+written after the snapshot, so de-duplication survives a restart (crash included).
 """
 
 from __future__ import annotations
@@ -69,7 +69,10 @@ class MessageDeduplication:
             for pos, data in batch:
                 if data is None:
                     continue
-                meta, _ = decode_entry(data)
+                try:
+                    meta, _ = decode_entry(data)
+                except ValueError:  # a damaged entry names no producer to remember
+                    continue
                 if meta.producer_name:
                     dedup.record(meta.producer_name, meta.sequence_id, pos)
             position = ledger.next_position(batch[-1][0])

@@ -179,20 +179,63 @@ _OPTIONAL = frozenset(
      "num_chunks_from_msg", "total_chunk_msg_size", "chunk_id", "marker_type",
      "highest_sequence_id", "pulsar_metadata"}
 )
+# Ranges follow the protobuf types of Pulsar's ``MessageMetadata``: what Pulsar stores is
+# stored (its uint64 fields reach 2^64 - 1; the ZeroMQ face also takes negative ids, as
+# Java's signed longs), and what is stored always decodes again. The entry prefix holds
+# publish and deliver-at times as i64 and the client's chunk and batch counts are int32.
 _U32 = (0, (1 << 32) - 1)
+_I32_COUNT = (0, (1 << 31) - 1)
+_U64_OR_I64 = (-(1 << 63), (1 << 64) - 1)
 _INT_RANGES = {
-    "num_messages_in_batch": (1, (1 << 32) - 1),
+    "sequence_id": _U64_OR_I64,
+    "event_time": _U64_OR_I64,
+    "highest_sequence_id": _U64_OR_I64,
+    "num_messages_in_batch": (1, (1 << 31) - 1),
     "uncompressed_size": _U32,
-    "num_chunks_from_msg": _U32,
-    "total_chunk_msg_size": _U32,
-    "chunk_id": _U32,
+    "num_chunks_from_msg": _I32_COUNT,
+    "total_chunk_msg_size": _I32_COUNT,
+    "chunk_id": _I32_COUNT,
+    "marker_type": (-(1 << 31), (1 << 31) - 1),
     "deliver_at_time": (0, (1 << 63) - 1),
     "publish_time": (0, (1 << 63) - 1),
 }
-_INT_LIMITS = {  # every int field's range (i64 unless _INT_RANGES narrows it)
+_INT_LIMITS = {  # every int field's range (i64 unless _INT_RANGES narrows or widens it)
     name: _INT_RANGES.get(name, (-(1 << 63), (1 << 63) - 1))
     for name, kind in _FIELD_TYPES.items() if kind is int
 }
+_S64_LOW, _U64_HIGH = _U64_OR_I64
+_I64_HIGH = (1 << 63) - 1
+_U32_HIGH = (1 << 32) - 1
+_I32_HIGH = (1 << 31) - 1
+_INT_CHECKS = tuple((name, low, high) for name, (low, high) in _INT_LIMITS.items())
+
+
+def check_ranges(metadata: MessageMetadata) -> None:
+    """``ValueError`` naming the first int field out of its stored range: run on every
+    SEND, whichever face it came over, so that whatever is stored decodes again.
+
+    One chained test first (the common case, in about a microsecond); the loop only runs to
+    name the field once something is out of range.
+    """
+    m = metadata
+    if (
+        _S64_LOW <= m.sequence_id <= _U64_HIGH and 0 <= m.publish_time <= _I64_HIGH
+        and _S64_LOW <= m.event_time <= _U64_HIGH and 0 <= m.uncompressed_size <= _U32_HIGH
+        and 0 <= m.deliver_at_time <= _I64_HIGH
+        and (m.num_messages_in_batch is None or 1 <= m.num_messages_in_batch <= _I32_HIGH)
+        and (m.num_chunks_from_msg is None or 0 <= m.num_chunks_from_msg <= _I32_HIGH)
+        and (m.total_chunk_msg_size is None or 0 <= m.total_chunk_msg_size <= _I32_HIGH)
+        and (m.chunk_id is None or 0 <= m.chunk_id <= _I32_HIGH)
+        and (m.marker_type is None or -_I32_HIGH - 1 <= m.marker_type <= _I32_HIGH)
+        and (m.highest_sequence_id is None
+             or _S64_LOW <= m.highest_sequence_id <= _U64_HIGH)
+    ):
+        return
+    for name, low, high in _INT_CHECKS:
+        value = getattr(metadata, name)
+        if value is not None and not low <= value <= high:
+            raise ValueError(f"metadata field {name!r} is out of range: {value}")
+
 
 _new_tuple = tuple.__new__
 _DEFAULTS = tuple(
@@ -264,12 +307,16 @@ def read_header(entry: bytes) -> EntryHeader:
 
 
 def decode_entry(entry: bytes) -> tuple[MessageMetadata, bytes]:
-    """Metadata and payload of an entry."""
+    """Metadata and payload of an entry; ``ValueError`` if it is damaged (an entry stored
+    by :func:`encode_entry` from metadata that passed :func:`check_ranges` always decodes)."""
     if len(entry) < PREFIX_SIZE:
         raise ValueError(f"entry of {len(entry)} bytes is shorter than its header")
     meta_len = _PREFIX.unpack_from(entry)[-1]
     end = PREFIX_SIZE + meta_len
     if end > len(entry):
         raise ValueError("entry metadata runs past the end of the entry")
-    meta = msgpack.unpackb(entry[PREFIX_SIZE:end], raw=False)
+    try:
+        meta = msgpack.unpackb(entry[PREFIX_SIZE:end], raw=False)
+    except Exception as exc:  # msgpack raises several types on damaged input
+        raise ValueError(f"entry metadata is not valid msgpack ({type(exc).__name__})") from None
     return MessageMetadata.from_dict(meta), entry[end:]

@@ -109,6 +109,8 @@ class Broker:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
+        # Why the loop died, if it did: calls and the command line report it.
+        self.loop_error: BaseException | None = None
         self._calls: queue.SimpleQueue[tuple[Callable[[BrokerService], Any], Future]] = (
             queue.SimpleQueue()
         )
@@ -210,12 +212,35 @@ class Broker:
 
     def submit(self, fn: Callable[[BrokerService], T]) -> Future:
         """Queue ``fn(service)`` for the broker thread; its result arrives in the future."""
-        if not self.running:
-            raise RuntimeError("the broker is not running")
+        if not self.running or self.loop_error is not None:
+            raise self._not_running()
         future: Future = Future()
         self._calls.put((fn, future))
         self._wake()
+        if not self.running or self.loop_error is not None:
+            self._fail_calls()  # it died between the check and the put: nobody runs the call
         return future
+
+    def _not_running(self) -> RuntimeError:
+        exc = self.loop_error
+        if exc is None:
+            return RuntimeError("the broker is not running")
+        error = RuntimeError(
+            f"the pulsarlab broker loop crashed ({type(exc).__name__}: {exc}); it serves "
+            "nobody until it is restarted (its log has the traceback)"
+        )
+        error.__cause__ = exc
+        return error
+
+    def _fail_calls(self) -> None:
+        """Fail every call still queued: the loop that would have run them is gone."""
+        while True:
+            try:
+                _fn, future = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            if future.set_running_or_notify_cancel():
+                future.set_exception(self._not_running())
 
     def _wake(self) -> None:
         ctx = self._ctx
@@ -251,10 +276,13 @@ class Broker:
         self._ready.set()
         try:
             self._loop()
-        except Exception:
-            log.exception("pulsarlab broker loop crashed")
+        except BaseException as exc:
+            self.loop_error = exc
+            log.critical("the pulsarlab broker loop crashed; the broker stops serving",
+                         exc_info=True)
         finally:
             self._teardown()
+            self._fail_calls()
 
     def _setup(self) -> None:
         self._ctx = zmq.Context()

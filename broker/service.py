@@ -19,7 +19,7 @@ from typing import Any
 from .actions import Action, ConsumerClosed, ProducerClosed, SendReceipt
 from .clock import Clock, TimerHandle, TimerQueue
 from .consumer import KeySharedMeta, ServerConsumer, SubType
-from .entry import MessageMetadata
+from .entry import MessageMetadata, check_ranges
 from .errors import (
     ConsumerNotFound,
     InvalidArgument,
@@ -49,6 +49,7 @@ from .subscription import Subscription
 from .topic import AbstractTopic, PersistentTopic, Producer
 from .topic_name import TopicName
 
+_I64_MAX = (1 << 63) - 1
 log = logging.getLogger("pulsarlab.broker")
 
 _new_tuple = tuple.__new__  # a NamedTuple's own __new__ takes three times as long
@@ -437,6 +438,10 @@ class BrokerService:
             metadata.producer_name = producer.producer_name
         if not metadata.publish_time:
             metadata.publish_time = self.clock.now_ms()
+        try:  # what is stored must decode again when a consumer reaches it
+            check_ranges(metadata)
+        except ValueError as exc:
+            raise InvalidArgument(f"SEND: {exc}; nothing was stored") from None
         if type(payload) is not bytes:  # bytes() of bytes returns it, but costs a call
             payload = bytes(payload)
         try:
@@ -462,6 +467,8 @@ class BrokerService:
                 )))
             if done and self._listeners:
                 for pending in done:
+                    if pending.position[1] < 0:  # a duplicate: nothing was published
+                        continue
                     self.emit(
                         EventType.PUBLISHED,
                         topic.name,
@@ -702,6 +709,8 @@ class BrokerService:
 
     def skip_messages(self, topic: str, subscription: str, count: int) -> None:
         """Acknowledge the next ``count`` unacknowledged entries of the subscription."""
+        if type(count) is not int or not 0 <= count <= _I64_MAX:
+            raise InvalidArgument(f"the number of messages to skip must be >= 0, not {count!r}")
         self.subscription(topic, subscription).skip_messages(count)
 
     def skip_all_messages(self, topic: str, subscription: str) -> None:
@@ -710,7 +719,7 @@ class BrokerService:
 
     def last_message_id(self, topic: str) -> Position:
         """The position of the topic's last stored entry (``(ledger, -1)`` when empty)."""
-        return self.get_topic(topic, create=False).ledger.last_confirmed
+        return self.get_topic(topic, create=False).last_entry_position()
 
     def last_message_id_with_batch(self, topic: str) -> tuple[int, int, int]:
         """The last entry's position and its largest batch index (see

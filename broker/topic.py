@@ -72,6 +72,9 @@ class Producer:
         }
 
 
+DUPLICATE_POSITION: Position = (-1, -1)  # the receipt of a send dropped as a duplicate
+
+
 class PendingSend(NamedTuple):
     """A send appended and waiting for the group commit (a tuple: one per message)."""
 
@@ -124,13 +127,26 @@ class AbstractTopic:
             cursor = ManagedCursor.from_state(cursor_name, ledger, state, metadata)
             self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor)
 
+    def last_entry_position(self) -> Position:
+        """The last stored entry, across empty ledgers: after a restart or a roll-over the
+        current ledger is empty (``(ledger, -1)``), and Pulsar's managed ledger then points
+        its last confirmed entry at the last entry of the ledger before it. ``(current, -1)``
+        only when the topic holds no entry at all."""
+        ledger = self.ledger
+        position = ledger.last_confirmed
+        if position[1] < 0:
+            before = ledger.previous_position((position[0], 0))
+            if before[1] >= 0:
+                return before
+        return position
+
     def last_message_id(self) -> tuple[int, int, int]:
         """``(ledger, entry, batch_index)`` of the last message, as Pulsar answers
         ``GetLastMessageId`` and the admin ``lastMessageId``: the broker reads the last entry
         and gives its largest batch index (messages in the batch - 1), or -1 when the entry
         is a single message, unreadable, or there is none (``ServerCnx``'s
         ``getLargestBatchIndexWhenPossible``)."""
-        ledger_id, entry_id = self.ledger.last_confirmed
+        ledger_id, entry_id = self.last_entry_position()
         if entry_id < 0:
             return ledger_id, entry_id, -1
         try:
@@ -177,12 +193,17 @@ class AbstractTopic:
                 position = dedup.original_position(metadata.producer_name, metadata.sequence_id)
                 if not self.pending_sends:
                     self.context.mark_dirty(self)
-                self.pending_sends.append(PendingSend(producer, metadata.sequence_id, position))
+                # Pulsar acknowledges a duplicate at once with message id -1:-1
+                # (PersistentTopic.publishMessage, MessageDupStatus.Dup), never another
+                # message's id.
+                self.pending_sends.append(
+                    PendingSend(producer, metadata.sequence_id, DUPLICATE_POSITION)
+                )
                 self.context.emit(
                     EventType.DEDUPLICATED, self.name, producer=metadata.producer_name,
                     sequence_id=metadata.sequence_id, original=list(position),
                 )
-                return position
+                return DUPLICATE_POSITION
         data = encode_entry(metadata, payload)
         try:
             position = self.ledger.add_entry(data, self.context.now_ms())

@@ -35,7 +35,7 @@ from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_entr
 from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, PulsarLabError
 from .limits import check_connections, check_consumers, check_producers
 from .message_id import MessageId
-from .pulsar_protocol.metadata import pulsar_entry_for_zmq
+from .pulsar_protocol.metadata import pulsar_entry_for_zmq, raw_for_zmq
 from .security import Authenticator
 from .service import BrokerService
 from .settings import BrokerSettings
@@ -276,16 +276,17 @@ class ZmqProtocol:
                 ),
             )
             return
-        if meta:
-            try:
-                metadata = MessageMetadata.from_dict(meta)
-            except (TypeError, ValueError) as exc:
-                raise InvalidArgument(f"SEND: {exc}") from None
-        else:
-            metadata = MessageMetadata()  # nothing to check
-        metadata.sequence_id = sequence_id
-        payload = payload.bytes if type(payload) is _Frame else bytes(payload)
         try:
+            # A SEND that is not valid is answered with SEND_ERROR, as any refused send.
+            if meta:
+                try:
+                    metadata = MessageMetadata.from_dict(meta)
+                except (TypeError, ValueError) as exc:
+                    raise InvalidArgument(f"SEND: {exc}; nothing was stored") from None
+            else:
+                metadata = MessageMetadata()  # nothing to check
+            metadata.sequence_id = sequence_id
+            payload = payload.bytes if type(payload) is _Frame else bytes(payload)
             self.service.send(core_id, metadata, payload)
         except PulsarLabError as exc:
             self._send(
@@ -437,7 +438,7 @@ class ZmqProtocol:
     def _cmd_get_last_message_id(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
         _consumer, sub = self.service.consumers[core_id]
-        ledger_id, entry_id = sub.topic.ledger.last_confirmed
+        ledger_id, entry_id = sub.topic.last_entry_position()  # empty ledgers skipped
         result = [ledger_id, entry_id, sub.topic.partition_index, -1]
         md = sub.cursor.mark_delete_position
         self._send(
@@ -486,7 +487,7 @@ class ZmqProtocol:
         receipts: list[tuple[int, int, int, int]] = []
         receipts_to: tuple[ServerCnx, int] | None = None
         delivered: list = []
-        delivered_to: tuple[ServerCnx, int] | None = None
+        delivered_to: tuple[ServerCnx, int, str] | None = None
         # The (connection, core producer id) of the receipt just gathered: the next receipt
         # of the same producer, the common case, is gathered without any lookup.
         receipt_conn: Any = None
@@ -538,7 +539,7 @@ class ZmqProtocol:
                     if delivered:
                         self._send_delivered(delivered_to, delivered)
                         delivered = []
-                    delivered_to = (conn, client_id)
+                    delivered_to = (conn, client_id, action.topic)
                 delivered += action.entries
                 continue
             # Keep every push in the order the core queued it.
@@ -602,14 +603,28 @@ class ZmqProtocol:
         if delivered:
             self._send_delivered(delivered_to, delivered)
 
-    def _send_delivered(self, to: tuple[ServerCnx, int] | None, entries: list) -> None:
+    def _send_delivered(self, to: tuple[ServerCnx, int, str] | None, entries: list) -> None:
         """One MESSAGE with ``entries`` (:class:`DeliveredEntry`) for one consumer.
 
         The header map is built directly: the same frame as :func:`wire.encode` gives,
-        without its keyword-argument detour.
+        without its keyword-argument detour. A failure here costs this connection only.
         """
         assert to is not None
-        conn, client_id = to
+        try:
+            self._message(to, entries)
+        except Exception:  # a bug must cost this connection, never the broker
+            log.exception("internal error delivering %s entries %s; dropping the client",
+                          to[2], [list(e.position) for e in entries[:10]])
+            self._drop(to[0])
+
+    def _drop(self, conn: ServerCnx) -> None:
+        """Forget a connection the broker can no longer serve (as after missed heart-beats):
+        its consumers' unacked messages go to others, its next command finds no session."""
+        self.connections.pop(conn.identity, None)
+        self.service.close_connection(conn)
+
+    def _message(self, to: tuple[ServerCnx, int, str], entries: list) -> None:
+        conn, client_id, topic = to
         # Unpacked by position, not by name: a tuple's fields read faster that way.
         header = wire.pack_header({
             "v": wire.PROTOCOL_VERSION, "cmd": "MESSAGE", "rid": 0, "consumer_id": client_id,
@@ -620,8 +635,8 @@ class ZmqProtocol:
         })
         frames = [header]
         frames += [
-            _zmq_layout(data) if data[1] & FLAG_PULSAR_BATCH else data
-            for _, _, _, data, _ in entries
+            _zmq_layout(data, topic, position) if data[1] & FLAG_PULSAR_BATCH else data
+            for position, _, _, data, _ in entries
         ]
         self._send(conn, frames)
 
@@ -629,6 +644,15 @@ class ZmqProtocol:
         self, to: tuple[ServerCnx, int] | None, receipts: list[tuple[int, int, int, int]]
     ) -> None:
         assert to is not None
+        try:
+            self._receipts(to, receipts)
+        except Exception:  # a bug must cost this connection, never the broker
+            log.exception("internal error sending %d receipts; dropping the client",
+                          len(receipts))
+            self._drop(to[0])
+
+    def _receipts(self, to: tuple[ServerCnx, int], receipts: list[tuple[int, int, int, int]]
+                  ) -> None:
         conn, client_id = to
         if len(receipts) == 1:
             sequence_id, ledger_id, entry_id, partition = receipts[0]
@@ -645,9 +669,22 @@ class ZmqProtocol:
         self._send(conn, [wire.pack_header(header)])
 
 
-def _zmq_layout(data: bytes) -> bytes:
-    """An entry holding a batch in Pulsar's layout, re-laid for a ZeroMQ consumer."""
-    metadata, payload = pulsar_entry_for_zmq(*decode_entry(data))
+def _zmq_layout(data: bytes, topic: str, position: tuple[int, int]) -> bytes:
+    """An entry holding a batch in Pulsar's layout, re-laid for a ZeroMQ consumer; one
+    that cannot be (encrypted, corrupt) goes as one raw message (:func:`raw_for_zmq`)."""
+    try:
+        metadata, payload = decode_entry(data)
+    except Exception as exc:  # msgpack raises several types on a damaged entry
+        log.warning("%s entry %d:%d is unreadable (%s); delivered as stored", topic, *position,
+                    exc)
+        return data
+    try:
+        metadata, payload = pulsar_entry_for_zmq(metadata, payload)
+    except Exception as exc:  # codecs and protobuf raise their own types on bad input
+        log.warning("%s entry %d:%d: a pulsar:// batch that cannot be re-laid for a ZeroMQ "
+                    "consumer (%s: %s); delivered as one raw message", topic, *position,
+                    type(exc).__name__, exc)
+        metadata, payload = raw_for_zmq(metadata, payload)
     return encode_entry(metadata, payload)
 
 

@@ -368,7 +368,10 @@ class KeySharedDrainingDispatcher(SharedDispatcher):
         """The entry's 4.0 sticky key hash (``getStickyKeyHash``)."""
         murmur = header.sticky_key_hash
         if murmur == _NONE_KEY_HASH:
-            metadata, _ = decode_entry(data)
+            try:
+                metadata, _ = decode_entry(data)
+            except ValueError:  # a damaged entry keeps the NONE key's hash
+                return make_sticky_key_hash_40(murmur, self._key_hash_range)
             if metadata.ordering_key is None and metadata.partition_key is None:
                 murmur = murmur3_32_hash(f"{metadata.producer_name}-{metadata.sequence_id}")
         return make_sticky_key_hash_40(murmur, self._key_hash_range)

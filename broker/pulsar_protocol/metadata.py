@@ -24,12 +24,16 @@ from .PulsarApi_pb2 import MessageMetadata as PulsarMetadata
 __all__ = [
     "from_pulsar",
     "pulsar_entry_for_zmq",
+    "raw_for_zmq",
+    "raw_to_pulsar",
     "to_pulsar",
 ]
 
 _U32 = struct.Struct(">I")
 _CODECS = {value: name for name, value in CompressionType.items()}
+_CODEC_NUMBERS = dict(CompressionType.items())
 _INT32_MAX = (1 << 31) - 1
+_U64 = (1 << 64) - 1
 
 
 def from_pulsar(raw: bytes) -> MessageMetadata:
@@ -85,9 +89,10 @@ def to_pulsar(md: MessageMetadata, payload: bytes) -> tuple[bytes, bytes]:
     """Serialized Pulsar metadata and payload for an entry (as stored) of the core."""
     if md.pulsar_metadata is not None:
         return md.pulsar_metadata, payload
+    # Ids a ZeroMQ producer sent as signed (Java's long) go out as Pulsar's uint64.
     pm = PulsarMetadata(
         producer_name=md.producer_name,
-        sequence_id=md.sequence_id,
+        sequence_id=md.sequence_id & _U64,
         publish_time=md.publish_time,
     )
     for key, value in md.properties.items():
@@ -99,7 +104,7 @@ def to_pulsar(md: MessageMetadata, payload: bytes) -> tuple[bytes, bytes]:
     if md.ordering_key is not None:
         pm.ordering_key = md.ordering_key
     if md.event_time:
-        pm.event_time = md.event_time
+        pm.event_time = md.event_time & _U64
     if md.deliver_at_time:
         pm.deliver_at_time = md.deliver_at_time
     if md.schema_version is not None:
@@ -113,7 +118,7 @@ def to_pulsar(md: MessageMetadata, payload: bytes) -> tuple[bytes, bytes]:
         pm.total_chunk_msg_size = min(md.total_chunk_msg_size or 0, _INT32_MAX)
         pm.chunk_id = min(md.chunk_id or 0, _INT32_MAX)
     if md.highest_sequence_id is not None:
-        pm.highest_sequence_id = md.highest_sequence_id
+        pm.highest_sequence_id = md.highest_sequence_id & _U64
     if md.num_messages_in_batch is None:
         if md.compression != "NONE":
             pm.compression = CompressionType.Value(md.compression)
@@ -125,7 +130,9 @@ def to_pulsar(md: MessageMetadata, payload: bytes) -> tuple[bytes, bytes]:
     pm.num_messages_in_batch = md.num_messages_in_batch
     parts = []
     for m in decode_batch(payload, md.num_messages_in_batch):
-        single = SingleMessageMetadata(payload_size=len(m.payload), sequence_id=m.sequence_id)
+        single = SingleMessageMetadata(
+            payload_size=len(m.payload), sequence_id=m.sequence_id & _U64
+        )
         for key, value in m.properties.items():
             single.properties.append(KeyValue(key=key, value=value))
         if m.partition_key is not None:
@@ -133,7 +140,7 @@ def to_pulsar(md: MessageMetadata, payload: bytes) -> tuple[bytes, bytes]:
         if m.ordering_key is not None:
             single.ordering_key = m.ordering_key
         if m.event_time:
-            single.event_time = m.event_time
+            single.event_time = m.event_time & _U64
         if m.null_value:
             single.null_value = True
         raw = single.SerializeToString()
@@ -141,21 +148,68 @@ def to_pulsar(md: MessageMetadata, payload: bytes) -> tuple[bytes, bytes]:
     return pm.SerializeToString(), b"".join(parts)
 
 
+def raw_to_pulsar(md: MessageMetadata, payload: bytes) -> tuple[bytes, bytes]:
+    """Pulsar metadata for an entry :func:`to_pulsar` cannot re-lay (a ZeroMQ batch whose
+    payload does not decode): the outer fields, the payload as stored. Pulsar's broker
+    never opens a payload either; the official client then finds the batch corrupt and
+    discards it with a validation-error ack, so it is not redelivered forever."""
+    pm = PulsarMetadata(
+        producer_name=md.producer_name, sequence_id=md.sequence_id & _U64,
+        publish_time=md.publish_time,
+    )
+    if md.num_messages_in_batch is not None:
+        pm.num_messages_in_batch = md.num_messages_in_batch
+    codec = _CODEC_NUMBERS.get(md.compression)
+    if codec:  # NONE is 0
+        pm.compression = codec
+        pm.uncompressed_size = md.uncompressed_size
+    return pm.SerializeToString(), payload
+
+
+def raw_for_zmq(md: MessageMetadata, payload: bytes) -> tuple[MessageMetadata, bytes]:
+    """A pulsar://-published batch :func:`pulsar_entry_for_zmq` cannot re-lay (end-to-end
+    encrypted, corrupt, or not in Pulsar's layout) as ONE message holding the batch's
+    payload exactly as stored, the way Pulsar's client hands an undecryptable batch to an
+    application that consumes it as is: the consumer receives it once, acknowledges (or
+    dead-letters) it like any message, and the broker never retries the re-laying."""
+    out = MessageMetadata(**{
+        name: getattr(md, name) for name in MessageMetadata.__slots__
+        if name not in ("pulsar_metadata", "compression", "uncompressed_size",
+                        "num_messages_in_batch")
+    })
+    return out, payload
+
+
 def pulsar_entry_for_zmq(md: MessageMetadata, payload: bytes) -> tuple[MessageMetadata, bytes]:
     """A pulsar://-published batch re-laid in pulsarlab's batch layout (uncompressed), for a
-    ZeroMQ consumer; other entries are returned as they are."""
+    ZeroMQ consumer; other entries are returned as they are. ``ValueError`` (or a codec's
+    or protobuf's own error) when the batch cannot be re-laid: see :func:`raw_for_zmq`."""
     if md.pulsar_metadata is None or md.num_messages_in_batch is None:
         return md, payload
+    outer = PulsarMetadata()
+    outer.ParseFromString(md.pulsar_metadata)  # parsed once already, at SEND
+    if outer.encryption_keys:
+        raise ValueError("the batch is end-to-end encrypted")
     if md.compression != "NONE":
         payload = decompress(md.compression, payload, md.uncompressed_size)
     messages = []
     offset = 0
+    end = len(payload)
     view = memoryview(payload)
-    for _ in range(md.num_messages_in_batch):
+    for index in range(md.num_messages_in_batch):
+        if offset + 4 > end:
+            raise ValueError(f"the batch ends before its message {index}")
         (size,) = _U32.unpack_from(view, offset)
+        if offset + 4 + size > end:
+            raise ValueError(f"message {index}'s metadata runs past the end of the batch")
         single = SingleMessageMetadata()
-        single.ParseFromString(view[offset + 4 : offset + 4 + size])
+        try:
+            single.ParseFromString(view[offset + 4 : offset + 4 + size])
+        except DecodeError as exc:
+            raise ValueError(f"message {index}'s metadata does not parse: {exc}") from None
         offset += 4 + size
+        if single.payload_size < 0 or offset + single.payload_size > end:
+            raise ValueError(f"message {index}'s payload runs past the end of the batch")
         data = bytes(view[offset : offset + single.payload_size])
         offset += single.payload_size
         messages.append(

@@ -33,7 +33,7 @@ from ..actions import (
     SendReceipt,
 )
 from ..consumer import KeySharedMeta, KeySharedMetaMode, SubType
-from ..entry import decode_entry
+from ..entry import MessageMetadata, decode_entry, read_header
 from ..errors import (
     AuthenticationError,
     ConsumerNotFound,
@@ -54,7 +54,7 @@ from .framing import (
     encode_command,
     encode_payload_command,
 )
-from .metadata import from_pulsar, to_pulsar
+from .metadata import from_pulsar, raw_to_pulsar, to_pulsar
 from .schemas import SchemaInfo, SchemaRegistry
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
@@ -202,9 +202,19 @@ class PulsarSession:
     # -- core actions ---------------------------------------------------------------------
 
     def handle_action(self, action: Any) -> None:
-        """Frames for one core action addressed to this connection."""
+        """Frames for one core action addressed to this connection; a failure costs this
+        connection (an ERROR, a close, a log line), never the broker."""
         if self.closed:
             return
+        try:
+            self._handle_action(action)
+        except Exception as exc:  # a bug must cost this connection, never the broker
+            log.exception("internal error handling %s for a pulsar:// connection (%s %s)",
+                          type(action).__name__, getattr(action, "topic", ""),
+                          [list(e.position) for e in getattr(action, "entries", ())[:10]])
+            self._fail(f"internal error ({type(exc).__name__}); the broker logged it")
+
+    def _handle_action(self, action: Any) -> None:
         kind = type(action)
         if kind is Deliver:
             client_id = self.consumer_ids.get(action.consumer_id)
@@ -272,8 +282,7 @@ class PulsarSession:
     def _deliver(self, client_id: int, action: Deliver) -> None:
         out = self._out
         for entry in action.entries:
-            md, payload = decode_entry(entry.data)
-            metadata, payload = to_pulsar(md, payload)
+            metadata, payload = _pulsar_entry(action.topic, entry.position, entry.data)
             message = api.CommandMessage(
                 consumer_id=client_id,
                 message_id=api.MessageIdData(
@@ -582,7 +591,7 @@ class PulsarSession:
         success = api.CommandProducerSuccess(
             request_id=body.request_id,
             producer_name=producer.producer_name,
-            last_sequence_id=producer.last_sequence_id,
+            last_sequence_id=_signed(producer.last_sequence_id),  # int64 on the wire
             producer_ready=True,
         )
         if version is not None:
@@ -796,6 +805,28 @@ class PulsarSession:
             msgBacklog=sub.cursor.number_of_entries_in_backlog(),
         )
         self._command(_T.CONSUMER_STATS_RESPONSE, "consumerStatsResponse", stats)
+
+
+def _pulsar_entry(topic: str, position: tuple[int, int], data: bytes) -> tuple[bytes, bytes]:
+    """Pulsar metadata and payload of a stored entry. One that cannot be laid out as
+    Pulsar's (a ZeroMQ batch with a garbage payload, a damaged entry) goes out raw, as
+    Pulsar's broker sends what it stored: the official client discards (and acks) what it
+    cannot read, so the entry is not redelivered forever."""
+    try:
+        md, payload = decode_entry(data)
+    except Exception as exc:  # msgpack raises several types on a damaged entry
+        log.warning("%s entry %d:%d is unreadable (%s); delivered raw", topic, *position, exc)
+        try:
+            publish_time = max(0, read_header(data).publish_time)
+        except ValueError:
+            publish_time = 0
+        return raw_to_pulsar(MessageMetadata(publish_time=publish_time), data)
+    try:
+        return to_pulsar(md, payload)
+    except Exception as exc:  # codecs and protobuf raise their own types on bad input
+        log.warning("%s entry %d:%d cannot be laid out for a pulsar:// consumer (%s: %s); "
+                    "delivered raw", topic, *position, type(exc).__name__, exc)
+        return raw_to_pulsar(md, payload)
 
 
 class _ProducerBusy(PulsarLabError):

@@ -145,6 +145,8 @@ class AdminResource(RequestHandler):
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ApiError(400, "the request body is JSON nested too deeply") from None
 
     def flag(self, name: str) -> bool:
         """A boolean query parameter (``?force=true``)."""
@@ -155,11 +157,15 @@ class AdminResource(RequestHandler):
 
 
 def integer(text: str, what: str) -> int:
-    """A path segment that must be an integer (a 400 otherwise)."""
+    """A path segment that must be an integer, a Java long as Pulsar reads it (a 400
+    otherwise)."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise ApiError(400, f"{what} must be an integer, not {text!r}") from None
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ApiError(400, f"{what} must be a 64-bit integer, not {text}")
+    return value
 
 
 def guarded(method: Callable[..., Any]) -> Callable[..., Any]:

@@ -12,6 +12,7 @@ from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
 
 from .app import make_app
+from .body_limit import BodyLimit
 
 log = logging.getLogger("pulsarlab.broker.web")
 
@@ -52,7 +53,8 @@ class WebServer:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         self._loop = loop
-        server = HTTPServer(make_app(self.broker), max_body_size=MAX_BODY_SIZE)
+        server = HTTPServer(BodyLimit(make_app(self.broker), MAX_BODY_SIZE),
+                            max_body_size=MAX_BODY_SIZE)
         server.add_sockets(self._sockets)
         ready.set()
         try:

@@ -1,8 +1,20 @@
 """Entry layout: hot-path header, metadata round trip, sticky key hash at publish."""
 
-import pytest
+import contextlib
 
-from pulsarlab.broker.entry import MessageMetadata, decode_entry, encode_entry, read_header
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pulsarlab.broker.entry import (
+    _INT_LIMITS,
+    PREFIX_SIZE,
+    MessageMetadata,
+    check_ranges,
+    decode_entry,
+    encode_entry,
+    read_header,
+)
 
 
 def test_round_trip_and_header():
@@ -82,3 +94,46 @@ def test_to_dict_leaves_out_exactly_the_defaults_of_every_field():
             value = "s"
         meta = MessageMetadata(**{f.name: value})
         assert meta.to_dict() == {f.name: value}, f.name
+
+
+# -- issue 23: what is stored always decodes ------------------------------------------------
+
+U64_MAX = (1 << 64) - 1
+
+
+def test_pulsars_uint64_fields_round_trip_at_their_maximum():
+    meta = MessageMetadata(producer_name="p", sequence_id=U64_MAX, event_time=U64_MAX,
+                           highest_sequence_id=U64_MAX, publish_time=(1 << 63) - 1)
+    check_ranges(meta)
+    decoded, _ = decode_entry(encode_entry(meta, b"x"))
+    assert decoded == meta
+
+
+@pytest.mark.parametrize("field, value", [
+    ("chunk_id", -1), ("total_chunk_msg_size", -1), ("num_chunks_from_msg", 1 << 31),
+    ("publish_time", 1 << 63), ("deliver_at_time", -1), ("num_messages_in_batch", 0),
+    ("sequence_id", 1 << 64), ("uncompressed_size", 1 << 32),
+])
+def test_check_ranges_names_the_field_out_of_range(field, value):
+    with pytest.raises(ValueError, match=f"'{field}' is out of range"):
+        check_ranges(MessageMetadata(**{field: value}))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64))
+def test_a_damaged_entry_is_a_value_error(tail):
+    good = encode_entry(MessageMetadata(producer_name="p", publish_time=1), b"x")
+    damaged = good[:PREFIX_SIZE - 4] + len(tail).to_bytes(4, "big") + tail
+    with contextlib.suppress(ValueError):  # and never another exception type
+        decode_entry(damaged)
+
+
+def test_the_fast_range_test_agrees_with_every_fields_limits():
+    """check_ranges' one chained test and its per-field loop must never disagree."""
+    for name, (low, high) in _INT_LIMITS.items():
+        for value, ok in ((low, True), (high, True), (low - 1, False), (high + 1, False)):
+            if ok:
+                check_ranges(MessageMetadata(**{name: value}))
+            else:
+                with pytest.raises(ValueError, match=name):
+                    check_ranges(MessageMetadata(**{name: value}))

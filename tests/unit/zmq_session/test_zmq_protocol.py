@@ -138,9 +138,10 @@ def test_malformed_send_headers_get_one_line_errors_and_the_connection_keeps_ser
         assert "\n" not in error["message"]
     peer.sent.clear()
     peer.protocol.handle([b"c1", *_send_frames({**good, "metadata": {"nope": 1}})], 0)
-    [(_, error)] = peer.sent
-    assert (error["code"], error["message"]) == (
-        "InvalidConfiguration", "SEND: unknown metadata field 'nope'"
+    [(_, error)] = peer.sent  # a send refused like any other: the producer's future fails
+    assert (error.name, error["sequence_id"], error["code"], error["message"]) == (
+        "SEND_ERROR", 0, "InvalidConfiguration",
+        "SEND: unknown metadata field 'nope'; nothing was stored",
     )
     peer.sent.clear()
     peer.protocol.handle([b"c1", b"\xc1garbage", b"p"], 0)
