@@ -66,6 +66,12 @@ class BrokerSettings:
     delayed_delivery_tick_ms: int = 1000
     is_delayed_delivery_deliver_at_time_strict: bool = False
     retention_check_interval_ms: int = 120_000
+    enable_broker_side_subscription_pattern_evaluation: bool = True
+    """Filter GET_TOPICS_OF_NAMESPACE by its ``topics_pattern`` on the broker, with RE2
+    (enableBrokerSideSubscriptionPatternEvaluation); off, the client filters."""
+    subscription_pattern_max_length: int = 50
+    """Longer patterns are not evaluated by the broker: the client gets the whole list
+    (subscriptionPatternMaxLength)."""
 
     # -- security (see README "Security"; names follow broker.conf where Pulsar has one) --
     authentication_enabled: bool = False

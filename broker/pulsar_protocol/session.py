@@ -17,7 +17,6 @@ them. A frame that breaks the framing closes the connection after an ERROR sayin
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +43,7 @@ from ..errors import (
 from ..limits import check_consumers, check_producers
 from ..message_id import MessageId
 from ..topic_name import TopicName
+from ..topics_pattern import TopicsPattern
 from . import PulsarApi_pb2 as api
 from .framing import (
     MAX_FRAME_OVERHEAD,
@@ -486,12 +486,8 @@ class PulsarSession:
         elif mode == api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
             names = [n for n in names if n.startswith("non-persistent://")]
         response = api.CommandGetTopicsOfNamespaceResponse(request_id=body.request_id)
-        if body.HasField("topics_pattern"):
-            try:
-                pattern = re.compile(_strip_domain(body.topics_pattern))
-            except re.error as exc:
-                raise InvalidArgument(f"topics_pattern does not compile: {exc}") from None
-            names = [n for n in names if pattern.fullmatch(_strip_domain(n))]
+        if body.HasField("topics_pattern") and self._evaluates(body.topics_pattern):
+            names = TopicsPattern(body.topics_pattern).filter(names)
             response.filtered = True
         topics_hash = topics_list_hash(names)
         response.topics_hash = topics_hash
@@ -501,6 +497,14 @@ class PulsarSession:
             response.topics.extend(names)
         self._command(_T.GET_TOPICS_OF_NAMESPACE_RESPONSE, "getTopicsOfNamespaceResponse",
                       response)
+
+    def _evaluates(self, pattern: str) -> bool:
+        """Whether the broker filters by ``pattern`` (Pulsar: enabled and not too long);
+        if not, the client gets the whole list and filters it itself."""
+        settings = self.settings
+        return settings.enable_broker_side_subscription_pattern_evaluation and (
+            len(pattern) <= settings.subscription_pattern_max_length
+        )
 
     # -- schemas --------------------------------------------------------------------------
 
@@ -802,10 +806,6 @@ def _start_message_id(mid: api.MessageIdData) -> tuple[MessageId, bool]:
         return MessageId.latest, False
     batch = mid.batch_index if mid.HasField("batch_index") else -1
     return MessageId(mid.partition, ledger, entry, batch), True
-
-
-def _strip_domain(name: str) -> str:
-    return name.split("://", 1)[1] if "://" in name else name
 
 
 def topics_list_hash(names: list[str]) -> str:
