@@ -51,6 +51,9 @@ class BrokerSettings:
     # One entry cache shared by every managed ledger of the broker (Pulsar's
     # managedLedgerCacheSizeMB), charged with each entry's bytes plus its object overhead.
     managed_ledger_cache_size_mb: int = 16
+    max_open_segment_files: int = 0
+    """Segment files kept open at once for all topics (an LRU, like BookKeeper's
+    openFileLimit); 0 = a quarter of the process's RLIMIT_NOFILE, at most 1024."""
     # Cursor positions are saved at most this often (Pulsar's mark-delete rate limit: 1/s).
     managed_ledger_cursor_persist_interval_ms: int = 1000
     journal_sync_data: bool = True
@@ -157,6 +160,7 @@ class BrokerSettings:
             * 60_000,
             journal_sync_data=self.journal_sync_data,
             cache_size_bytes=self.managed_ledger_cache_size_mb * 1024 * 1024,
+            max_open_files=self.max_open_segment_files,
         )
 
 
