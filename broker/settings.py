@@ -69,6 +69,13 @@ class BrokerSettings:
     delayed_delivery_tick_ms: int = 1000
     is_delayed_delivery_deliver_at_time_strict: bool = False
     retention_check_interval_ms: int = 120_000
+    broker_unload_inactive_topics_enabled: bool = True
+    """Unload persistent topics with no producers or consumers after
+    ``broker_unload_inactive_topics_max_inactive_duration_seconds``: cursors saved, files
+    closed, reloaded on next use. Pulsar's brokerDeleteInactiveTopics* rules delete them;
+    this broker never deletes."""
+    broker_unload_inactive_topics_frequency_seconds: int = 60
+    broker_unload_inactive_topics_max_inactive_duration_seconds: int = 600
     enable_broker_side_subscription_pattern_evaluation: bool = True
     """Filter GET_TOPICS_OF_NAMESPACE by its ``topics_pattern`` on the broker, with RE2
     (enableBrokerSideSubscriptionPatternEvaluation); off, the client filters."""
