@@ -47,6 +47,7 @@ from ..topics_pattern import TopicsPattern
 from . import PulsarApi_pb2 as api
 from .framing import (
     MAX_FRAME_OVERHEAD,
+    MAX_HANDSHAKE_FRAME,
     Frame,
     FrameDecoder,
     FrameError,
@@ -144,13 +145,15 @@ class PulsarSession:
         self.service_url = service_url
         self.now_ms = now_ms
         self.peer = peer
-        self.decoder = FrameDecoder(settings.max_message_size + MAX_FRAME_OVERHEAD)
+        # Until CONNECT succeeds a frame may be at most MAX_HANDSHAKE_FRAME bytes: an
+        # unauthenticated peer cannot make the broker buffer a 5 MiB frame.
+        self.decoder = FrameDecoder(MAX_HANDSHAKE_FRAME)
         self.connected = False
         self.closed = False
         self.close_reason = ""
         self.role: str | None = None
         self.protocol_version = 0
-        self.last_seen_ms = now_ms()
+        self.last_seen_ms = self.opened_ms = now_ms()
         self.producers: dict[int, int] = {}  # client id -> core id
         self.producer_ids: dict[int, int] = {}  # core id -> client id
         self.consumers: dict[int, int] = {}
@@ -189,8 +192,17 @@ class PulsarSession:
         self.service.close_connection(self)
 
     def ping(self, keep_alive_ms: int) -> None:
-        """A keep-alive turn: PING the client, or give up on one silent for two periods."""
+        """A keep-alive turn: PING the client, or give up on one silent for two periods.
+
+        As Pulsar's ``PulsarHandler``, a connection whose handshake (CONNECT) did not
+        complete within one keep-alive interval is closed instead (slow or idle peers
+        cannot hold sockets and buffers without ever connecting)."""
         if self.closed:
+            return
+        if not self.connected:
+            if self.now_ms() - self.opened_ms >= keep_alive_ms:
+                self._close("the handshake (CONNECT) did not complete within the keep-alive "
+                            f"interval ({keep_alive_ms} ms)")
             return
         if self.now_ms() - self.last_seen_ms > 2 * keep_alive_ms:
             self._close("the client stopped answering keep-alive pings")
@@ -445,6 +457,7 @@ class PulsarSession:
                 self._close(str(exc))
                 return
         self.connected = True
+        self.decoder.max_frame_size = self.settings.max_message_size + MAX_FRAME_OVERHEAD
         self.protocol_version = min(connect.protocol_version, PROTOCOL_VERSION)
         self._command(
             _T.CONNECTED, "connected",
