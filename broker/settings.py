@@ -111,6 +111,9 @@ class BrokerSettings:
     more is refused with NotAllowedError."""
     max_topics_per_namespace: int = 0
     """Topics (each partition counts) per namespace (maxTopicsPerNamespace; 0 = no limit)."""
+    web_service_idle_timeout_ms: int = 30_000
+    """An HTTP connection must send each request's headers, and then its body, within this
+    time, or it is closed (Jetty's 30 s idle timeout in Pulsar's web service)."""
     web_service_port: int = 0
     """Port of the admin REST API, http://host:PORT/admin/v2 (webServicePort; 0 = a free
     port; ``pulsarlab broker`` defaults to 8080 like ``pulsar standalone``)."""
@@ -145,6 +148,14 @@ class BrokerSettings:
                      "max_consumers_per_connection", "max_topics", "max_topics_per_namespace"):
             if getattr(settings, name) < 0:
                 raise InvalidArgument(f"broker setting {name} must be >= 0 (0 = no limit)")
+        for name in ("web_service_idle_timeout_ms",
+                     "broker_unload_inactive_topics_frequency_seconds"):
+            if getattr(settings, name) <= 0:
+                raise InvalidArgument(f"broker setting {name} must be > 0")
+        for name in ("max_open_segment_files", "subscription_pattern_max_length",
+                     "broker_unload_inactive_topics_max_inactive_duration_seconds"):
+            if getattr(settings, name) < 0:
+                raise InvalidArgument(f"broker setting {name} must be >= 0")
         if not 0 <= settings.web_service_port <= 65535:
             raise InvalidArgument("broker setting web_service_port must be 0..65535 (0 = free)")
         if settings.authorization_enabled and not settings.authentication_enabled:

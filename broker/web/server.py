@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import threading
 from typing import Any
 
 from tornado.httpserver import HTTPServer
+from tornado.ioloop import IOLoop
 from tornado.netutil import bind_sockets
 
+from ..resource_log import RESOURCE_ERRNOS, RateLimitedLog
 from .app import make_app
 
 log = logging.getLogger("pulsarlab.broker.web")
 
 # Admin requests are small JSON documents; a larger body is refused before it is read.
 MAX_BODY_SIZE = 1 << 20
+# Out of descriptors, accepting pauses this long (asyncio's own accept retry delay) while
+# the connections already open are served and idle ones time out.
+ACCEPT_RETRY_DELAY_S = 1.0
 
 
 class WebServer:
@@ -34,6 +40,7 @@ class WebServer:
         self.port: int = self._sockets[0].getsockname()[1]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._accept_errors = RateLimitedLog(log)
 
     @property
     def url(self) -> str:
@@ -52,16 +59,56 @@ class WebServer:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         self._loop = loop
-        server = HTTPServer(make_app(self.broker), max_body_size=MAX_BODY_SIZE)
-        server.add_sockets(self._sockets)
+        # A connection must send a request's headers (idle_connection_timeout) and its body
+        # (body_timeout) in time: slow or idle peers cannot hold descriptors for an hour.
+        timeout_s = self.broker.settings.web_service_idle_timeout_ms / 1000
+        server = HTTPServer(make_app(self.broker), max_body_size=MAX_BODY_SIZE,
+                            idle_connection_timeout=timeout_s, body_timeout=timeout_s)
+        for sock in self._sockets:
+            self._accept_on(server, sock)
         ready.set()
         try:
             loop.run_forever()
         finally:
+            for sock in self._sockets:
+                IOLoop.current().remove_handler(sock)
             server.stop()
             loop.run_until_complete(server.close_all_connections())
             loop.close()
             self._loop = None
+
+    def _accept_on(self, server: HTTPServer, sock: socket.socket) -> None:
+        """Accept connections on ``sock`` for ``server`` (Tornado's ``add_sockets``, except
+        that running out of descriptors logs one line per interval and pauses accepting
+        instead of logging a traceback per attempt, megabytes a second)."""
+        io_loop = IOLoop.current()
+
+        def accept(fd: Any, events: int) -> None:
+            for _ in range(128):  # then let other callbacks run
+                try:
+                    connection, address = sock.accept()
+                except (BlockingIOError, InterruptedError):
+                    return
+                except ConnectionAbortedError:
+                    continue
+                except OSError as exc:
+                    if exc.errno not in RESOURCE_ERRNOS:
+                        raise
+                    self._accept_errors.log(
+                        f"admin REST API: cannot accept connections: {os.strerror(exc.errno)}; "
+                        f"pausing accepts for {ACCEPT_RETRY_DELAY_S:g} s (open connections "
+                        "are still served)"
+                    )
+                    io_loop.remove_handler(sock)
+                    io_loop.call_later(ACCEPT_RETRY_DELAY_S, resume)
+                    return
+                server._handle_connection(connection, address)  # what add_sockets calls
+
+        def resume() -> None:
+            if sock.fileno() >= 0:
+                io_loop.add_handler(sock, accept, IOLoop.READ)
+
+        resume()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving and close the listening sockets (and open connections)."""
