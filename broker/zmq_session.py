@@ -606,7 +606,8 @@ class ZmqProtocol:
         })
         frames = [header]
         frames += [
-            _zmq_layout(data) if data[1] & FLAG_PULSAR_BATCH else data
+            _zmq_layout(data, self.settings.max_message_size)
+            if data[1] & FLAG_PULSAR_BATCH else data
             for _, _, _, data, _ in entries
         ]
         self._send(conn, frames)
@@ -631,9 +632,9 @@ class ZmqProtocol:
         self._send(conn, [wire.pack_header(header)])
 
 
-def _zmq_layout(data: bytes) -> bytes:
+def _zmq_layout(data: bytes, max_size: int) -> bytes:
     """An entry holding a batch in Pulsar's layout, re-laid for a ZeroMQ consumer."""
-    metadata, payload = pulsar_entry_for_zmq(*decode_entry(data))
+    metadata, payload = pulsar_entry_for_zmq(*decode_entry(data), max_size)
     return encode_entry(metadata, payload)
 
 

@@ -283,7 +283,7 @@ class PulsarSession:
         out = self._out
         for entry in action.entries:
             md, payload = decode_entry(entry.data)
-            metadata, payload = to_pulsar(md, payload)
+            metadata, payload = to_pulsar(md, payload, self.settings.max_message_size)
             message = api.CommandMessage(
                 consumer_id=client_id,
                 message_id=api.MessageIdData(
