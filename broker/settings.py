@@ -111,6 +111,9 @@ class BrokerSettings:
     more is refused with NotAllowedError."""
     max_topics_per_namespace: int = 0
     """Topics (each partition counts) per namespace (maxTopicsPerNamespace; 0 = no limit)."""
+    max_http_server_connections: int = 0
+    """Admin REST API connections open at once (maxHttpServerConnections); more are closed
+    at once. 0 = 2048 or a quarter of RLIMIT_NOFILE, whichever is smaller."""
     web_service_idle_timeout_ms: int = 30_000
     """An HTTP connection must send each request's headers, and then its body, within this
     time, or it is closed (Jetty's 30 s idle timeout in Pulsar's web service)."""
@@ -153,6 +156,7 @@ class BrokerSettings:
             if getattr(settings, name) <= 0:
                 raise InvalidArgument(f"broker setting {name} must be > 0")
         for name in ("max_open_segment_files", "subscription_pattern_max_length",
+                     "max_http_server_connections",
                      "broker_unload_inactive_topics_max_inactive_duration_seconds"):
             if getattr(settings, name) < 0:
                 raise InvalidArgument(f"broker setting {name} must be >= 0")

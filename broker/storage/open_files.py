@@ -22,20 +22,26 @@ try:
 except ImportError:  # not on every platform
     resource = None  # type: ignore[assignment]
 
-__all__ = ["DEFAULT_MAX_OPEN_FILES", "OpenFiles", "default_capacity"]
+__all__ = ["DEFAULT_MAX_OPEN_FILES", "OpenFiles", "default_capacity", "descriptor_share"]
 
 DEFAULT_MAX_OPEN_FILES = 1024
 _MIN_OPEN_FILES = 8
 
 
-def default_capacity() -> int:
-    """A quarter of the descriptor limit, within ``8..DEFAULT_MAX_OPEN_FILES``."""
+def descriptor_share(maximum: int) -> int:
+    """A quarter of the process's descriptor limit (``RLIMIT_NOFILE``), within
+    ``8..maximum``: what one consumer of descriptors may hold."""
     if resource is None:
-        return DEFAULT_MAX_OPEN_FILES
+        return maximum
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
-        return DEFAULT_MAX_OPEN_FILES
-    return max(_MIN_OPEN_FILES, min(DEFAULT_MAX_OPEN_FILES, soft // 4))
+        return maximum
+    return max(_MIN_OPEN_FILES, min(maximum, soft // 4))
+
+
+def default_capacity() -> int:
+    """A quarter of the descriptor limit, within ``8..DEFAULT_MAX_OPEN_FILES``."""
+    return descriptor_share(DEFAULT_MAX_OPEN_FILES)
 
 
 class OpenFiles:

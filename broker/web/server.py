@@ -14,6 +14,7 @@ from tornado.ioloop import IOLoop
 from tornado.netutil import bind_sockets
 
 from ..resource_log import RESOURCE_ERRNOS, RateLimitedLog
+from ..storage.open_files import descriptor_share
 from .app import make_app
 
 log = logging.getLogger("pulsarlab.broker.web")
@@ -23,6 +24,12 @@ MAX_BODY_SIZE = 1 << 20
 # Out of descriptors, accepting pauses this long (asyncio's own accept retry delay) while
 # the connections already open are served and idle ones time out.
 ACCEPT_RETRY_DELAY_S = 1.0
+
+
+def default_http_connections() -> int:
+    """Pulsar's maxHttpServerConnections (2048), at most a quarter of RLIMIT_NOFILE: idle
+    HTTP peers never take the descriptors that storage and pulsar:// clients need."""
+    return descriptor_share(2048)
 
 
 class WebServer:
@@ -41,6 +48,7 @@ class WebServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._accept_errors = RateLimitedLog(log)
+        self._refusals = RateLimitedLog(log, level=logging.WARNING)
 
     @property
     def url(self) -> str:
@@ -82,6 +90,7 @@ class WebServer:
         that running out of descriptors logs one line per interval and pauses accepting
         instead of logging a traceback per attempt, megabytes a second)."""
         io_loop = IOLoop.current()
+        limit = self.broker.settings.max_http_server_connections or default_http_connections()
 
         def accept(fd: Any, events: int) -> None:
             for _ in range(128):  # then let other callbacks run
@@ -102,6 +111,13 @@ class WebServer:
                     io_loop.remove_handler(sock)
                     io_loop.call_later(ACCEPT_RETRY_DELAY_S, resume)
                     return
+                if len(server._connections) >= limit:  # Tornado's set of open connections
+                    self._refusals.log(
+                        f"admin REST API: {limit} connections open "
+                        "(max_http_server_connections); closing new ones"
+                    )
+                    connection.close()
+                    continue
                 server._handle_connection(connection, address)  # what add_sockets calls
 
         def resume() -> None:

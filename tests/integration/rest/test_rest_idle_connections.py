@@ -52,3 +52,25 @@ def test_slow_and_idle_http_connections_are_closed_and_others_served(quick):
         sock.close()
     assert Rest(quick.web_url).get("/admin/v2/clusters").status == 200
 
+
+
+def test_connections_past_max_http_server_connections_are_closed_at_once():
+    with Broker(storage="memory", web_service_idle_timeout_ms=120_000,
+                max_http_server_connections=2) as broker:
+        host, port = broker.host, broker.web.port
+        held = [socket.create_connection((host, port)) for _ in range(2)]
+        extra = socket.create_connection((host, port))
+        _wait_closed(extra, within_s=20)  # the idle timeout (120 s) has nothing to do with it
+        extra.close()
+        for sock in held:
+            sock.close()
+        deadline = time.monotonic() + 20
+        while _status(Rest(broker.web_url)) != 200:  # once the broker saw them close
+            assert time.monotonic() < deadline, "the REST API did not answer again"
+
+
+def _status(rest: Rest) -> int:
+    try:
+        return rest.get("/admin/v2/clusters").status
+    except OSError:
+        return 0  # closed at once: the broker has not yet seen the others go
