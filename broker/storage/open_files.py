@@ -45,19 +45,15 @@ def default_capacity() -> int:
 
 
 class OpenFiles:
-    """Descriptors by key (``(ledger object id, kind, ledger id)``), least recently used
+    """Descriptors by key (``(managed ledger token, kind, ledger id)``), least recently used
     first; :meth:`acquire` opens one on a miss and closes the oldest beyond capacity."""
 
     def __init__(self, capacity: int | None = None) -> None:
         self.capacity = capacity if capacity else default_capacity()
         self._fds: OrderedDict[Hashable, int] = OrderedDict()
-        self.opened = 0  # descriptors opened since start (a measure of churn)
 
     def __len__(self) -> int:
         return len(self._fds)
-
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._fds
 
     def get(self, key: Hashable) -> int | None:
         """The open descriptor of ``key`` (now the most recently used), if there is one."""
@@ -74,18 +70,8 @@ class OpenFiles:
             return fd
         self._make_room(1)
         fd = opener()
-        self.opened += 1
         self._fds[key] = fd
         return fd
-
-    def put(self, key: Hashable, fd: int) -> None:
-        """Adopt a descriptor just opened by the caller (closing one it replaces)."""
-        old = self._fds.pop(key, None)
-        if old is not None and old != fd:
-            os.close(old)
-        self._make_room(1)
-        self._fds[key] = fd
-        self.opened += 1
 
     def close(self, key: Hashable) -> None:
         fd = self._fds.pop(key, None)
