@@ -83,6 +83,8 @@ class BrokerService:
         self._next_stats_update = (
             self.now_ms() + self.settings.stats_update_initial_delay_in_secs * 1000
         )
+        self._next_unload_check = self.now_ms() + self._unload_frequency_ms()
+        self._inactive_since: dict[str, int] = {}  # topic -> first seen inactive
         self._policies: dict[str, Policies] = {}
         self._non_persistent_storage = MemoryStorage()
         self._load_topics()
@@ -138,7 +140,7 @@ class BrokerService:
         deadline = self._timers.next_deadline()
         if deadline is None or self._next_housekeeping < deadline:
             deadline = self._next_housekeeping
-        return min(deadline, self._next_stats_update)
+        return min(deadline, self._next_stats_update, self._next_unload_check)
 
     def tick(self) -> None:
         """Run timers that are due at the clock's current time, and housekeeping."""
@@ -155,6 +157,9 @@ class BrokerService:
         if now >= self._next_stats_update:
             self._next_stats_update = now + self.settings.stats_update_frequency_in_secs * 1000
             self.update_rates()
+        if now >= self._next_unload_check:
+            self._next_unload_check = now + self._unload_frequency_ms()
+            self._unload_inactive_topics(now)
 
     def update_rates(self) -> None:
         """Close the stats interval now (``BrokerService.updateRates``): every topic's,
@@ -163,6 +168,56 @@ class BrokerService:
         for topic in self.topics.values():
             topic.update_rates(now)
 
+    # -- inactive topics ------------------------------------------------------------------
+
+    def _unload_frequency_ms(self) -> int:
+        return max(1, self.settings.broker_unload_inactive_topics_frequency_seconds) * 1000
+
+    def _inactive(self, topic: AbstractTopic) -> bool:
+        """Nobody uses it: no producer, no consumer, nothing being published or held."""
+        return (
+            not topic.producers and not topic.pending_sends and not topic.held_sends
+            and topic not in self.dirty_topics
+            and not any(sub.consumers for sub in topic.subscriptions.values())
+        )
+
+    def _unload_inactive_topics(self, now: int) -> None:
+        """Unload persistent topics inactive for the configured time (checked every
+        ``broker_unload_inactive_topics_frequency_seconds``).
+
+        Pulsar's inactive-topic rules (brokerDeleteInactiveTopics*) delete such topics;
+        here they are only unloaded, which keeps every message and cursor: the topic is
+        closed as at a clean shutdown (cursors saved, files closed, memory freed) and the
+        next producer, consumer or admin call reloads it as a restart would.
+        """
+        settings = self.settings
+        if not settings.broker_unload_inactive_topics_enabled or not self.storage.durable:
+            self._inactive_since.clear()
+            return
+        limit_ms = settings.broker_unload_inactive_topics_max_inactive_duration_seconds * 1000
+        since = self._inactive_since
+        for name, topic in list(self.topics.items()):
+            if not isinstance(topic, PersistentTopic) or not self._inactive(topic):
+                since.pop(name, None)
+            elif now - since.setdefault(name, now) >= limit_ms:
+                self.unload_topic(name)
+
+    def unload_topic(self, topic: str) -> None:
+        """Close a loaded topic that nobody uses; its next use reloads it."""
+        loaded = self.topics.get(str(TopicName.get(topic)))
+        if loaded is None:
+            return
+        if not self._inactive(loaded):
+            raise TopicBusy(f"topic {loaded.name} has connected producers or consumers")
+        del self.topics[loaded.name]
+        self._inactive_since.pop(loaded.name, None)
+        try:
+            loaded.close()
+        except StorageError as exc:
+            log.error("unloading topic %s: %s", loaded.name, exc)
+            return
+        log.info("unloaded topic %s (no producers or consumers)", loaded.name)
+
     # -- topics ---------------------------------------------------------------------------
 
     def _load_topics(self) -> None:
@@ -170,6 +225,15 @@ class BrokerService:
         for name, partitions in self.storage.metadata.list_topics().items():
             if partitions == 0:
                 self._open_topic(TopicName.get(name))
+
+    def _stored_topics(self) -> list[str]:
+        """Every topic (each partition) the metadata stores hold, loaded or unloaded."""
+        return [
+            name
+            for store in (self.storage.metadata, self._non_persistent_storage.metadata)
+            for name, partitions in store.list_topics().items()
+            if partitions == 0
+        ]
 
     def storage_for(self, name: TopicName) -> Storage:
         """Persistent topics live in the broker's storage; non-persistent ones in memory."""
@@ -212,7 +276,7 @@ class BrokerService:
             allow = self.settings.allow_auto_topic_creation if create is None else create
             if not allow:
                 raise TopicNotFound(f"topic {key} does not exist")
-            check_topic_quota(self.settings, self.topics, name)
+            check_topic_quota(self.settings, self._stored_topics(), name)
             metadata.put_topic(key, 0)
             self.emit(EventType.TOPIC_CREATED, key, partitions=0)
         return self._open_topic(name)
@@ -241,7 +305,7 @@ class BrokerService:
         metadata = self.storage_for(name).metadata
         if metadata.get_topic(key) is not None:
             raise TopicAlreadyExists(f"topic {key} already exists")
-        check_topic_quota(self.settings, self.topics, name, partitions)
+        check_topic_quota(self.settings, self._stored_topics(), name, partitions)
         metadata.put_topic(key, partitions)
         for i in range(partitions):
             self.get_topic(str(name.partition(i)), create=True)
@@ -274,7 +338,7 @@ class BrokerService:
             )
         if partitions == current:
             return
-        check_topic_quota(self.settings, self.topics, name, partitions - current)
+        check_topic_quota(self.settings, self._stored_topics(), name, partitions - current)
         first = self.get_topic(str(name.partition(0)), create=True)
         durable = [n for n, sub in first.subscriptions.items() if sub.durable]
         metadata.put_topic(key, partitions)

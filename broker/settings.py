@@ -51,6 +51,9 @@ class BrokerSettings:
     # One entry cache shared by every managed ledger of the broker (Pulsar's
     # managedLedgerCacheSizeMB), charged with each entry's bytes plus its object overhead.
     managed_ledger_cache_size_mb: int = 16
+    max_open_segment_files: int = 0
+    """Segment files kept open at once for all topics (an LRU, like BookKeeper's
+    openFileLimit); 0 = a quarter of the process's RLIMIT_NOFILE, at most 1024."""
     # Cursor positions are saved at most this often (Pulsar's mark-delete rate limit: 1/s).
     managed_ledger_cursor_persist_interval_ms: int = 1000
     journal_sync_data: bool = True
@@ -82,6 +85,19 @@ class BrokerSettings:
     authenticate_metrics_endpoint: bool = False
     """With authentication on, ``/metrics`` asks for a token too
     (authenticateMetricsEndpoint, false by default as in Pulsar)."""
+    broker_unload_inactive_topics_enabled: bool = True
+    """Unload persistent topics with no producers or consumers after
+    ``broker_unload_inactive_topics_max_inactive_duration_seconds``: cursors saved, files
+    closed, reloaded on next use. Pulsar's brokerDeleteInactiveTopics* rules delete them;
+    this broker never deletes."""
+    broker_unload_inactive_topics_frequency_seconds: int = 60
+    broker_unload_inactive_topics_max_inactive_duration_seconds: int = 600
+    enable_broker_side_subscription_pattern_evaluation: bool = True
+    """Filter GET_TOPICS_OF_NAMESPACE by its ``topics_pattern`` on the broker, with RE2
+    (enableBrokerSideSubscriptionPatternEvaluation); off, the client filters."""
+    subscription_pattern_max_length: int = 50
+    """Longer patterns are not evaluated by the broker: the client gets the whole list
+    (subscriptionPatternMaxLength)."""
 
     # -- security (see README "Security"; names follow broker.conf where Pulsar has one) --
     authentication_enabled: bool = False
@@ -111,6 +127,12 @@ class BrokerSettings:
     more is refused with NotAllowedError."""
     max_topics_per_namespace: int = 0
     """Topics (each partition counts) per namespace (maxTopicsPerNamespace; 0 = no limit)."""
+    max_http_server_connections: int = 0
+    """Admin REST API connections open at once (maxHttpServerConnections); more are closed
+    at once. 0 = 2048 or a quarter of RLIMIT_NOFILE, whichever is smaller."""
+    web_service_idle_timeout_ms: int = 30_000
+    """An HTTP connection must send each request's headers, and then its body, within this
+    time, or it is closed (Jetty's 30 s idle timeout in Pulsar's web service)."""
     web_service_port: int = 0
     """Port of the admin REST API, http://host:PORT/admin/v2 (webServicePort; 0 = a free
     port; ``pulsarlab broker`` defaults to 8080 like ``pulsar standalone``)."""
@@ -145,9 +167,16 @@ class BrokerSettings:
                      "max_consumers_per_connection", "max_topics", "max_topics_per_namespace"):
             if getattr(settings, name) < 0:
                 raise InvalidArgument(f"broker setting {name} must be >= 0 (0 = no limit)")
-        for name in ("stats_update_frequency_in_secs", "stats_update_initial_delay_in_secs"):
+        for name in ("stats_update_frequency_in_secs", "stats_update_initial_delay_in_secs",
+                     "web_service_idle_timeout_ms",
+                     "broker_unload_inactive_topics_frequency_seconds"):
             if getattr(settings, name) <= 0:
                 raise InvalidArgument(f"broker setting {name} must be > 0")
+        for name in ("max_open_segment_files", "subscription_pattern_max_length",
+                     "max_http_server_connections",
+                     "broker_unload_inactive_topics_max_inactive_duration_seconds"):
+            if getattr(settings, name) < 0:
+                raise InvalidArgument(f"broker setting {name} must be >= 0")
         if not 0 <= settings.web_service_port <= 65535:
             raise InvalidArgument("broker setting web_service_port must be 0..65535 (0 = free)")
         if settings.authorization_enabled and not settings.authentication_enabled:
@@ -170,6 +199,7 @@ class BrokerSettings:
             * 60_000,
             journal_sync_data=self.journal_sync_data,
             cache_size_bytes=self.managed_ledger_cache_size_mb * 1024 * 1024,
+            max_open_files=self.max_open_segment_files,
         )
 
 

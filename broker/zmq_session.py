@@ -635,7 +635,8 @@ class ZmqProtocol:
         })
         frames = [header]
         frames += [
-            _zmq_layout(data, topic, position) if data[1] & FLAG_PULSAR_BATCH else data
+            _zmq_layout(data, topic, position, self.settings.max_message_size)
+            if data[1] & FLAG_PULSAR_BATCH else data
             for position, _, _, data, _ in entries
         ]
         self._send(conn, frames)
@@ -669,7 +670,9 @@ class ZmqProtocol:
         self._send(conn, [wire.pack_header(header)])
 
 
-def _zmq_layout(data: bytes, topic: str, position: tuple[int, int]) -> bytes:
+def _zmq_layout(
+    data: bytes, topic: str, position: tuple[int, int], max_size: int
+) -> bytes:
     """An entry holding a batch in Pulsar's layout, re-laid for a ZeroMQ consumer; one
     that cannot be (encrypted, corrupt) goes as one raw message (:func:`raw_for_zmq`)."""
     try:
@@ -679,7 +682,7 @@ def _zmq_layout(data: bytes, topic: str, position: tuple[int, int]) -> bytes:
                     exc)
         return data
     try:
-        metadata, payload = pulsar_entry_for_zmq(metadata, payload)
+        metadata, payload = pulsar_entry_for_zmq(metadata, payload, max_size)
     except Exception as exc:  # codecs and protobuf raise their own types on bad input
         log.warning("%s entry %d:%d: a pulsar:// batch that cannot be re-laid for a ZeroMQ "
                     "consumer (%s: %s); delivered as one raw message", topic, *position,

@@ -51,22 +51,33 @@ def compress(codec: CompressionType | str, data: bytes) -> bytes:
     return bytes(cramjam.snappy.compress_raw(data))
 
 
-def decompress(codec: CompressionType | str, data: bytes, uncompressed_size: int) -> bytes:
-    """Undo :func:`compress`; a result whose length is not ``uncompressed_size`` is an error."""
+def decompress(
+    codec: CompressionType | str,
+    data: bytes,
+    uncompressed_size: int,
+    max_size: int | None = None,
+) -> bytes:
+    """Undo :func:`compress`; a result whose length is not ``uncompressed_size`` is an error.
+
+    Never inflates past the declared ``uncompressed_size`` (a payload that would, a
+    decompression bomb, is a ``ValueError`` once that many bytes are out), and with
+    ``max_size`` (the broker passes ``max_message_size``) a declared size above it is refused
+    before anything is allocated.
+    """
     name = codec_name(codec)
     if name == "NONE":
         return bytes(data)
+    if uncompressed_size < 0 or (max_size is not None and uncompressed_size > max_size):
+        raise ValueError(
+            f"{name} payload declares {uncompressed_size} uncompressed bytes, outside "
+            f"0..{max_size} (max_message_size)"
+        )
+    if uncompressed_size == 0 and name == "LZ4":
+        return b""
     try:
-        if name == "ZLIB":
-            out = zlib.decompress(data)
-        elif name == "LZ4":
-            if uncompressed_size == 0:
-                return b""
-            out = bytes(cramjam.lz4.decompress_block(data, output_len=uncompressed_size))
-        elif name == "ZSTD":
-            out = bytes(cramjam.zstd.decompress(data))
-        else:
-            out = bytes(cramjam.snappy.decompress_raw(data))
+        out = _inflate(name, data, uncompressed_size)
+    except ValueError:
+        raise
     except Exception as exc:  # the codecs raise their own error types on corrupt input
         raise ValueError(f"corrupt {name} payload: {exc}") from None
     if len(out) != uncompressed_size:
@@ -74,3 +85,22 @@ def decompress(codec: CompressionType | str, data: bytes, uncompressed_size: int
             f"{name} payload decompressed to {len(out)} bytes, metadata says {uncompressed_size}"
         )
     return out
+
+
+def _inflate(name: str, data: bytes, size: int) -> bytes:
+    """Decompress into at most ``size`` bytes (+1 to notice more): bounded whatever the
+    payload claims inside (a zstd frame's or snappy's own length header)."""
+    if name == "ZLIB":
+        inflater = zlib.decompressobj()
+        out = inflater.decompress(data, size + 1)  # max_length: never more than this
+        if len(out) > size or inflater.unconsumed_tail:
+            raise ValueError(f"ZLIB payload inflates past its declared {size} bytes")
+        if not inflater.eof:
+            raise ValueError("corrupt ZLIB payload: the stream is incomplete")
+        return out
+    if name == "LZ4":
+        return bytes(cramjam.lz4.decompress_block(data, output_len=size))
+    buffer = bytearray(size)
+    into = cramjam.zstd.decompress_into if name == "ZSTD" else cramjam.snappy.decompress_raw_into
+    written = into(data, buffer)
+    return bytes(buffer) if written == size else bytes(buffer[:written])

@@ -20,6 +20,8 @@ from .PulsarApi_pb2 import BaseCommand
 
 MAGIC_CRC32C = 0x0E01
 MAX_FRAME_OVERHEAD = 10 * 1024  # Pulsar allows max_message_size + 10 KiB per frame
+# Before CONNECT succeeds: room for a CONNECT with a large token, not for a message.
+MAX_HANDSHAKE_FRAME = 64 * 1024
 
 _U32 = struct.Struct(">I")
 _HEAD = struct.Struct(">II")
@@ -28,6 +30,7 @@ _crc32c = google_crc32c.value
 
 __all__ = [
     "MAGIC_CRC32C",
+    "MAX_HANDSHAKE_FRAME",
     "Frame",
     "FrameDecoder",
     "FrameError",

@@ -85,7 +85,9 @@ def from_pulsar(raw: bytes) -> MessageMetadata:
     return md
 
 
-def to_pulsar(md: MessageMetadata, payload: bytes) -> tuple[bytes, bytes]:
+def to_pulsar(
+    md: MessageMetadata, payload: bytes, max_size: int | None = None
+) -> tuple[bytes, bytes]:
     """Serialized Pulsar metadata and payload for an entry (as stored) of the core."""
     if md.pulsar_metadata is not None:
         return md.pulsar_metadata, payload
@@ -125,8 +127,8 @@ def to_pulsar(md: MessageMetadata, payload: bytes) -> tuple[bytes, bytes]:
             pm.uncompressed_size = md.uncompressed_size
         return pm.SerializeToString(), payload
     # A pulsarlab batch: re-laid as Pulsar's [size][SingleMessageMetadata][payload]...
-    if md.compression != "NONE":
-        payload = decompress(md.compression, payload, md.uncompressed_size)
+    if md.compression != "NONE":  # bounded by its declared size and max_size
+        payload = decompress(md.compression, payload, md.uncompressed_size, max_size)
     pm.num_messages_in_batch = md.num_messages_in_batch
     parts = []
     for m in decode_batch(payload, md.num_messages_in_batch):
@@ -180,7 +182,9 @@ def raw_for_zmq(md: MessageMetadata, payload: bytes) -> tuple[MessageMetadata, b
     return out, payload
 
 
-def pulsar_entry_for_zmq(md: MessageMetadata, payload: bytes) -> tuple[MessageMetadata, bytes]:
+def pulsar_entry_for_zmq(
+    md: MessageMetadata, payload: bytes, max_size: int | None = None
+) -> tuple[MessageMetadata, bytes]:
     """A pulsar://-published batch re-laid in pulsarlab's batch layout (uncompressed), for a
     ZeroMQ consumer; other entries are returned as they are. ``ValueError`` (or a codec's
     or protobuf's own error) when the batch cannot be re-laid: see :func:`raw_for_zmq`."""
@@ -190,8 +194,8 @@ def pulsar_entry_for_zmq(md: MessageMetadata, payload: bytes) -> tuple[MessageMe
     outer.ParseFromString(md.pulsar_metadata)  # parsed once already, at SEND
     if outer.encryption_keys:
         raise ValueError("the batch is end-to-end encrypted")
-    if md.compression != "NONE":
-        payload = decompress(md.compression, payload, md.uncompressed_size)
+    if md.compression != "NONE":  # bounded by its declared size and max_size
+        payload = decompress(md.compression, payload, md.uncompressed_size, max_size)
     messages = []
     offset = 0
     end = len(payload)

@@ -17,7 +17,6 @@ them. A frame that breaks the framing closes the connection after an ERROR sayin
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -45,9 +44,11 @@ from ..limits import check_consumers, check_producers
 from ..message_id import MessageId
 from ..rates import date_string
 from ..topic_name import TopicName
+from ..topics_pattern import TopicsPattern
 from . import PulsarApi_pb2 as api
 from .framing import (
     MAX_FRAME_OVERHEAD,
+    MAX_HANDSHAKE_FRAME,
     Frame,
     FrameDecoder,
     FrameError,
@@ -145,14 +146,16 @@ class PulsarSession:
         self.service_url = service_url
         self.now_ms = now_ms
         self.peer = peer
-        self.decoder = FrameDecoder(settings.max_message_size + MAX_FRAME_OVERHEAD)
+        # Until CONNECT succeeds a frame may be at most MAX_HANDSHAKE_FRAME bytes: an
+        # unauthenticated peer cannot make the broker buffer a 5 MiB frame.
+        self.decoder = FrameDecoder(MAX_HANDSHAKE_FRAME)
         self.connected = False
         self.closed = False
         self.close_reason = ""
         self.role: str | None = None
         self.protocol_version = 0
         self.client_version = ""  # from CONNECT, shown in producer and consumer stats
-        self.last_seen_ms = now_ms()
+        self.last_seen_ms = self.opened_ms = now_ms()
         self.producers: dict[int, int] = {}  # client id -> core id
         self.producer_ids: dict[int, int] = {}  # core id -> client id
         self.consumers: dict[int, int] = {}
@@ -191,8 +194,17 @@ class PulsarSession:
         self.service.close_connection(self)
 
     def ping(self, keep_alive_ms: int) -> None:
-        """A keep-alive turn: PING the client, or give up on one silent for two periods."""
+        """A keep-alive turn: PING the client, or give up on one silent for two periods.
+
+        As Pulsar's ``PulsarHandler``, a connection whose handshake (CONNECT) did not
+        complete within one keep-alive interval is closed instead (slow or idle peers
+        cannot hold sockets and buffers without ever connecting)."""
         if self.closed:
+            return
+        if not self.connected:
+            if self.now_ms() - self.opened_ms >= keep_alive_ms:
+                self._close("the handshake (CONNECT) did not complete within the keep-alive "
+                            f"interval ({keep_alive_ms} ms)")
             return
         if self.now_ms() - self.last_seen_ms > 2 * keep_alive_ms:
             self._close("the client stopped answering keep-alive pings")
@@ -282,7 +294,9 @@ class PulsarSession:
     def _deliver(self, client_id: int, action: Deliver) -> None:
         out = self._out
         for entry in action.entries:
-            metadata, payload = _pulsar_entry(action.topic, entry.position, entry.data)
+            metadata, payload = _pulsar_entry(
+                action.topic, entry.position, entry.data, self.settings.max_message_size
+            )
             message = api.CommandMessage(
                 consumer_id=client_id,
                 message_id=api.MessageIdData(
@@ -456,6 +470,7 @@ class PulsarSession:
                 self._close(str(exc))
                 return
         self.connected = True
+        self.decoder.max_frame_size = self.settings.max_message_size + MAX_FRAME_OVERHEAD
         self.protocol_version = min(connect.protocol_version, PROTOCOL_VERSION)
         self.client_version = connect.client_version
         self._command(
@@ -498,12 +513,8 @@ class PulsarSession:
         elif mode == api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
             names = [n for n in names if n.startswith("non-persistent://")]
         response = api.CommandGetTopicsOfNamespaceResponse(request_id=body.request_id)
-        if body.HasField("topics_pattern"):
-            try:
-                pattern = re.compile(_strip_domain(body.topics_pattern))
-            except re.error as exc:
-                raise InvalidArgument(f"topics_pattern does not compile: {exc}") from None
-            names = [n for n in names if pattern.fullmatch(_strip_domain(n))]
+        if body.HasField("topics_pattern") and self._evaluates(body.topics_pattern):
+            names = TopicsPattern(body.topics_pattern).filter(names)
             response.filtered = True
         topics_hash = topics_list_hash(names)
         response.topics_hash = topics_hash
@@ -513,6 +524,14 @@ class PulsarSession:
             response.topics.extend(names)
         self._command(_T.GET_TOPICS_OF_NAMESPACE_RESPONSE, "getTopicsOfNamespaceResponse",
                       response)
+
+    def _evaluates(self, pattern: str) -> bool:
+        """Whether the broker filters by ``pattern`` (Pulsar: enabled and not too long);
+        if not, the client gets the whole list and filters it itself."""
+        settings = self.settings
+        return settings.enable_broker_side_subscription_pattern_evaluation and (
+            len(pattern) <= settings.subscription_pattern_max_length
+        )
 
     # -- schemas --------------------------------------------------------------------------
 
@@ -807,7 +826,9 @@ class PulsarSession:
         self._command(_T.CONSUMER_STATS_RESPONSE, "consumerStatsResponse", stats)
 
 
-def _pulsar_entry(topic: str, position: tuple[int, int], data: bytes) -> tuple[bytes, bytes]:
+def _pulsar_entry(
+    topic: str, position: tuple[int, int], data: bytes, max_size: int
+) -> tuple[bytes, bytes]:
     """Pulsar metadata and payload of a stored entry. One that cannot be laid out as
     Pulsar's (a ZeroMQ batch with a garbage payload, a damaged entry) goes out raw, as
     Pulsar's broker sends what it stored: the official client discards (and acks) what it
@@ -822,7 +843,7 @@ def _pulsar_entry(topic: str, position: tuple[int, int], data: bytes) -> tuple[b
             publish_time = 0
         return raw_to_pulsar(MessageMetadata(publish_time=publish_time), data)
     try:
-        return to_pulsar(md, payload)
+        return to_pulsar(md, payload, max_size)
     except Exception as exc:  # codecs and protobuf raise their own types on bad input
         log.warning("%s entry %d:%d cannot be laid out for a pulsar:// consumer (%s: %s); "
                     "delivered raw", topic, *position, type(exc).__name__, exc)
@@ -844,10 +865,6 @@ def _start_message_id(mid: api.MessageIdData) -> tuple[MessageId, bool]:
         return MessageId.latest, False
     batch = mid.batch_index if mid.HasField("batch_index") else -1
     return MessageId(mid.partition, ledger, entry, batch), True
-
-
-def _strip_domain(name: str) -> str:
-    return name.split("://", 1)[1] if "://" in name else name
 
 
 def topics_list_hash(names: list[str]) -> str:

@@ -51,6 +51,9 @@ class LedgerConfig:
     # backend has one cache for all its ledgers, as big as the largest budget asked for,
     # and counts each entry's Python object overhead too; 0: this ledger caches nothing.
     cache_size_bytes: int = 16 * 1024 * 1024
+    # Segment files the durable backend keeps open at once, for all its ledgers (an LRU;
+    # 0: a quarter of the process's descriptor limit, at most 1024).
+    max_open_files: int = 0
 
 
 class ManagedLedger(ABC):

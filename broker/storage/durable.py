@@ -20,7 +20,8 @@ journal vouches for is found when that entry is read (``LedgerCorruption``).
 
 In memory a ledger keeps only its offsets (an ``array`` of u64, 8 bytes per entry); entry
 data is read from disk on demand, except the recent entries the storage-wide
-:class:`EntryCache` holds within its byte budget.
+:class:`EntryCache` holds within its byte budget. Descriptors come from the storage-wide
+:class:`OpenFiles` LRU, so open files stay bounded however many topics there are.
 """
 
 from __future__ import annotations
@@ -51,13 +52,13 @@ from .ledger_index import (
     write_index,
 )
 from .memory import LedgerSequence, LedgerStorage
+from .open_files import OpenFiles
 from .sqlite_store import SqliteMetadataStore
 
 log = logging.getLogger("pulsarlab.broker.storage")
 
 _HEADER = struct.Struct(">II")
 _FLUSH_BYTES = 1 << 20
-_MAX_OPEN_FILES = 4
 _SEGMENT = re.compile(r"(\d+)\.log")
 _INDEX = re.compile(r"(\d+)\.(?:idx|pos)")
 # After a crash the open ledger's last bytes are always CRC-scanned, whatever its position
@@ -205,29 +206,41 @@ class DurableManagedLedger(LedgerSequence):
         metadata: MetadataStore,
         directory: Path,
         cache: EntryCache | None = None,
+        files: OpenFiles | None = None,
     ) -> None:
         super().__init__(name, config, metadata)
         self._dir = directory
         # Per ledger: start offset of every entry, then the end of the last one.
         self._offsets: dict[int, array[int]] = {}
-        # Open descriptors, oldest first: the current ledger's (read/write) and a few others.
-        self._fds: dict[int, int] = {}
+        # Descriptors, from the storage-wide LRU (keys: this token, kind, ledger id); the
+        # ledger being written (``_writable``) is opened read/write, the others read-only.
+        self._files = files if files is not None else OpenFiles()
+        self._token = object()
+        self._writable: int | None = None
         # The entries appended since the last sync (cached once they are durable); those
         # from ``_unwritten`` on are not in the file yet and take ``_unwritten_bytes`` there.
         self._unsynced: list[bytes] = []
         self._unwritten = 0
         self._unwritten_bytes = 0
         self._dirs_to_sync: tuple[Path, ...] = ()
-        # Position journal of the ledger being written: its id, descriptor (-1: given up
-        # after an error) and how many entry ends it holds.
+        # Position journal of the ledger being written: its id, whether it was given up
+        # after an error, and how many entry ends it holds.
         self._journal_ledger: int | None = None
-        self._journal_fd: int | None = None
+        self._journal_failed = False
         self._journaled = 0
         # Shared by every managed ledger of the storage (one budget for all topics).
         self._cache = cache if cache is not None else EntryCache(config.cache_size_bytes)
 
     def _path(self, ledger_id: int) -> Path:
         return self._dir / f"{ledger_id}.log"
+
+    def _fd(self, ledger_id: int) -> int:
+        """The segment file's descriptor, reopened if the LRU closed it (``OSError``)."""
+        flags = os.O_RDWR if ledger_id == self._writable else os.O_RDONLY
+        return self._files.acquire(
+            (self._token, "log", ledger_id),
+            lambda: os.open(self._path(ledger_id), flags | _O_CLOEXEC),
+        )
 
     # -- recovery ---------------------------------------------------------------------------
 
@@ -408,16 +421,16 @@ class DurableManagedLedger(LedgerSequence):
     def _store_seal(self, ledger_id: int) -> None:
         if ledger_id == self._journal_ledger:
             self._close_journal()
+        if ledger_id == self._writable:
+            self._writable = None  # reopened read-only from now on
         self._unlink_quietly(journal_path(self._path(ledger_id)))
         offsets = self._offsets.get(ledger_id)
         if offsets is None or len(offsets) < 2:
             return
         if not self.config.journal_sync_data:
             # The index must never describe records a crash could still take back.
-            fd = self._fds.get(ledger_id)
             try:
-                if fd is not None:
-                    os.fsync(fd)
+                os.fsync(self._fd(ledger_id))
             except OSError as exc:
                 log.warning(
                     "managed ledger %s: cannot sync ledger %d before indexing it: %s",
@@ -450,17 +463,18 @@ class DurableManagedLedger(LedgerSequence):
 
     def _store_create(self, ledger_id: int) -> None:
         new_dir = not self._dir.is_dir()
+        path = self._path(ledger_id)
         try:
             self._dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(
-                self._path(ledger_id), os.O_RDWR | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o644
+            self._files.acquire(
+                (self._token, "log", ledger_id),
+                lambda: os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o644),
             )
         except OSError as exc:
             raise StorageError(
                 f"cannot create ledger {ledger_id} of {self.name}: {_reason(exc)}"
             ) from exc
-        self._fds[ledger_id] = fd
-        self._limit_open_files(keep=ledger_id)
+        self._writable = ledger_id
         self._offsets[ledger_id] = array("Q", [0])
         self._dirs_to_sync = (self._dir.parent, self._dir) if new_dir else (self._dir,)
 
@@ -485,7 +499,7 @@ class DurableManagedLedger(LedgerSequence):
         offsets.extend(ends)
         view = memoryview(records)
         try:
-            fd = self._fds[ledger_id]
+            fd = self._fd(ledger_id)
             while view:
                 written = os.pwrite(fd, view, offset)
                 view = view[written:]
@@ -500,7 +514,7 @@ class DurableManagedLedger(LedgerSequence):
             self._write_buffer(ledger_id)
         if self.config.journal_sync_data:
             try:
-                os.fsync(self._fds[ledger_id])
+                os.fsync(self._fd(ledger_id))
                 for directory in self._dirs_to_sync:
                     _fsync_dir(directory)
             except OSError as exc:
@@ -524,20 +538,21 @@ class DurableManagedLedger(LedgerSequence):
         if ledger_id != self._journal_ledger:
             self._close_journal()
             self._journal_ledger, self._journaled = ledger_id, 0
+            self._journal_failed = False
         offsets = self._offsets[ledger_id]
-        if self._journal_fd == -1 or self._journaled >= len(offsets) - 1:
+        if self._journal_failed or self._journaled >= len(offsets) - 1:
             return
+        path = journal_path(self._path(ledger_id))
         try:
-            if self._journal_fd is None:
-                self._journal_fd = os.open(
-                    journal_path(self._path(ledger_id)),
-                    os.O_WRONLY | os.O_CREAT | os.O_APPEND | _O_CLOEXEC,
-                    0o644,
-                )
-                self._limit_open_files(keep=ledger_id)
+            fd = self._files.acquire(
+                (self._token, "journal", ledger_id),
+                lambda: os.open(
+                    path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _O_CLOEXEC, 0o644
+                ),
+            )
             view = memoryview(journal_bytes(offsets[self._journaled + 1 :]))
             while view:
-                view = view[os.write(self._journal_fd, view) :]
+                view = view[os.write(fd, view) :]
         except OSError as exc:
             log.warning(
                 "managed ledger %s: cannot journal the positions of ledger %d (%s); after a "
@@ -547,14 +562,13 @@ class DurableManagedLedger(LedgerSequence):
                 _reason(exc),
             )
             self._close_journal()
-            self._journal_fd = -1
+            self._journal_failed = True
             return
         self._journaled = len(offsets) - 1
 
     def _close_journal(self) -> None:
-        fd, self._journal_fd = self._journal_fd, None
-        if fd is not None and fd >= 0:
-            os.close(fd)
+        if self._journal_ledger is not None:
+            self._files.close((self._token, "journal", self._journal_ledger))
 
     def _forget_unsynced(self) -> None:
         self._unsynced.clear()
@@ -569,7 +583,7 @@ class DurableManagedLedger(LedgerSequence):
         del offsets[confirmed + 1 :]
         self._forget_unsynced()
         try:
-            os.ftruncate(self._fds[ledger_id], offsets[-1])
+            os.ftruncate(self._fd(ledger_id), offsets[-1])
         except OSError as truncate_exc:
             # The next write overwrites the tail (pwrite at the confirmed end) and recovery
             # truncates whatever is left past the last good record.
@@ -611,7 +625,7 @@ class DurableManagedLedger(LedgerSequence):
         offsets = self._offsets[ledger_id]
         start, stop = offsets[first], offsets[last + 1]
         try:
-            fd = self._fd_for_read(ledger_id)
+            fd = self._fd(ledger_id)
             buf = os.pread(fd, stop - start, start)
             while len(buf) < stop - start:
                 more = os.pread(fd, stop - start - len(buf), start + len(buf))
@@ -638,27 +652,10 @@ class DurableManagedLedger(LedgerSequence):
             append(data)
         return entries
 
-    def _fd_for_read(self, ledger_id: int) -> int:
-        fd = self._fds.get(ledger_id)
-        if fd is None:
-            fd = self._fds[ledger_id] = os.open(self._path(ledger_id), os.O_RDONLY | _O_CLOEXEC)
-            self._limit_open_files(keep=self._ids[-1])
-        return fd
-
-    def _limit_open_files(self, keep: int) -> None:
-        """Close the oldest descriptors beyond the limit (never ``keep``'s, the current one);
-        an open position journal counts too."""
-        journal = 1 if self._journal_fd is not None and self._journal_fd >= 0 else 0
-        while len(self._fds) + journal > _MAX_OPEN_FILES:
-            oldest = next(lid for lid in self._fds if lid != keep)
-            os.close(self._fds.pop(oldest))
-
     # -- removal ----------------------------------------------------------------------------
 
     def _store_delete(self, ledger_id: int) -> None:
-        fd = self._fds.pop(ledger_id, None)
-        if fd is not None:
-            os.close(fd)
+        self._files.close((self._token, "log", ledger_id))
         if ledger_id == self._journal_ledger:
             self._close_journal()
         self._unlink_quietly(journal_path(self._path(ledger_id)))
@@ -677,10 +674,8 @@ class DurableManagedLedger(LedgerSequence):
             )
 
     def _store_release(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
-        self._close_journal()
+        token = self._token
+        self._files.close_where(lambda key: key[0] is token)
         self._forget_unsynced()
         for ledger_id in self._offsets:
             self._cache.drop_ledger(ledger_id)
@@ -706,6 +701,8 @@ class DurableStorage(LedgerStorage):
         # One entry cache for every topic; its budget is the largest cache_size_bytes any
         # opened ledger asked for (the broker gives them all managed_ledger_cache_size_mb).
         self.entry_cache = EntryCache(0)
+        # One LRU of open segment files for every topic (see open_files.py).
+        self.open_files = OpenFiles()
         self._ledgers_dir = self.data_dir / "ledgers"
         try:
             if not self._ledgers_dir.is_dir():
@@ -720,7 +717,11 @@ class DurableStorage(LedgerStorage):
     def _make_ledger(self, name: str, config: LedgerConfig) -> LedgerSequence:
         directory = self._ledgers_dir / segment_dir_name(name)
         self.entry_cache.capacity = max(self.entry_cache.capacity, config.cache_size_bytes)
-        return DurableManagedLedger(name, config, self.metadata, directory, self.entry_cache)
+        if config.max_open_files > 0:
+            self.open_files.capacity = config.max_open_files
+        return DurableManagedLedger(
+            name, config, self.metadata, directory, self.entry_cache, self.open_files
+        )
 
     def managed_ledger_names(self) -> Iterator[str]:
         return iter(self.metadata.ledger_list_names())

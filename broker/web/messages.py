@@ -116,8 +116,11 @@ def write_message(handler: AdminResource, message: dict[str, Any]) -> None:
     codec = meta.get("compression", "NONE")
     if codec != "NONE":
         # A payload that does not decompress is sent as stored; the headers say its codec.
+        # Inflating stops at the declared size, and a declared size over max_message_size
+        # is not tried at all (a decompression bomb costs nothing here).
         with contextlib.suppress(ValueError):
-            payload = decompress(codec, payload, meta.get("uncompressed_size", 0))
+            payload = decompress(codec, payload, meta.get("uncompressed_size", 0),
+                                 max_size=handler.broker.settings.max_message_size)
     for name, value in message_headers(message, len(payload)).items():
         handler.set_header(name, value)
     handler.set_header("Content-Type", "application/octet-stream")

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import threading
 from typing import Any
 
 from tornado.httpserver import HTTPServer
+from tornado.ioloop import IOLoop
 from tornado.netutil import bind_sockets
 
+from ..resource_log import RESOURCE_ERRNOS, RateLimitedLog
+from ..storage.open_files import descriptor_share
 from .app import make_app
 from .body_limit import BodyLimit
 
@@ -18,6 +22,15 @@ log = logging.getLogger("pulsarlab.broker.web")
 
 # Admin requests are small JSON documents; a larger body is refused before it is read.
 MAX_BODY_SIZE = 1 << 20
+# Out of descriptors, accepting pauses this long (asyncio's own accept retry delay) while
+# the connections already open are served and idle ones time out.
+ACCEPT_RETRY_DELAY_S = 1.0
+
+
+def default_http_connections() -> int:
+    """Pulsar's maxHttpServerConnections (2048), at most a quarter of RLIMIT_NOFILE: idle
+    HTTP peers never take the descriptors that storage and pulsar:// clients need."""
+    return descriptor_share(2048)
 
 
 class WebServer:
@@ -35,6 +48,8 @@ class WebServer:
         self.port: int = self._sockets[0].getsockname()[1]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._accept_errors = RateLimitedLog(log)
+        self._refusals = RateLimitedLog(log, level=logging.WARNING)
 
     @property
     def url(self) -> str:
@@ -53,17 +68,65 @@ class WebServer:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         self._loop = loop
+        # A connection must send a request's headers (idle_connection_timeout) and its body
+        # (body_timeout) in time: slow or idle peers cannot hold descriptors for an hour.
+        timeout_s = self.broker.settings.web_service_idle_timeout_ms / 1000
         server = HTTPServer(BodyLimit(make_app(self.broker), MAX_BODY_SIZE),
-                            max_body_size=MAX_BODY_SIZE)
-        server.add_sockets(self._sockets)
+                            max_body_size=MAX_BODY_SIZE,
+                            idle_connection_timeout=timeout_s, body_timeout=timeout_s)
+        for sock in self._sockets:
+            self._accept_on(server, sock)
         ready.set()
         try:
             loop.run_forever()
         finally:
+            for sock in self._sockets:
+                IOLoop.current().remove_handler(sock)
             server.stop()
             loop.run_until_complete(server.close_all_connections())
             loop.close()
             self._loop = None
+
+    def _accept_on(self, server: HTTPServer, sock: socket.socket) -> None:
+        """Accept connections on ``sock`` for ``server`` (Tornado's ``add_sockets``, except
+        that running out of descriptors logs one line per interval and pauses accepting
+        instead of logging a traceback per attempt, megabytes a second)."""
+        io_loop = IOLoop.current()
+        limit = self.broker.settings.max_http_server_connections or default_http_connections()
+
+        def accept(fd: Any, events: int) -> None:
+            for _ in range(128):  # then let other callbacks run
+                try:
+                    connection, address = sock.accept()
+                except (BlockingIOError, InterruptedError):
+                    return
+                except ConnectionAbortedError:
+                    continue
+                except OSError as exc:
+                    if exc.errno not in RESOURCE_ERRNOS:
+                        raise
+                    self._accept_errors.log(
+                        f"admin REST API: cannot accept connections: {os.strerror(exc.errno)}; "
+                        f"pausing accepts for {ACCEPT_RETRY_DELAY_S:g} s (open connections "
+                        "are still served)"
+                    )
+                    io_loop.remove_handler(sock)
+                    io_loop.call_later(ACCEPT_RETRY_DELAY_S, resume)
+                    return
+                if len(server._connections) >= limit:  # Tornado's set of open connections
+                    self._refusals.log(
+                        f"admin REST API: {limit} connections open "
+                        "(max_http_server_connections); closing new ones"
+                    )
+                    connection.close()
+                    continue
+                server._handle_connection(connection, address)  # what add_sockets calls
+
+        def resume() -> None:
+            if sock.fileno() >= 0:
+                io_loop.add_handler(sock, accept, IOLoop.READ)
+
+        resume()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving and close the listening sockets (and open connections)."""

@@ -158,8 +158,10 @@ class BrokerProcess:
         data_dir: Path,
         settings: dict[str, Any] | None = None,
         log_path: Path | None = None,
+        nofile: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.nofile = nofile  # RLIMIT_NOFILE (soft) of the broker process, if lowered
         self.settings = dict(settings or {})
         self.log_path = log_path or self.data_dir.parent / f"{self.data_dir.name}-broker.log"
         self.proc: subprocess.Popen | None = None
@@ -178,7 +180,7 @@ class BrokerProcess:
         self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in wait()
         self.proc = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=self._log_file, stdin=subprocess.DEVNULL,
-            env=_python_env(),
+            env=_python_env(), preexec_fn=None if self.nofile is None else self._limit_files,
         )
         out = _Lines(self.proc.stdout)
 
@@ -200,6 +202,12 @@ class BrokerProcess:
             ) from None
         assert self.report["status"] == "ready", self.report
         return self
+
+    def _limit_files(self) -> None:  # in the child, before exec
+        import resource
+
+        _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, hard))
 
     @property
     def pid(self) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from pulsarlab.broker.client import CompressionType
@@ -34,7 +36,7 @@ def test_metadata_names():
 
 def test_wrong_uncompressed_size_is_an_error():
     packed = compress(CompressionType.ZLib, b"x" * 100)
-    with pytest.raises(ValueError, match="metadata says 99"):
+    with pytest.raises(ValueError, match="99"):
         decompress("ZLIB", packed, 99)
 
 
@@ -42,3 +44,54 @@ def test_wrong_uncompressed_size_is_an_error():
 def test_corrupt_payload_is_a_value_error(name):
     with pytest.raises(ValueError):
         decompress(name, b"\xff\x00\x13definitely not compressed", 1000)
+
+
+_BOMB_SIZE = 64 << 20
+
+
+@pytest.mark.parametrize("name", ["LZ4", "ZLIB", "ZSTD", "SNAPPY"])
+def test_a_bomb_never_inflates_past_its_declared_size(name):
+    bomb = compress(name, bytes(_BOMB_SIZE))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError):
+            decompress(name, bomb, 1000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, f"{name}: {peak} bytes allocated for a 1000-byte message"
+
+
+@pytest.mark.parametrize("name", ["LZ4", "ZLIB", "ZSTD", "SNAPPY"])
+def test_a_declared_size_over_max_size_is_refused_before_allocating(name):
+    packed = compress(name, b"x" * 100)
+    with pytest.raises(ValueError, match="max_message_size"):
+        decompress(name, packed, 1 << 40, max_size=5 << 20)
+    with pytest.raises(ValueError, match="outside"):
+        decompress(name, packed, -1)
+    assert decompress(name, packed, 100, max_size=100) == b"x" * 100
+
+
+def test_the_broker_relays_bound_a_batch_by_max_message_size():
+    """A batch re-laid between the two protocols on the broker thread is decompressed no
+    further than max_message_size, whatever its metadata declares."""
+    from pulsarlab.broker.client.batch import OutgoingMessage, encode_batch
+    from pulsarlab.broker.entry import MessageMetadata
+    from pulsarlab.broker.pulsar_protocol.metadata import (
+        from_pulsar,
+        pulsar_entry_for_zmq,
+        to_pulsar,
+    )
+
+    batch = encode_batch([OutgoingMessage(b"m", {}, None, None, 0, 0)])
+    bomb = compress("ZLIB", bytes(_BOMB_SIZE))
+    lying = MessageMetadata(producer_name="p", publish_time=1, num_messages_in_batch=1,
+                            compression="ZLIB", uncompressed_size=_BOMB_SIZE)
+    with pytest.raises(ValueError, match="max_message_size"):
+        to_pulsar(lying, bomb, 5 << 20)
+    raw, _ = to_pulsar(MessageMetadata(producer_name="p", publish_time=1,
+                                       num_messages_in_batch=1), batch)
+    pulsar_md = from_pulsar(raw)
+    pulsar_md.compression, pulsar_md.uncompressed_size = "ZLIB", _BOMB_SIZE
+    with pytest.raises(ValueError, match="max_message_size"):
+        pulsar_entry_for_zmq(pulsar_md, bomb, 5 << 20)

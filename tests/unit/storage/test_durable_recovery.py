@@ -363,11 +363,36 @@ def test_delete_removes_the_segment_directory(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
 def test_many_ledgers_keep_few_files_open(tmp_path: Path) -> None:
-    storage, ml = open_ml(tmp_path / "data", max_entries_per_ledger=2, cache_size_bytes=0)
+    storage, ml = open_ml(tmp_path / "data", max_entries_per_ledger=2, cache_size_bytes=0,
+                          max_open_files=4)
     baseline = len(os.listdir("/proc/self/fd"))  # the metadata store and the first ledger
     write_synced(ml, 40)
     assert len(ml.ledgers) == 20
     assert len(os.listdir("/proc/self/fd")) - baseline <= 3
     assert everything(ml) == written(40)
     assert len(os.listdir("/proc/self/fd")) - baseline <= 3
+    storage.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
+def test_many_topics_share_one_bounded_set_of_open_files(tmp_path: Path) -> None:
+    """A thousand managed ledgers (one PUT .../partitions of 1000) hold at most
+    max_open_files descriptors; each still writes, syncs, reads and reopens correctly."""
+    storage = DurableStorage(tmp_path / "data")
+    config = LedgerConfig(cache_size_bytes=0, max_open_files=16)
+    baseline = len(os.listdir("/proc/self/fd"))
+    ledgers = [storage.open_ledger(f"persistent://t/ns/p-partition-{i}", config, 0)
+               for i in range(1000)]
+    for i, ml in enumerate(ledgers):
+        ml.add_entry(f"m{i}".encode(), 0)
+    for ml in ledgers:
+        ml.sync()
+    assert len(os.listdir("/proc/self/fd")) - baseline <= 16
+    assert all(ml.read_entries(ml.first_position(), 1)[0][1] == f"m{i}".encode()
+               for i, ml in enumerate(ledgers))
+    assert len(os.listdir("/proc/self/fd")) - baseline <= 16
+    storage.close()
+    storage = DurableStorage(tmp_path / "data")
+    again = storage.open_ledger("persistent://t/ns/p-partition-7", config, 0)
+    assert again.read_entries(again.first_position(), 1)[0][1] == b"m7"
     storage.close()
