@@ -25,6 +25,7 @@ from .errors import (
     InvalidArgument,
     NotAllowed,
     PartitionsNotIncreased,
+    ProducerBusy,
     ProducerNotFound,
     PulsarLabError,
     StorageError,
@@ -383,7 +384,8 @@ class BrokerService:
         if producer_name:
             for p in t.producers.values():
                 if p.producer_name == producer_name:
-                    raise NotAllowed(
+                    # Pulsar: NamedProducerAlreadyConnectedException -> ProducerBusy
+                    raise ProducerBusy(
                         f"producer with name {producer_name!r} is already connected to {t.name}"
                     )
         name = producer_name or f"standalone-0-{next(self._producer_names)}"

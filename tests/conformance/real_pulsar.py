@@ -117,6 +117,19 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <artifactId>real-pulsar-{line}</artifactId>
   <version>1</version>
   <packaging>pom</packaging>
+  <dependencyManagement>
+    <!-- Pulsar's own build pins every library (Jackson, Netty, ...): import its parent's
+         dependencyManagement so Maven picks the versions the release was tested with. -->
+    <dependencies>
+      <dependency>
+        <groupId>org.apache.pulsar</groupId>
+        <artifactId>pulsar</artifactId>
+        <version>{version}</version>
+        <type>pom</type>
+        <scope>import</scope>
+      </dependency>
+    </dependencies>
+  </dependencyManagement>
   <dependencies>
     <dependency>
       <groupId>org.apache.pulsar</groupId>
