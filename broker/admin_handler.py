@@ -297,7 +297,10 @@ class AdminHandler:
 
 
 def _terminated_id(position: tuple[int, int]) -> dict[str, int]:
-    return {"ledgerId": position[0], "entryId": position[1], "partitionIndex": -1}
+    # Pulsar answers a MessageIdImpl as Jackson writes it: MessageIdAdv's getBatchIndex()
+    # and getBatchSize() defaults (-1, 0) included.
+    return {"ledgerId": position[0], "entryId": position[1], "partitionIndex": -1,
+            "batchIndex": -1, "batchSize": 0}
 
 
 def _message(topic: str, position: tuple[int, int], data: bytes) -> dict[str, Any]:

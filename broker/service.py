@@ -350,13 +350,19 @@ class BrokerService:
         if not t.terminated:
             self.commit()
         position = t.terminate()
+        self.close_producers_of(t.name, "terminated")
+        return position
+
+    def close_producers_of(self, topic: str, reason: str) -> None:
+        """The broker closes every producer of ``topic`` (terminate; a producer taking the
+        topic with ExclusiveWithFencing fences the others, as Pulsar's AbstractTopic does)."""
+        t = self.get_topic(topic, create=False)
         for producer_id in list(t.producers):
             producer = self.producers.pop(producer_id, None)
             if producer is not None:
-                self.outbox.append(ProducerClosed(producer_id, producer.conn, "terminated"))
+                self.outbox.append(ProducerClosed(producer_id, producer.conn, reason))
                 self.emit(EventType.PRODUCER_REMOVED, t.name, producer=producer.producer_name)
         t.producers.clear()
-        return position
 
     def terminate_partitioned_topic(self, topic: str) -> dict[int, Position]:
         """Terminate every partition of a partitioned topic: partition index -> position."""
