@@ -147,6 +147,7 @@ class AdminHandler:
             "entryId": entry_id,
             "partitionIndex": TopicName.get(topic).partition_index,
             "batchIndex": batch_index,
+            "batchSize": 0,  # Pulsar's MessageIdAdv.getBatchSize() default, as Jackson writes it
         }
 
     def delete(self, topic: str, force: bool = False) -> None:

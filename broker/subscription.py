@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .actions import ActiveConsumerChange, Deliver, DeliveredEntry, ReachedEndOfTopic
@@ -405,8 +406,15 @@ class Subscription:
             "msgOutCounter": consumer.msg_out_counter,
             "bytesOutCounter": consumer.bytes_out_counter,
             "priorityLevel": consumer.priority_level,
-            "connectedSince": consumer.connected_since_ms,
+            "connectedSince": iso_instant(consumer.connected_since_ms),
         }
         if self.dispatcher is not None:
             stats.update(self.dispatcher.consumer_stats(consumer))
         return stats
+
+
+def iso_instant(ms: int) -> str:
+    """``ms`` since the epoch as Pulsar's stats write an instant (``connectedSince``):
+    ISO-8601 in UTC, ``2026-11-27T05:45:31.766Z``."""
+    text = datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
