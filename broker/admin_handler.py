@@ -147,6 +147,7 @@ class AdminHandler:
             "entryId": entry_id,
             "partitionIndex": TopicName.get(topic).partition_index,
             "batchIndex": batch_index,
+            "batchSize": 0,  # Pulsar's MessageIdAdv.getBatchSize() default, as Jackson writes it
         }
 
     def delete(self, topic: str, force: bool = False) -> None:
@@ -310,7 +311,10 @@ _SUMMED_SUBSCRIPTION_FIELDS = (
 
 
 def _terminated_id(position: tuple[int, int]) -> dict[str, int]:
-    return {"ledgerId": position[0], "entryId": position[1], "partitionIndex": -1}
+    # Pulsar answers a MessageIdImpl as Jackson writes it: MessageIdAdv's getBatchIndex()
+    # and getBatchSize() defaults (-1, 0) included.
+    return {"ledgerId": position[0], "entryId": position[1], "partitionIndex": -1,
+            "batchIndex": -1, "batchSize": 0}
 
 
 def _message(topic: str, position: tuple[int, int], data: bytes) -> dict[str, Any]:

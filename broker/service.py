@@ -25,6 +25,7 @@ from .errors import (
     InvalidArgument,
     NotAllowed,
     PartitionsNotIncreased,
+    ProducerBusy,
     ProducerNotFound,
     PulsarLabError,
     StorageError,
@@ -428,13 +429,19 @@ class BrokerService:
         if not t.terminated:
             self.commit()
         position = t.terminate()
+        self.close_producers_of(t.name, "terminated")
+        return position
+
+    def close_producers_of(self, topic: str, reason: str) -> None:
+        """The broker closes every producer of ``topic`` (terminate; a producer taking the
+        topic with ExclusiveWithFencing fences the others, as Pulsar's AbstractTopic does)."""
+        t = self.get_topic(topic, create=False)
         for producer_id in list(t.producers):
             producer = self.producers.pop(producer_id, None)
             if producer is not None:
-                self.outbox.append(ProducerClosed(producer_id, producer.conn, "terminated"))
+                self.outbox.append(ProducerClosed(producer_id, producer.conn, reason))
                 self.emit(EventType.PRODUCER_REMOVED, t.name, producer=producer.producer_name)
         t.producers.clear()
-        return position
 
     def terminate_partitioned_topic(self, topic: str) -> dict[int, Position]:
         """Terminate every partition of a partitioned topic: partition index -> position."""
@@ -464,7 +471,8 @@ class BrokerService:
         if producer_name:
             for p in t.producers.values():
                 if p.producer_name == producer_name:
-                    raise NotAllowed(
+                    # Pulsar: NamedProducerAlreadyConnectedException -> ProducerBusy
+                    raise ProducerBusy(
                         f"producer with name {producer_name!r} is already connected to {t.name}"
                     )
         name = producer_name or f"standalone-0-{next(self._producer_names)}"

@@ -135,14 +135,29 @@ class KeySharedDispatcher(SharedDispatcher):
             while (permits := self.total_available_permits()) > 0:
                 n = self.entries_to_read(permits)
                 if (len(self.replay) or self._delayed_available()) and not self._stuck_on_replays:
-                    batch = self.read_replay(n)
-                    if batch is None:
-                        continue
-                    if not self.send_read_entries(batch, is_replay=True):
-                        if self.recently_joined:
+                    if self.recently_joined and not self._delayed_available():
+                        # Pulsar 3.3's filterOutEntriesWillBeDiscarded: replay only what the
+                        # recently-joined rule lets through; when nothing is, a normal read
+                        # serves the other consumers (hasConsumersNeededNormalRead, #7105).
+                        positions = self._replayable_now(n)
+                        if positions:
+                            for position in positions:
+                                self.replay.remove(position)
+                            batch = self.read_positions(positions)
+                            if batch and not self.send_read_entries(batch, is_replay=True):
+                                return
+                            continue
+                        if not self._consumers_need_normal_read():
                             return
-                        self._stuck_on_replays = True
-                    continue
+                    else:
+                        batch = self.read_replay(n)
+                        if batch is None:
+                            continue
+                        if not self.send_read_entries(batch, is_replay=True):
+                            if self.recently_joined:
+                                return
+                            self._stuck_on_replays = True
+                        continue
                 self._stuck_on_replays = False
                 if self.blocked_dispatcher_on_unacked:
                     return
@@ -151,6 +166,29 @@ class KeySharedDispatcher(SharedDispatcher):
                     return
         finally:
             self._dispatching = False
+
+    def _replayable_now(self, n: int) -> list[Position]:
+        """Of the first ``n`` replay positions, those their owner may receive now."""
+        groups: dict[ServerConsumer, list[tuple[Position, Any, Any]]] = {}
+        hashes = self.replay.hashes()
+        for position in self.replay.positions()[:n]:
+            owner = self.owner_of(hashes[position])
+            if owner is not None:
+                groups.setdefault(owner, []).append((position, None, None))
+        out: list[Position] = []
+        for consumer, group in groups.items():
+            count = self._restricted_max_entries(consumer, group, is_replay=True)
+            out.extend(position for position, _, _ in group[:count])
+        return out
+
+    def _consumers_need_normal_read(self) -> bool:
+        """A consumer that is not recently joined and has permits (Pulsar 3.3's
+        ``hasConsumersNeededNormalRead``)."""
+        return any(
+            c not in self.recently_joined and not c.closed and not c.blocked_on_unacked
+            and c.permits > 0
+            for c in self.consumers
+        )
 
     def _delayed_available(self) -> bool:
         delayed = self.delayed

@@ -75,6 +75,10 @@ class ReplayQueue:
     def positions(self) -> list[Position]:
         return sorted(self._hashes)
 
+    def hashes(self) -> dict[Position, int]:
+        """Position -> sticky key hash of everything waiting (read-only view)."""
+        return self._hashes
+
     def __contains__(self, position: Position) -> bool:
         return position in self._hashes
 
@@ -256,16 +260,21 @@ class SharedDispatcher(Dispatcher):
                 positions += self.replay.pop_first(n - len(positions))
             if not positions:
                 return None
-            out: SendList = []
-            for position in sorted(positions):
-                if self.cursor.is_deleted(position):
-                    continue
-                data = self.cursor.ledger.read_entry(position)
-                header = self.header(position, data)
-                if header is not None and data is not None:
-                    out.append((position, data, header))
+            out = self.read_positions(positions)
             if out:
                 return out
+
+    def read_positions(self, positions: list[Position]) -> SendList:
+        """The entries at ``positions`` (taken out of the replay set), in position order."""
+        out: SendList = []
+        for position in sorted(positions):
+            if self.cursor.is_deleted(position):
+                continue
+            data = self.cursor.ledger.read_entry(position)
+            header = self.header(position, data)
+            if header is not None and data is not None:
+                out.append((position, data, header))
+        return out
 
     def read_new(self, n: int) -> SendList | None:
         """New entries from the cursor, holding back delayed ones not yet due."""

@@ -584,14 +584,18 @@ class PulsarSession:
         check_producers(self.settings, len(self.producers))
         mode = body.producer_access_mode
         topic = self.service.get_topic(body.topic)
+        # Pulsar's AbstractTopic.incrementTopicEpochIfNeeded: a Shared producer meets an
+        # exclusive one with ProducerBusy; an exclusive mode meets any producer with
+        # ProducerFenced ("Topic has an existing exclusive producer" / "... shared producers").
         owner = self.exclusive_producers.get(topic.name)
-        if owner is not None and owner in topic.producers:
-            raise _ProducerBusy(f"{topic.name} has an exclusive producer")
+        if mode == api.Shared and owner is not None and owner in topic.producers:
+            raise _ProducerBusy(f"Topic has an existing exclusive producer: {topic.name}")
+        if mode == api.ExclusiveWithFencing and topic.producers:
+            self.service.close_producers_of(topic.name, "fenced")
         if mode != api.Shared and topic.producers:
-            raise _ProducerBusy(
-                f"{topic.name} already has a producer: "
-                f"{api.ProducerAccessMode.Name(mode)} access is refused"
-            )
+            kind = "exclusive" if owner is not None and owner in topic.producers else "shared"
+            raise _ProducerFenced(f"Topic has an existing {kind} producer: {topic.name} "
+                                  f"({api.ProducerAccessMode.Name(mode)} access is refused)")
         version = None
         if body.HasField("schema"):
             version = self._register_schema(body.topic, body.schema)
@@ -852,6 +856,10 @@ def _pulsar_entry(
 
 class _ProducerBusy(PulsarLabError):
     code = "ProducerBusy"
+
+
+class _ProducerFenced(PulsarLabError):
+    code = "ProducerFenced"
 
 
 def _start_message_id(mid: api.MessageIdData) -> tuple[MessageId, bool]:

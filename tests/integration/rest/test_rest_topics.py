@@ -92,7 +92,7 @@ def test_stats_internal_stats_and_last_message_id(rest, client):
                                                  "individuallyDeletedMessages"}
     last = rest.get(f"{BASE}/measured/lastMessageId").json
     assert last == {"ledgerId": ids[-1].ledger_id(), "entryId": ids[-1].entry_id(),
-                    "partitionIndex": -1, "batchIndex": -1}
+                    "partitionIndex": -1, "batchIndex": -1, "batchSize": 0}
     assert rest.get(f"{BASE}/measured/subscriptions").json == ["watch"]
     assert rest.put(f"{BASE}/measured/unload").status == 204
     assert rest.put(f"{BASE}/ghost/unload").status == 404
@@ -117,7 +117,7 @@ def test_last_message_id_names_the_largest_batch_index(rest, client):
     single = plain.send(b"one")
     assert rest.get(f"{BASE}/batched-last/lastMessageId").json == {
         "ledgerId": single.ledger_id(), "entryId": single.entry_id(), "partitionIndex": -1,
-        "batchIndex": -1}
+        "batchIndex": -1, "batchSize": 0}
     producer.close()
     plain.close()
 

@@ -51,9 +51,10 @@ def test_stuck_consumer_blocks_newly_joined_one_until_mark_delete_passes(harness
     b_keys = _owner_keys(h, b)
     new = [h.publish(T, 1, key=k)[0] for k in b_keys]
     assert h.take(b) == []  # held back: A has not acked what came before B joined
-    # The first held entry waits in replay; with a recently joined consumer the 3.x
-    # dispatcher does not look ahead, so the later ones are not even read yet.
-    assert _sub(h).dispatcher.replay.positions() == new[:1]
+    # The held entries wait in replay: none may be replayed to B yet (3.3's
+    # filterOutEntriesWillBeDiscarded), and A, not recently joined and with permits, still
+    # needs normal reads (hasConsumersNeededNormalRead), so the later ones are read too.
+    assert _sub(h).dispatcher.replay.positions() == new
     h.ack(a, old[:-1])
     assert h.take(b) == []
     h.ack(a, old[-1:])  # mark-delete reaches the join mark: B is released
@@ -284,3 +285,23 @@ def test_sticky_gap_by_version(make_harness, version, gap_owner):
     assert h.service.topic_stats(T)["subscriptions"]["s"]["msgInReplay"] == (
         0 if gap_owner else 1
     )
+
+
+def test_other_consumers_keep_receiving_while_a_newcomer_is_held_back(harness):
+    # Pulsar 3.3: replay entries only the recently joined consumer could take are filtered
+    # out of the replay read and a normal read serves the others (PR #7105); found by
+    # tests/conformance (test_key_shared_new_consumer_waits_for_unacked_keys).
+    h = harness
+    a = h.subscribe(T, "s", "A", SubType.Key_Shared, permits=1000)
+    old = h.publish(T, 5, key="warmup")
+    assert h.take(a) == old
+    b = h.subscribe(T, "s", "B", SubType.Key_Shared, permits=1000)
+    b_keys, a_keys = _owner_keys(h, b), _owner_keys(h, a)
+    sent_b, sent_a = [], []
+    for kb, ka in zip(b_keys, a_keys, strict=False):
+        sent_b += h.publish(T, 1, key=kb)
+        sent_a += h.publish(T, 1, key=ka)
+    assert h.take(b) == []
+    assert h.take(a) == sent_a
+    h.ack(a, old)
+    assert h.take(b) == sent_b
