@@ -3,7 +3,8 @@
 Without saved widget state a notebook that was run and saved shows "Error displaying
 widget: model not found" where each view was once reopened (the live models die with the
 kernel). ``@jupyter-widgets/jupyterlab-manager``'s ``saveState`` writes the models into the
-notebook on save, so JupyterLab (and nbviewer) draw them again. JupyterLab's news pop-up asks
+notebook on save, so JupyterLab (and nbviewer) draw them again. The cost: each plotly
+``FigureWidget`` saves its 5 MB widget bundle (``_esm``) with it. JupyterLab's news pop-up asks
 to reach the internet on first start: ``fetchNews`` off.
 
 ``python -m pulsarlab.lab_settings`` merges :data:`OVERRIDES` into JupyterLab's
