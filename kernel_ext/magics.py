@@ -187,8 +187,10 @@ class PulsarMagics(MessageCommands, ViewCommands, SparkCommands, Magics):
             raise PulsarMagicError(f"{prog}: {one_line(exc)}") from None
         except ImportError as exc:
             extra = install_hint(exc.name)
-            hint = (f"install it: {extra}" if extra
-                    else SPARK_HINT if "spark" in prog else JUPYTER_HINT)
+            if extra is None or "[spark]" in extra:
+                hint = SPARK_HINT if "spark" in prog or extra else JUPYTER_HINT
+            else:
+                hint = f"install it: {extra}"
             raise PulsarMagicError(f"{prog}: {one_line(exc)}; {hint}") from None
         except _expected_errors() as exc:
             raise PulsarMagicError(f"{prog}: {one_line(exc)}") from None
