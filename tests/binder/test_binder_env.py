@@ -6,9 +6,10 @@ config, JupyterLab's defaults); every container starts through ``binder/start``.
 does the same on this machine's Python (3.11, as ``runtime.txt`` asks) in a fresh venv that
 is never activated, with a fresh ``$HOME``, on a copy of the files a build sees, and runs
 tutorials 01, 12 (Spark) and 14 (the official client) there under nbval. Only nbval and
-pytest are added after the build, as test tools. pip's own cache is reused (no
-``--no-cache-dir``), so a second run installs from local wheels, and ``--no-compile`` leaves
-byte-compiling to the imports that need it; the duration of each phase is printed.
+pytest are added after the build, as test tools. The requirements are installed as
+Binder does, but from a local wheelhouse (``pip_install`` in ``tests/conftest.py``: this
+registry's answers are not kept in pip's HTTP cache), so only the first run downloads; the
+duration of each phase is printed.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _run(command: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_tutorials_01_12_14_run_in_binders_environment(tmp_path: Path) -> None:
+def test_tutorials_01_12_14_run_in_binders_environment(tmp_path: Path, pip_install) -> None:
     if shutil.which("java") is None:
         pytest.fail("java is missing: Binder installs openjdk-17 (binder/apt.txt); so must this "
                     "machine (scripts/test does)")
@@ -64,8 +65,7 @@ def test_tutorials_01_12_14_run_in_binders_environment(tmp_path: Path) -> None:
     python = str(venv / "bin" / "python")
 
     # 1. what repo2docker runs before copying the repository
-    _run([python, "-m", "pip", "install", "-q", "--no-compile", "-r", "binder/requirements.txt"],
-         cwd=repo, env=env, timeout=1200)
+    pip_install(python, ["-r", "binder/requirements.txt"], cwd=repo, env=env, timeout=1500)
     installed = time.monotonic()
     # 2. the repository, then postBuild (bash, as the Dockerfile's RUN does)
     _run(["bash", str(repo / "binder" / "postBuild")], cwd=repo, env=env, timeout=600)
@@ -77,8 +77,9 @@ def test_tutorials_01_12_14_run_in_binders_environment(tmp_path: Path) -> None:
     assert '"saveState": true' in settings.read_text()
 
     # 3. test tools only, at the versions this suite runs with
-    _run([python, "-m", "pip", "install", "-q", f"nbval=={metadata.version('nbval')}",
-          f"pytest=={metadata.version('pytest')}"], cwd=repo, env=env, timeout=600)
+    pip_install(python, [f"nbval=={metadata.version('nbval')}",
+                         f"pytest=={metadata.version('pytest')}"], cwd=repo, env=env,
+                timeout=600)
     notebooks = [str(repo / "notebooks" / f"{name}.ipynb") for name in TUTORIALS]
     run = subprocess.run(
         ["bash", str(repo / "binder" / "start"), python, "-m", "pytest", "--nbval",
