@@ -4,7 +4,8 @@
 serves it over ZeroMQ, and its admin REST API over HTTP, printing their URLs; ``produce``,
 ``consume`` and ``admin`` talk to a running broker like ``pulsar-client`` and
 ``pulsar-admin`` do; ``token`` and ``curve`` make auth keys and tokens (like ``pulsar
-tokens``) and CurveZMQ key pairs.
+tokens``) and CurveZMQ key pairs; ``tutorials`` copies the tutorial notebooks out of the
+installed package.
 """
 
 from __future__ import annotations
@@ -70,7 +71,23 @@ def _build_parser() -> argparse.ArgumentParser:
     from ..kernelspec import add_kernel_commands  # pulsarlab kernel install|uninstall
 
     add_kernel_commands(commands)
+    tutorials = commands.add_parser(
+        "tutorials", help="copy the tutorial notebooks (and their data) into a folder",
+    )
+    tutorials.add_argument("dir", nargs="?", default=None,
+                           help="where to copy them (default ./pulsarlab-tutorials)")
+    tutorials.add_argument("--force", action="store_true",
+                           help="overwrite tutorial files you changed there")
+    tutorials.set_defaults(func=_copy_tutorials)
     return parser
+
+
+def _copy_tutorials(args: argparse.Namespace) -> int:
+    from ..tutorials import DEFAULT_DIR, copy_tutorials
+
+    report = copy_tutorials(args.dir or DEFAULT_DIR, force=args.force)
+    print("\n".join(report.lines()))
+    return 0
 
 
 def _run_broker(args: argparse.Namespace) -> int:

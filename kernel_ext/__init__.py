@@ -9,6 +9,10 @@ registers the ``%pulsar`` magics (auto-load: ``pulsarlab kernel install``, or
 from .broker import BrokerService, BrokerSettings, MessageId
 from .broker.admin import Admin
 from .broker.server import Broker
+from .spark.worker_python import default_worker_python
+
+# Spark's Python workers must run this venv's interpreter even when it is not activated.
+default_worker_python()
 
 __version__ = "0.1.0"
 

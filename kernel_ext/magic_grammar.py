@@ -235,6 +235,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sub", metavar="S",
                    help="subscription (default: the last one used, or the only one)")
 
+    p = sub.add_parser("tutorials", help="copy the tutorial notebooks into a folder",
+                       description="Copy the tutorials shipped with pulsarlab (and their "
+                                   "data) into DIR, like 'pulsarlab tutorials'. A file you "
+                                   "changed there is kept unless --force is given.")
+    p.add_argument("dir", nargs="?", metavar="DIR",
+                   help="target folder (default ./pulsarlab-tutorials)")
+    p.add_argument("--force", action="store_true", help="overwrite files you changed")
+
+    p = sub.add_parser("help", help="this list, or one subcommand's help",
+                       description="%pulsar help lists the subcommands; %pulsar help "
+                                   "SUBCOMMAND [SUBCOMMAND] shows one (like --help).")
+    p.add_argument("topic", nargs="*", metavar="SUBCOMMAND")
+
     p = sub.add_parser("spark", help="a local Spark session with the pulsar source",
                        description="Create (or reuse) a local SparkSession with the 'pulsar' "
                                    "format registered and bind it to 'spark'. "

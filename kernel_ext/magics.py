@@ -19,6 +19,8 @@ Load with ``%load_ext pulsarlab``. Every subcommand takes ``-h``/``--help``
     %pulsar reset-cursor TOPIC --sub S (--earliest | --latest | --time MS)
     %pulsar show WIDGET [TOPIC] [--sub S] (a live view from pulsarlab.widgets.VIEWS)
     %pulsar spark [--master M] [--conf K=V]   (binds ``spark`` in the notebook)
+    %pulsar tutorials [DIR] [--force]     (copies the tutorial notebooks into DIR)
+    %pulsar help [SUBCOMMAND ...]         (the same as --help)
     %%pulsar spark TOPIC [--view NAME]    (the cell is Spark SQL over the topic's view)
     %pulsar spark stream start TOPIC --sink memory|console --name N
     %pulsar spark stream status [NAME] | stop [NAME]
@@ -54,6 +56,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
+from .extras import MissingDependency, install_hint
 from .magic_grammar import build_parser, build_spark_cell_parser, subparsers
 from .magic_messages import MessageCommands
 from .magic_spark import SparkCommands
@@ -152,17 +155,26 @@ class PulsarMagics(MessageCommands, ViewCommands, SparkCommands, Magics):
         """The parser whose help to print when ``-h``/``--help`` (or nothing) is given."""
         if not tokens:
             return self.parser
-        if "-h" not in tokens and "--help" not in tokens:
+        asks_help = "-h" in tokens or "--help" in tokens
+        if tokens[0] == "help" and not cell_spark and not asks_help:  # %pulsar help [SUB …]
+            return self._nested_parser(tokens[1:], strict=True)
+        if not asks_help:
             return None
         if cell_spark:
             return self.spark_cell_parser
+        return self._nested_parser(tokens[:tokens.index("-h" if "-h" in tokens else "--help")])
+
+    def _nested_parser(self, path: Sequence[str], strict: bool = False) -> Any:
+        """The parser of subcommand ``path`` (``strict``: an unknown name is an error)."""
         parser: argparse.ArgumentParser = self.parser
-        for token in tokens:
-            if token in ("-h", "--help"):
-                break
+        for token in path:
             nested = subparsers(parser)
             if token in nested:
                 parser = nested[token]
+            elif strict:
+                known = ", ".join(sorted(nested)) or "none"
+                raise PulsarMagicError(f"%pulsar help: no subcommand {token!r} under "
+                                       f"{parser.prog!r} (known: {known})")
         return parser
 
     def _guard(self, prog: str, run: Any) -> Any:
@@ -171,8 +183,14 @@ class PulsarMagics(MessageCommands, ViewCommands, SparkCommands, Magics):
             return run()
         except PulsarMagicError as exc:
             raise PulsarMagicError(f"{prog}: {exc}") from None
+        except MissingDependency as exc:
+            raise PulsarMagicError(f"{prog}: {one_line(exc)}") from None
         except ImportError as exc:
-            hint = SPARK_HINT if "spark" in prog else JUPYTER_HINT
+            extra = install_hint(exc.name)
+            if extra is None or "[spark]" in extra:
+                hint = SPARK_HINT if "spark" in prog or extra else JUPYTER_HINT
+            else:
+                hint = f"install it: {extra}"
             raise PulsarMagicError(f"{prog}: {one_line(exc)}; {hint}") from None
         except _expected_errors() as exc:
             raise PulsarMagicError(f"{prog}: {one_line(exc)}") from None
@@ -234,6 +252,13 @@ class PulsarMagics(MessageCommands, ViewCommands, SparkCommands, Magics):
             extra.append("writes allowed" if status["writes_allowed"] else "read-only")
         details = ", ".join(e for e in extra if e)
         print(f"connected to {status['service_url']}" + (f" ({details})" if details else ""))
+        return None
+
+    def _cmd_tutorials(self, args: argparse.Namespace, cell: str | None) -> None:
+        from .tutorials import DEFAULT_DIR, copy_tutorials
+
+        report = copy_tutorials(args.dir or DEFAULT_DIR, force=args.force)
+        print("\n".join(report.lines()))
         return None
 
     # -- admin ----------------------------------------------------------------------------
@@ -336,6 +361,18 @@ class PulsarMagics(MessageCommands, ViewCommands, SparkCommands, Magics):
 
 # -- loading -------------------------------------------------------------------------------
 
+def _missing_module(shell: Any, etype: type, value: BaseException, tb: Any,
+                    tb_offset: int | None = None) -> None:
+    """IPython custom exception handler: ``import pulsar`` (and the other modules an extra
+    brings) failing in a cell is one line naming the ``pip install``, not a traceback."""
+    hint = install_hint(getattr(value, "name", None))
+    if hint is not None:
+        line = f"{etype.__name__}: {value}: {hint}"
+        value._render_traceback_ = lambda: [line]  # type: ignore[attr-defined]
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
+
 _STATE: dict[str, Any] = {}
 
 
@@ -360,9 +397,13 @@ def load_ipython_extension(ipython: Any) -> None:
             runtime.shutdown()
 
     ipython.register_magics(PulsarMagics(ipython, runtime))
+    if not getattr(ipython, "custom_exceptions", True):  # never replace someone else's
+        ipython.set_custom_exc((ModuleNotFoundError,), _missing_module)
+        _STATE["custom_exc"] = True
     ipython.observe(on_exit_now, names=["exit_now"])
     atexit.register(runtime.shutdown)
     _STATE.update(shell=ipython, runtime=runtime, on_exit_now=on_exit_now)
+    _STATE.setdefault("custom_exc", False)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
@@ -373,6 +414,8 @@ def unload_ipython_extension(ipython: Any) -> None:
     runtime.shutdown()
     atexit.unregister(runtime.shutdown)
     ipython.unobserve(_STATE["on_exit_now"], names=["exit_now"])
+    if _STATE.get("custom_exc"):
+        ipython.set_custom_exc((), None)
     magics = ipython.magics_manager.magics
     magics["line"].pop("pulsar", None)
     magics["cell"].pop("pulsar", None)

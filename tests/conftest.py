@@ -157,3 +157,43 @@ def durable_storage_factory(tmp_path):
         return DurableStorage(tmp_path / "data")
 
     return factory
+
+
+# -- clean-venv installs (tests/packaging, tests/binder) --------------------------------------
+
+WHEELHOUSE_ENV = "PULSARLAB_WHEELHOUSE"
+
+
+def pip_install_cached(python: str, requirements: list[str], **run: Any) -> None:
+    """``pip install requirements`` into ``python``'s venv from a local wheelhouse.
+
+    This registry's answers are not kept by pip's HTTP cache, so every fresh venv would
+    download PySpark, JupyterLab and the rest again: the first run fills a wheelhouse
+    (``$PULSARLAB_WHEELHOUSE``, default ``~/.cache/pulsarlab-wheelhouse``) with ``pip wheel``,
+    every run installs from it with ``--no-index``. ``--no-compile`` leaves byte-compiling
+    to the imports that need it. ``run`` goes to :func:`subprocess.run` (cwd, env, timeout).
+    """
+    import os
+    import subprocess
+    from pathlib import Path
+
+    house = Path(os.environ.get(WHEELHOUSE_ENV) or Path.home() / ".cache" / "pulsarlab-wheelhouse")
+    install = [python, "-m", "pip", "install", "-q", "--no-compile", "--no-index",
+               "--find-links", str(house), *requirements]
+    if house.is_dir() and subprocess.run(install, capture_output=True, **run).returncode == 0:
+        return
+    house.mkdir(parents=True, exist_ok=True)
+    filled = subprocess.run([python, "-m", "pip", "wheel", "-q", "-w", str(house),
+                             "--find-links", str(house), *requirements],
+                            capture_output=True, text=True, **run)
+    assert filled.returncode == 0, filled.stdout[-3000:] + filled.stderr[-3000:]
+    for own in house.glob("pulsarlab-*.whl"):  # the wheel under test is never cached
+        own.unlink()
+    done = subprocess.run(install, capture_output=True, text=True, **run)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def pip_install() -> Any:
+    """:func:`pip_install_cached`, for tests that build a clean venv."""
+    return pip_install_cached

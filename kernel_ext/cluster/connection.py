@@ -27,6 +27,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from ..extras import require
 from .rest import ClusterAdminError, RestAdmin
 
 __all__ = [
@@ -216,7 +217,7 @@ class ClusterConnection(Connection):
 
     @property
     def api(self) -> ModuleType:
-        return importlib.import_module("pulsar")
+        return require("pulsar", "a Pulsar cluster connection (pulsar://)")
 
     def check_write(self, what: str) -> None:
         if not self.writes_allowed:

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..extras import require
 from .options import PulsarSparkError
 from .positions import Position, past_end
 from .reading import ReadSettings, to_record_batch
@@ -74,7 +75,7 @@ def _row(msg: Any) -> list[Any]:
 
 
 def _client(settings: ReadSettings) -> Any:
-    import pulsar
+    pulsar = require("pulsar", "reading a Pulsar cluster from Spark")
 
     options: dict[str, Any] = {
         "connection_timeout_ms": settings.connection_timeout_ms,
@@ -95,7 +96,7 @@ def read_range_official(
     arrow_schema: Any,
 ) -> Iterator[Any]:
     """Yield the messages of ``topic`` in ``(start, end]`` as Arrow record batches."""
-    import pulsar
+    pulsar = require("pulsar", "reading a Pulsar cluster from Spark")
 
     if end.key <= start.key:
         return
@@ -161,7 +162,7 @@ def _in_end_entry(entries: list[tuple[Any, list[Sequence[Any]]]], end: Position)
 
 
 def _more(reader: Any, topic: str) -> bool:
-    import pulsar
+    pulsar = require("pulsar", "reading a Pulsar cluster from Spark")
 
     try:
         return bool(reader.has_message_available())

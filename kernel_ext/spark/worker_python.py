@@ -22,7 +22,7 @@ from typing import Any
 
 from .options import PulsarSparkError
 
-__all__ = ["check_worker_python", "worker_python"]
+__all__ = ["check_worker_python", "default_worker_python", "worker_python"]
 
 _PROBE = "import pulsarlab.spark.datasource"
 
@@ -36,6 +36,25 @@ def worker_python(spark: Any = None) -> str:
         except Exception:  # a session without that setting (or a stand-in)
             configured = None
     return configured or os.environ.get("PYSPARK_PYTHON") or "python3"
+
+
+def default_worker_python() -> str | None:
+    """Point ``PYSPARK_PYTHON`` at this interpreter when it is unset and the ``python3`` on
+    ``PATH`` is not this virtual environment's (a venv used without activating it, as pip
+    users do): Spark's workers then import the same pulsarlab as the driver. Returns what it
+    set, or ``None`` (already set, not in a venv, or the venv is the one on ``PATH``).
+
+    ``import pulsarlab`` and ``%load_ext pulsarlab`` call it, so a plain
+    ``SparkSession.builder.getOrCreate()`` after them finds ``format("pulsar")``.
+    """
+    if os.environ.get("PYSPARK_PYTHON") or sys.prefix == sys.base_prefix:
+        return None
+    on_path = shutil.which("python3")
+    prefix = os.path.join(os.path.abspath(sys.prefix), "")
+    if on_path and os.path.abspath(on_path).startswith(prefix):
+        return None
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    return sys.executable
 
 
 @functools.lru_cache(maxsize=8)

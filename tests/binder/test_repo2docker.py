@@ -30,7 +30,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     base = tmp_path_factory.mktemp("repo2docker")
     repo = base / "repo"
     shutil.copytree(ROOT / "binder", repo / "binder")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, repo / name)
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     closed = "http://127.0.0.1:9"

@@ -45,6 +45,8 @@ SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
         "windowingMode": "none", "autoStartDefaultKernel": True,
     },
+    # as ./scripts/run and Binder set it (pulsarlab.lab_settings): widget state saved
+    "@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings": {"saveState": True},
 }
 STDERR = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
 

@@ -15,7 +15,7 @@ SUBCOMMANDS = [
     "start", "stop", "status", "connect", "topics", "policies", "create", "produce", "consume",
     "peek",
     "stats", "subs", "reset-cursor", "show", "spark", "spark stream", "spark stream start",
-    "spark stream status", "spark stream stop",
+    "spark stream status", "spark stream stop", "tutorials", "help",
 ]
 
 
@@ -52,6 +52,81 @@ def test_overview_help(run) -> None:
         assert ran.out.startswith("usage: %pulsar [-h] SUBCOMMAND ...")
         for sub in ("start", "reset-cursor", "show", "spark"):
             assert f"    {sub}" in ran.out
+
+
+def test_help_subcommand(run) -> None:
+    ran = run("%pulsar help")
+    assert ran.success, ran.out
+    assert ran.out.startswith("usage: %pulsar [-h] SUBCOMMAND ...")
+    assert "    help" in ran.out and "    tutorials" in ran.out
+    for line, usage in (("%pulsar help consume", "usage: %pulsar consume [-h]"),
+                        ("%pulsar help spark stream start",
+                         "usage: %pulsar spark stream start [-h]")):
+        ran = run(line)
+        assert ran.success, ran.out
+        assert ran.out.startswith(usage)
+
+
+def test_help_of_an_unknown_subcommand_is_one_line(run) -> None:
+    assert_one_line_error(
+        run("%pulsar help nosuch"),
+        "%pulsar help: no subcommand 'nosuch' under '%pulsar' (known: connect, consume, "
+        "create, help, peek, policies, produce, reset-cursor, show, spark, start, stats, "
+        "status, stop, subs, topics, tutorials)",
+    )
+
+
+def test_tutorials_copies_and_keeps_a_changed_copy(run, tmp_path) -> None:
+    target = tmp_path / "t"
+    ran = run(f"%pulsar tutorials {target}")
+    assert ran.success, ran.out
+    assert (target / "01-getting-started.ipynb").is_file()
+    assert (target / "data" / "cluster-stats-3.3.json").is_file()
+    assert f"copied to {target}" in ran.out and "jupyter lab" in ran.out
+    (target / "01-getting-started.ipynb").write_text("{}")
+    ran = run(f"%pulsar tutorials {target}")
+    assert ran.success, ran.out
+    assert "kept your changed copies" in ran.out and "01-getting-started.ipynb" in ran.out
+    assert (target / "01-getting-started.ipynb").read_text() == "{}"
+    ran = run(f"%pulsar tutorials {target} --force")
+    assert ran.success and "overwritten (--force): 01-getting-started.ipynb" in ran.out
+    assert (target / "01-getting-started.ipynb").read_text() != "{}"
+
+
+def test_tutorials_into_a_file_is_one_line(run, tmp_path) -> None:
+    (tmp_path / "f").write_text("x")
+    assert_one_line_error(
+        run(f"%pulsar tutorials {tmp_path / 'f'}"),
+        f"%pulsar tutorials: {tmp_path / 'f'} exists and is not a folder (choose another: "
+        "pulsarlab tutorials DIR)",
+    )
+
+
+def test_missing_optional_module_names_the_extra(run, monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pulsar", None)  # import pulsar -> ModuleNotFoundError
+    ran = run("import pulsar")
+    assert ran.success is False
+    assert isinstance(ran.result.error_in_exec, ModuleNotFoundError)
+    assert ran.out.strip() == ("ModuleNotFoundError: import of pulsar halted; None in "
+                               "sys.modules: pip install 'pulsarlab[ops]'")
+    monkeypatch.setitem(sys.modules, "json_not_an_extra_module", None)
+    ran = run("import json_not_an_extra_module")  # other modules: IPython's usual traceback
+    assert ran.success is False and "Traceback" in ran.out
+
+
+def test_require_names_the_extra(monkeypatch) -> None:
+    import sys
+
+    from pulsarlab.extras import MissingDependency, require
+
+    monkeypatch.setitem(sys.modules, "pulsar", None)
+    with pytest.raises(MissingDependency) as raised:
+        require("pulsar", "a Pulsar cluster connection (pulsar://)")
+    assert str(raised.value) == ("a Pulsar cluster connection (pulsar://) needs 'pulsar', "
+                                 "which is not installed: pip install 'pulsarlab[ops]'")
+    assert isinstance(raised.value, ModuleNotFoundError) and raised.value.name == "pulsar"
 
 
 def test_cell_help(run) -> None:

@@ -82,3 +82,41 @@ def test_plain_get_or_create_in_the_venv_python_finds_pulsar(broker, client, tmp
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=240, cwd=tmp_path)
     assert "ROWS 3" in done.stdout, done.stderr[-2000:]
+
+
+# -- default_worker_python: a venv that is not activated ----------------------------------------
+
+
+def _fake_venv(monkeypatch, tmp_path, python3_on_path: str | None):
+    from pulsarlab.spark import worker_python
+
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.setattr(worker_python.sys, "prefix", str(tmp_path / "venv"))
+    monkeypatch.setattr(worker_python.sys, "base_prefix", str(tmp_path / "base"))
+    monkeypatch.setattr(worker_python.shutil, "which", lambda name: python3_on_path)
+    return worker_python
+
+
+def test_a_venv_used_without_activating_it_gets_its_own_python(monkeypatch, tmp_path):
+    import sys
+
+    module = _fake_venv(monkeypatch, tmp_path, "/usr/bin/python3")
+    assert module.default_worker_python() == sys.executable
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+
+
+def test_an_activated_venv_or_a_set_variable_is_left_alone(monkeypatch, tmp_path):
+    module = _fake_venv(monkeypatch, tmp_path, str(tmp_path / "venv" / "bin" / "python3"))
+    assert module.default_worker_python() is None
+    assert "PYSPARK_PYTHON" not in os.environ
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/python3")
+    monkeypatch.setattr(module.shutil, "which", lambda name: "/usr/bin/python3")
+    assert module.default_worker_python() is None
+    assert os.environ["PYSPARK_PYTHON"] == "/opt/python3"
+
+
+def test_outside_a_venv_nothing_is_set(monkeypatch, tmp_path):
+    module = _fake_venv(monkeypatch, tmp_path, "/usr/bin/python3")
+    monkeypatch.setattr(module.sys, "base_prefix", module.sys.prefix)
+    assert module.default_worker_python() is None
+    assert "PYSPARK_PYTHON" not in os.environ
