@@ -1,0 +1,71 @@
+"""``pulsarlab broker --config standalone.conf``: Pulsar's keys, ignored ones listed once,
+--set overriding, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from pulsarlab.broker.basic_auth import BasicUsers
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pulsarlab.broker.cli", *args],
+        capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})},
+    )
+
+
+def test_config_file_settings_and_ignored_keys(tmp_path) -> None:
+    conf = tmp_path / "standalone.conf"
+    conf.write_text(
+        "brokerServicePort=0\nwebServicePort=0\nclusterName=standalone\n"
+        "maxUnackedMessagesPerConsumer=7\nauthenticationEnabled=false\n"
+        "zookeeperServers=\n"
+    )
+    result = run("broker", "--storage", "memory", "--port", "0", "--config", str(conf),
+                 "--set", "authorization_enabled=false", "--once")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["pulsar_url"].startswith("pulsar://127.0.0.1:")
+    assert not report["pulsar_url"].endswith(":6650")  # brokerServicePort=0 was read
+    ignored = [line for line in result.stderr.splitlines() if "ignored" in line]
+    assert len(ignored) == 1
+    assert ignored[0].endswith(
+        "standalone.conf: 2 keys ignored (pulsarlab has no such setting): "
+        "clusterName, zookeeperServers"
+    )
+
+
+def test_set_overrides_the_file_and_a_bad_value_is_one_line(tmp_path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerServicePort=0\nwebServicePort=0\nmaxMessageSize=abc\n")
+    bad = run("broker", "--storage", "memory", "--port", "0", "--config", str(conf), "--once")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1] == (
+        "pulsarlab: error: broker.conf:3: maxMessageSize='abc': must be an integer"
+    )
+    conf.write_text("brokerServicePort=0\nwebServicePort=0\nmaxMessageSize=0\n")
+    refused = run("broker", "--storage", "memory", "--port", "0", "--config", str(conf),
+                  "--once")
+    assert "max_message_size must be > 0" in refused.stderr
+    fixed = run("broker", "--storage", "memory", "--port", "0", "--config", str(conf),
+                "--set", "max_message_size=1024", "--once")
+    assert fixed.returncode == 0, fixed.stderr
+
+
+def test_basic_auth_conf_from_a_jvm_option(tmp_path) -> None:
+    users = tmp_path / "users"
+    users.write_text("alice:$apr1$r31.....$HqJZimcKQFAMYayBlzkrA/\n")
+    assert BasicUsers.load(str(users)).hashes == {"alice": "$apr1$r31.....$HqJZimcKQFAMYayBlzkrA/"}
+    base = ("broker", "--storage", "memory", "--port", "0", "--pulsar-port", "0",
+            "--web-port", "0", "--set", "authentication_enabled=true",
+            "--set", "authentication_providers=basic", "--once")
+    missing = run(*base)
+    assert missing.returncode == 2
+    assert "no basic authentication config provided" in missing.stderr
+    assert run(*base, f"-Dpulsar.auth.basic.conf={users}").returncode == 0
+    from_env = run(*base, env={"PULSAR_EXTRA_OPTS": f"-Xmx1g -Dpulsar.auth.basic.conf={users}"})
+    assert from_env.returncode == 0, from_env.stderr
