@@ -157,3 +157,11 @@ def durable_storage_factory(tmp_path):
         return DurableStorage(tmp_path / "data")
 
     return factory
+
+
+@pytest.fixture(scope="session")
+def tls_pki(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A throw-away CA with broker and client certificates (tests/security/tls_pki.py)."""
+    from security.tls_pki import make_pki
+
+    return make_pki(tmp_path_factory.mktemp("pki"))
