@@ -10,6 +10,7 @@ from tornado.web import Application, RequestHandler
 from . import namespaces as ns
 from . import tenants, topics
 from .base import NotFoundHandler
+from .lookup import TopicLookupHandler
 
 _SEG = r"([^/]+)"
 _DOMAIN = r"(persistent|non-persistent)"
@@ -48,6 +49,7 @@ ROUTES: list[tuple[str, type]] = [
     (f"{_SUB}/(skip|expireMessages|resetcursor)/{_SEG}", topics.CursorActionHandler),
     (f"{_SUB}/(resetcursor)", topics.CursorActionHandler),
     (f"{_SUB}/position/{_SEG}", topics.PeekHandler),
+    (f"/lookup/v2/topic/{_DOMAIN}/{_SEG}/{_SEG}/{_SEG}", TopicLookupHandler),
 ]
 
 

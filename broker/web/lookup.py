@@ -1,0 +1,52 @@
+"""Topic lookup over HTTP: ``GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}``.
+
+A client given ``http://host:8080`` (or ``https://``) as its service URL looks topics up
+here (and their partitions at ``/admin/v2/.../partitions``), then connects to the broker
+URL the answer names, as Pulsar's ``TopicLookup`` resource serves it: ``brokerUrl``,
+``brokerUrlTls``, ``httpUrl``, ``httpUrlTls`` (and the deprecated ``nativeUrl``). The
+listener is the one ``?listenerName=`` or the ``X-Pulsar-ListenerName`` header names
+(advertised listeners), the internal one otherwise; a name the broker does not advertise
+is a 503 with Pulsar's "the broker do not have NAME listener". Looking a topic up needs the
+``lookup`` permission (produce or consume) when authorization is on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .. import errors
+from ..topic_name import TopicName
+from .base import AdminResource, guarded
+
+LISTENER_HEADER = "X-Pulsar-ListenerName"
+
+
+class TopicLookupHandler(AdminResource):
+    """The broker that serves a topic (always this one: pulsarlab is one broker)."""
+
+    @guarded
+    async def get(self, domain: str, tenant: str, namespace: str, topic: str) -> None:
+        name = f"{domain}://{tenant}/{namespace}/{topic}"
+        listener_name = (self.get_query_argument("listenerName", "")
+                         or self.request.headers.get(LISTENER_HEADER, ""))
+        role = self.role
+        broker = self.broker
+
+        def lookup(_service: Any) -> Any:
+            TopicName.get(name)
+            broker.admin.authorizer.check_topic(role, name, "lookup")
+            return broker.advertised.lookup(listener_name)
+
+        try:
+            listener = await asyncio.wrap_future(broker.submit(lookup))
+        except errors.ServiceNotReady as exc:
+            self.fail(503, str(exc))
+            return
+        self.reply({
+            "brokerUrl": listener.broker_service_url,
+            "brokerUrlTls": listener.broker_service_url_tls,
+            "httpUrl": broker.web_url,
+            "httpUrlTls": broker.web_url_tls,
+            "nativeUrl": listener.broker_service_url,
+        })
