@@ -21,7 +21,7 @@ def test_parse_and_lookup() -> None:
     assert listeners.lookup("") == internal
     assert listeners.lookup("external") == Listener(
         "external", None, "pulsar+ssl://broker.example.com:443")
-    with pytest.raises(ServiceNotReady, match="^the broker do not have nope listener$"):
+    with pytest.raises(ServiceNotReady, match=r"^the broker do not have nope listener$"):
         listeners.lookup("nope")
     assert AdvertisedListeners.parse(SPEC, "external").lookup("") == listeners.lookup("external")
     own = AdvertisedListeners.parse("", url="pulsar://127.0.0.1:6650")
