@@ -107,12 +107,12 @@ def _settings(args: argparse.Namespace) -> dict[str, object]:
     settings.update(args.settings)
     providers = provider_names(str(settings.get("authentication_providers", "")))
     token_auth = "token" in providers or not providers
-    if settings.get("authentication_enabled") and token_auth and not settings.get(
-        "token_secret_key"
-    ):
+    has_key = settings.get("token_secret_key") or settings.get("token_public_key")
+    if settings.get("authentication_enabled") and token_auth and not has_key:
         raise ValueError(
             "authentication_enabled needs --set token_secret_key=file:///PATH "
-            "(make one with: pulsarlab token create-secret-key --output PATH)"
+            "(make one with: pulsarlab token create-secret-key --output PATH) "
+            "or token_public_key"
         )
     return settings
 

@@ -130,7 +130,7 @@ class Authenticator:
 
     def __init__(self, settings: BrokerSettings) -> None:
         self.enabled = settings.authentication_enabled
-        self._key: bytes | None = None
+        self._key: bytes | tokens.PublicKey | None = None
         self.providers: tuple[str, ...] = ()
         self.anonymous_role = settings.anonymous_user_role or None
         self._basic: BasicUsers | None = None
@@ -143,6 +143,12 @@ class Authenticator:
                     self._key = tokens.load_secret_key(settings.token_secret_key)
                 except ValueError as exc:
                     raise InvalidArgument(f"token_secret_key: {exc}") from None
+            elif settings.token_public_key:
+                try:
+                    self._key = tokens.PublicKey.load(settings.token_public_key,
+                                                      settings.token_public_alg)
+                except ValueError as exc:
+                    raise InvalidArgument(f"token_public_key: {exc}") from None
             else:  # like Jupyter: a random secret for this run; create_token issues tokens
                 self._key = tokens.create_secret_key()
         if "basic" in self.providers:
@@ -233,8 +239,11 @@ class Authenticator:
 
     def create_token(self, role: str, expires_in_seconds: int | None = None) -> str:
         """A token for ``role`` signed with this broker's key."""
-        if not self.enabled or self._key is None:
-            raise InvalidArgument("token authentication is not enabled on this broker")
+        if not self.enabled or not isinstance(self._key, bytes):
+            raise InvalidArgument(
+                "this broker cannot sign tokens: token authentication is not enabled, or it "
+                "checks tokens with a public key"
+            )
         expires_at = None if expires_in_seconds is None else int(time.time()) + expires_in_seconds
         return tokens.create_token(self._key, role, expires_at)
 

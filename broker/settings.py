@@ -129,6 +129,13 @@ class BrokerSettings:
     """The users of ``basic`` authentication (basicAuthConf, or the JVM option
     ``-Dpulsar.auth.basic.conf``): a path, ``file:///path``, ``data:;base64,...`` or base64
     of ``user:hash`` lines, hashes from ``htpasswd -d`` (crypt) or ``htpasswd -m`` (apr1)."""
+    token_public_key: str = ""
+    """The public key tokens signed with a private key are checked with (tokenPublicKey):
+    ``file:///path`` or ``data:;base64,...``, DER (``pulsar tokens create-key-pair``) or
+    PEM; used when token_secret_key is empty."""
+    token_public_alg: str = "RS256"
+    """The signature algorithm of those tokens (tokenPublicAlg): RS256/384/512,
+    PS256/384/512 or ES256/384/512."""
     authentication_refresh_check_seconds: int = 60
     """How often each connection's credentials are checked for expiry
     (authenticationRefreshCheckSeconds); an expired token gets an AUTH_CHALLENGE."""
