@@ -199,3 +199,33 @@ def test_an_expired_token_that_is_not_renewed_loses_the_connection(caplog) -> No
                                    for r in caplog.records), "the refresh to fail")
         finally:
             c.close()
+
+
+def test_pulsarlab_client_with_basic_and_token(broker: Broker) -> None:
+    """pulsarlab's own client over ZeroMQ: AuthenticationBasic (with and without method)
+    and a token supplier; a bad password is one AuthenticationError."""
+    for auth in (pulsarlab.AuthenticationBasic("alice", "wonder"),
+                 pulsarlab.AuthenticationBasic("bob", "builder", method="basic"),
+                 pulsarlab.AuthenticationBasic(
+                     auth_params_string='{"userId": "alice", "password": "wonder"}'),
+                 pulsarlab.AuthenticationToken(lambda: broker.create_token("carol"))):
+        c = pulsarlab.Client(broker.service_url, authentication=auth)
+        try:
+            c.create_producer("ours-basic").send(b"hello")
+        finally:
+            c.close()
+    bad = pulsarlab.Client(broker.service_url,
+                           authentication=pulsarlab.AuthenticationBasic("alice", "nope"))
+    try:
+        with pytest.raises(pulsarlab.AuthenticationError, match="Unknown user or invalid"):
+            bad.create_producer("ours-refused")
+    finally:
+        bad.close()
+    assert "persistent://public/default/ours-refused" not in broker.call(lambda s: s.topics)
+    admin = pulsarlab.Admin(broker.service_url,
+                            authentication=pulsarlab.AuthenticationBasic("alice", "wonder"))
+    try:
+        assert "persistent://public/default/ours-basic" in admin.topics.get_list(
+            "public/default")
+    finally:
+        admin.close()
