@@ -572,9 +572,9 @@ class Broker:
                 session.closed = True
             data = tls.data_to_send()
         if data:
-            self._stream_send(listener, identity, data)
+            self._stream_send(listener, identity, data, session.closed)
         if session.closed:
-            self._stream_send(listener, identity, b"")  # closes the TCP connection
+            self._stream_send(listener, identity, b"", True)  # closes the TCP connection
             listener.sessions.pop(identity, None)
             listener.tls.pop(identity, None)
             if len(listener.closed) >= _MAX_CLOSED:
@@ -582,13 +582,17 @@ class Broker:
             listener.closed[identity] = None
 
     @staticmethod
-    def _stream_send(listener: PulsarListener, identity: bytes, data: bytes) -> None:
-        # Never blocking: a peer that is going away makes a blocking send wait forever.
+    def _stream_send(listener: PulsarListener, identity: bytes, data: bytes,
+                     closing: bool = False) -> None:
+        """Never blocking: a peer that is going away makes a blocking send wait forever.
+        The last bytes to a connection being closed (its reason is logged already) may
+        find the peer gone; that is not worth a second log line."""
         try:
             listener.socket.send(identity, _SNDMORE | _NOBLOCK)
             listener.socket.send(data, _NOBLOCK, len(data) < _ZERO_COPY_MIN)
         except zmq.ZMQError as exc:
-            log.info("could not send to a %s:// client (%s); it is gone", listener.scheme, exc)
+            (log.debug if closing else log.info)(
+                "could not send to a %s:// client (%s); it is gone", listener.scheme, exc)
 
     @staticmethod
     def _poll_nowait(sock: zmq.Socket) -> bool:

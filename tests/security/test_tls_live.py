@@ -155,6 +155,8 @@ def test_untrusted_or_missing_client_certificate_is_refused(
     assert cert_broker.call(lambda s: sorted(s.topics)) == stored_before
     handshake = [r for r in caplog.records if "failed the TLS handshake" in r.getMessage()]
     assert handshake and all("\n" not in r.getMessage() for r in handshake)
+    # one line per refused connection: nothing else about them at INFO
+    assert [r for r in caplog.records if r.levelno >= logging.INFO] == handshake
 
 
 def _get(url: str, context: ssl.SSLContext) -> tuple[int, object]:
