@@ -69,3 +69,26 @@ def test_basic_auth_conf_from_a_jvm_option(tmp_path) -> None:
     assert run(*base, f"-Dpulsar.auth.basic.conf={users}").returncode == 0
     from_env = run(*base, env={"PULSAR_EXTRA_OPTS": f"-Xmx1g -Dpulsar.auth.basic.conf={users}"})
     assert from_env.returncode == 0, from_env.stderr
+
+
+def test_tls_listeners_from_the_config_file(tmp_path, tls_pki) -> None:
+    conf = tmp_path / "broker.conf"
+    lines = [
+        "brokerServicePort=0", "webServicePort=0", "brokerServicePortTls=0",
+        "webServicePortTls=0", f"tlsCertificateFilePath={tls_pki.broker_cert}",
+        f"tlsKeyFilePath={tls_pki.broker_key}", f"tlsTrustCertsFilePath={tls_pki.ca}",
+    ]
+    conf.write_text("\n".join(lines) + "\n")
+    result = run("broker", "--storage", "memory", "--port", "0", "--config", str(conf),
+                 "--once")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["pulsar_ssl_url"].startswith("pulsar+ssl://127.0.0.1:")
+    assert report["web_url_tls"].startswith("https://127.0.0.1:")
+    conf.write_text("\n".join([*lines[:-2], "tlsKeyFilePath=/nonexistent/broker.key"]) + "\n")
+    bad = run("broker", "--storage", "memory", "--port", "0", "--config", str(conf), "--once")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1] == (
+        "pulsarlab: error: tls_key_file_path: cannot read '/nonexistent/broker.key': "
+        "No such file or directory"
+    )
