@@ -357,9 +357,12 @@ class Broker:
         self.service = BrokerService(
             open_storage(self.data_dir, self.storage_kind), self.clock, self.settings
         )
+        advertised = self.settings.advertised_address or self.host
         self.advertised = AdvertisedListeners.parse(
             self.settings.advertised_listeners, self.settings.internal_listener_name,
-            url=self.pulsar_url, url_tls=self.pulsar_ssl_url,
+            url=f"pulsar://{advertised}:{self.pulsar_port}",
+            url_tls=(f"pulsar+ssl://{advertised}:{self.pulsar_port_tls}"
+                     if self.pulsar_ssl_url else None),
         )
         self.schemas = SchemaRegistry()
         self._exclusive_producers: dict[str, int] = {}

@@ -139,6 +139,9 @@ class BrokerSettings:
     authentication_refresh_check_seconds: int = 60
     """How often each connection's credentials are checked for expiry
     (authenticationRefreshCheckSeconds); an expired token gets an AUTH_CHALLENGE."""
+    advertised_address: str = ""
+    """The host name lookups answer in broker URLs (advertisedAddress); empty: the address
+    the broker binds."""
     advertised_listeners: str = ""
     """Named listeners, ``name:pulsar://host:port,name:pulsar+ssl://host:port``
     (advertisedListeners); a client's ``listener_name`` picks one in LOOKUP."""

@@ -63,3 +63,16 @@ def test_lookup_follows_the_listener_name(broker: Broker, name: str) -> None:
         c.close()
     assert time.monotonic() - started < 30
     assert f"persistent://public/default/{topic}" not in broker.call(lambda s: s.topics)
+
+
+def test_advertised_address_is_the_host_lookups_answer() -> None:
+    with Broker(storage="memory", advertised_address="localhost") as b:
+        assert b.advertised.lookup("").broker_service_url == f"pulsar://localhost:{b.pulsar_port}"
+        c = client(b, None)
+        try:
+            topic = unique("advertised-address")
+            consumer = c.subscribe(topic, "s")
+            c.create_producer(topic).send(b"via localhost")
+            assert consumer.receive(timeout_millis=WAIT_MS).data() == b"via localhost"
+        finally:
+            c.close()
