@@ -35,16 +35,21 @@ def client(broker: Broker, listener_name: str | None, timeout_s: int = 10) -> pu
                          operation_timeout_seconds=timeout_s, logger=quiet_logger())
 
 
-@pytest.mark.parametrize("name", [None, "internal", "external"])
-def test_a_named_listener_serves(broker: Broker, name: str | None) -> None:
+def echo(broker: Broker, name: str | None, payload: bytes) -> bytes:
+    """``payload`` through a new topic by a client with listener ``name``."""
     topic = unique("listener")
     c = client(broker, name)
     try:
         consumer = c.subscribe(topic, "s")
-        c.create_producer(topic).send(b"via " + str(name).encode())
-        assert consumer.receive(timeout_millis=WAIT_MS).data() == b"via " + str(name).encode()
+        c.create_producer(topic).send(payload)
+        return consumer.receive(timeout_millis=WAIT_MS).data()
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("name", [None, "internal", "external"])
+def test_a_named_listener_serves(broker: Broker, name: str | None) -> None:
+    assert echo(broker, name, f"via {name}".encode()) == f"via {name}".encode()
 
 
 @pytest.mark.parametrize("name", ["dead", "nope"])
@@ -68,11 +73,4 @@ def test_lookup_follows_the_listener_name(broker: Broker, name: str) -> None:
 def test_advertised_address_is_the_host_lookups_answer() -> None:
     with Broker(storage="memory", advertised_address="localhost") as b:
         assert b.advertised.lookup("").broker_service_url == f"pulsar://localhost:{b.pulsar_port}"
-        c = client(b, None)
-        try:
-            topic = unique("advertised-address")
-            consumer = c.subscribe(topic, "s")
-            c.create_producer(topic).send(b"via localhost")
-            assert consumer.receive(timeout_millis=WAIT_MS).data() == b"via localhost"
-        finally:
-            c.close()
+        assert echo(b, None, b"via localhost") == b"via localhost"
