@@ -556,8 +556,9 @@ class Broker:
         try:
             plain = tls.receive(data)
         except ssl.SSLError as exc:
-            session.close_reason = f"TLS handshake failed: {exc.reason or exc}"
-            log.info("a pulsar+ssl:// client failed the TLS handshake: %s", exc.reason or exc)
+            what = "TLS" if tls.handshake_done else "the TLS handshake"
+            session.close_reason = f"{what} failed: {exc.reason or exc}"
+            log.info("a pulsar+ssl:// client failed %s: %s", what, exc.reason or exc)
             session.connection_lost()
             return b""
         if tls.handshake_done and session.peer_certificate is None:
