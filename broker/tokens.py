@@ -34,7 +34,9 @@ from typing import Any
 
 __all__ = [
     "InvalidToken",
+    "PrivateKey",
     "PublicKey",
+    "create_key_pair",
     "create_secret_key",
     "create_token",
     "decode_claims",
@@ -126,17 +128,21 @@ def _sign(key: bytes, signing_input: str) -> bytes:
     return hmac.new(key, signing_input.encode("ascii"), hashlib.sha256).digest()
 
 
-def create_token(key: bytes, subject: str, expires_at: int | None = None) -> str:
-    """A token for role ``subject``, valid until ``expires_at`` (epoch seconds) if given."""
+def create_token(key: bytes | PrivateKey, subject: str, expires_at: int | None = None) -> str:
+    """A token for role ``subject``, valid until ``expires_at`` (epoch seconds) if given;
+    signed with an HS256 secret ``key`` or a :class:`PrivateKey`."""
     if not isinstance(subject, str) or not subject:
         raise ValueError("a token subject (role) must be a non-empty string")
     claims: dict[str, Any] = {"sub": subject}
     if expires_at is not None:
         claims["exp"] = int(expires_at)
-    head = _b64(json.dumps(_HEADER, separators=(",", ":")).encode())
+    header = {"alg": key.algorithm} if isinstance(key, PrivateKey) else _HEADER
+    head = _b64(json.dumps(header, separators=(",", ":")).encode())
     body = _b64(json.dumps(claims, separators=(",", ":")).encode())
     signing_input = f"{head}.{body}"
-    return f"{signing_input}.{_b64(_sign(key, signing_input))}"
+    signature = (key.sign(signing_input.encode("ascii")) if isinstance(key, PrivateKey)
+                 else _sign(key, signing_input))
+    return f"{signing_input}.{_b64(signature)}"
 
 
 def _split(token: str) -> tuple[dict[str, Any], dict[str, Any], str, bytes]:
@@ -198,9 +204,7 @@ class PublicKey:
     def load(cls, spec: str, algorithm: str = "RS256") -> PublicKey:
         """``tokenPublicKey`` (``file:///path``, a path or ``data:;base64,…``; DER as
         ``pulsar tokens create-key-pair`` writes it, or PEM) for ``tokenPublicAlg``."""
-        if algorithm not in PUBLIC_ALGORITHMS:
-            raise ValueError(f"tokenPublicAlg {algorithm!r} is not one of "
-                             f"{', '.join(PUBLIC_ALGORITHMS)}")
+        _check_algorithm(algorithm)
         try:
             from cryptography.hazmat.primitives import serialization
             from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -222,27 +226,89 @@ class PublicKey:
     def verify(self, algorithm: object, signing_input: bytes, signature: bytes) -> None:
         """Check one signature; :class:`InvalidToken` naming what is wrong."""
         from cryptography.exceptions import InvalidSignature
-        from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.asymmetric import ec, padding
         from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
         if algorithm != self.algorithm:
             raise InvalidToken(f"token algorithm {algorithm!r} is not accepted "
                                f"({self.algorithm} only)")
-        digest = getattr(hashes, _HASHES[self.algorithm[2:]])()
+        if self.algorithm.startswith("ES"):
+            half = len(signature) // 2
+            signature = encode_dss_signature(int.from_bytes(signature[:half], "big"),
+                                             int.from_bytes(signature[half:], "big"))
         try:
-            if self.algorithm.startswith("ES"):
-                half = len(signature) // 2
-                der = encode_dss_signature(int.from_bytes(signature[:half], "big"),
-                                           int.from_bytes(signature[half:], "big"))
-                self.key.verify(der, signing_input, ec.ECDSA(digest))
-            else:
-                pad = (padding.PKCS1v15() if self.algorithm.startswith("RS") else
-                       padding.PSS(mgf=padding.MGF1(digest),
-                                   salt_length=padding.PSS.DIGEST_LENGTH))
-                self.key.verify(signature, signing_input, pad, digest)
+            self.key.verify(signature, signing_input, *_padding(self.algorithm))
         except InvalidSignature:
             raise InvalidToken("token signature does not match the broker's public key") from None
+
+
+def _check_algorithm(algorithm: str) -> None:
+    if algorithm not in PUBLIC_ALGORITHMS:
+        raise ValueError(f"tokenPublicAlg {algorithm!r} is not one of "
+                         f"{', '.join(PUBLIC_ALGORITHMS)}")
+
+
+def _padding(algorithm: str) -> Any:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, padding
+
+    digest = getattr(hashes, _HASHES[algorithm[2:]])()
+    if algorithm.startswith("ES"):
+        return (ec.ECDSA(digest),)
+    if algorithm.startswith("RS"):
+        return padding.PKCS1v15(), digest
+    return padding.PSS(mgf=padding.MGF1(digest), salt_length=padding.PSS.DIGEST_LENGTH), digest
+
+
+class PrivateKey:
+    """A private key that signs tokens (``pulsar tokens create --private-key``)."""
+
+    def __init__(self, key: Any, algorithm: str) -> None:
+        self.key = key
+        self.algorithm = algorithm
+
+    @classmethod
+    def load(cls, spec: str, algorithm: str = "RS256") -> PrivateKey:
+        """The key of ``file:///path`` (a path, ``data:;base64,…``), DER or PEM, PKCS#8."""
+        from cryptography.hazmat.primitives import serialization
+
+        _check_algorithm(algorithm)
+        data = _key_bytes(spec, "token private key")
+        try:
+            key = serialization.load_der_private_key(data, None)
+        except ValueError:
+            try:
+                key = serialization.load_pem_private_key(data, None)
+            except ValueError:
+                raise ValueError("the token private key is neither DER nor PEM") from None
+        return cls(key, algorithm)
+
+    def sign(self, signing_input: bytes) -> bytes:
+        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+        signature = self.key.sign(signing_input, *_padding(self.algorithm))
+        if self.algorithm.startswith("ES"):  # JWS wants r || s, each the curve's size
+            size = (self.key.curve.key_size + 7) // 8
+            r, s = decode_dss_signature(signature)
+            return r.to_bytes(size, "big") + s.to_bytes(size, "big")
+        return signature
+
+
+def create_key_pair(algorithm: str = "RS256") -> tuple[bytes, bytes]:
+    """``(private key, public key)``, DER (PKCS#8 and X.509), as ``pulsar tokens
+    create-key-pair`` writes them: RSA 2048 for RS*/PS*, the matching curve for ES*."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    _check_algorithm(algorithm)
+    curves = {"ES256": ec.SECP256R1(), "ES384": ec.SECP384R1(), "ES512": ec.SECP521R1()}
+    key = (ec.generate_private_key(curves[algorithm]) if algorithm in curves
+           else rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    private = key.private_bytes(serialization.Encoding.DER,
+                                serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.DER,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    return private, public
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}

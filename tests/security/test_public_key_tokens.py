@@ -82,3 +82,29 @@ def test_pem_public_key_file_and_bad_keys(tmp_path) -> None:
         with pytest.raises(InvalidArgument, match=message):
             Authenticator(BrokerSettings.from_kwargs(
                 authentication_enabled=True, token_public_key=spec, token_public_alg=alg))
+
+
+@pytest.mark.parametrize("alg", ["RS256", "ES256"])
+def test_the_token_command_makes_key_pairs_and_signs_with_them(tmp_path, alg: str) -> None:
+    import os
+    import stat
+    import subprocess
+    import sys
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pulsarlab.broker.cli", "token", *args],
+                              capture_output=True, text=True, timeout=60)
+
+    private, public = tmp_path / "my-private.key", tmp_path / "my-public.key"
+    made = run("create-key-pair", "--output-private-key", str(private),
+               "--output-public-key", str(public), "-a", alg)
+    assert made.returncode == 0, made.stderr
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o600
+    created = run("create", "--private-key", f"file://{private}", "-a", alg, "-s", "alice")
+    assert created.returncode == 0, created.stderr
+    token = created.stdout.strip()
+    checked = run("validate", "--public-key", f"file://{public}", "-a", alg, token)
+    assert (checked.returncode, checked.stdout.strip()) == (0, "alice")
+    auth = Authenticator(BrokerSettings.from_kwargs(
+        authentication_enabled=True, token_public_key=f"file://{public}", token_public_alg=alg))
+    assert auth.authenticate(token) == "alice"
