@@ -709,9 +709,9 @@ class Broker:
         if self._monitor is not None:
             self._check_sessions()
         now = self.clock.now_ms()
-        if self.authenticator.enabled and now >= self._next_auth_check:
+        if now >= self._next_auth_check:
             self._next_auth_check = now + self._auth_check_ms
-            for listener in self._listeners:
+            for listener in self._listeners if self.authenticator.enabled else ():
                 for identity, session in list(listener.sessions.items()):
                     session.check_authentication()
                     self._flush_session(listener, identity, session)

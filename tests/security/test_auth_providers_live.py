@@ -229,3 +229,13 @@ def test_pulsarlab_client_with_basic_and_token(broker: Broker) -> None:
             "public/default")
     finally:
         admin.close()
+
+
+def test_the_credentials_check_keeps_its_period_without_authentication() -> None:
+    """The loop's next credentials check moves on even when there is nothing to check (a
+    check date left in the past would make the loop poll without waiting)."""
+    with Broker(storage="memory", authentication_refresh_check_seconds=1) as b:
+        first = b.call(lambda _s: b._next_auth_check)
+        wait_until(lambda: b.call(lambda _s: b._next_auth_check) > first,
+                   "the next credentials check to be scheduled")
+        assert b.call(lambda _s: b._next_auth_check > b.clock.now_ms())
