@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from pulsarlab.broker.basic_auth import BasicUsers
 
 
@@ -92,3 +94,48 @@ def test_tls_listeners_from_the_config_file(tmp_path, tls_pki) -> None:
         "pulsarlab: error: tls_key_file_path: cannot read '/nonexistent/broker.key': "
         "No such file or directory"
     )
+
+
+def test_a_broker_from_standalone_conf_serves_the_official_client(tmp_path, tls_pki) -> None:
+    """``pulsarlab broker --config standalone.conf`` with TLS and token authentication from
+    Pulsar's keys: the official client connects over pulsar+ssl:// with a token."""
+    pulsar = pytest.importorskip("pulsar")
+    from pulsarlab.broker import tokens
+
+    key = tmp_path / "secret.key"
+    tokens.write_secret_file(key, tokens.create_secret_key())
+    conf = tmp_path / "standalone.conf"
+    conf.write_text("\n".join([
+        "brokerServicePort=0", "webServicePort=0", "brokerServicePortTls=0",
+        f"tlsCertificateFilePath={tls_pki.broker_cert}", f"tlsKeyFilePath={tls_pki.broker_key}",
+        "authenticationEnabled=true",
+        "authenticationProviders=org.apache.pulsar.broker.authentication."
+        "AuthenticationProviderToken",
+        f"tokenSecretKey=file://{key}", "clusterName=standalone",
+    ]) + "\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--storage", "memory",
+         "--port", "0", "--config", str(conf)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    try:
+        lines = []
+        for line in proc.stdout:  # the ready report: one indented JSON document
+            lines.append(line)
+            if line.startswith("}"):
+                break
+        report = json.loads("".join(lines))
+        token = tokens.create_token(tokens.load_secret_key(f"file://{key}"), "alice")
+        client = pulsar.Client(report["pulsar_ssl_url"], tls_trust_certs_file_path=tls_pki.ca,
+                               authentication=pulsar.AuthenticationToken(token),
+                               operation_timeout_seconds=10,
+                               logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        try:
+            consumer = client.subscribe("from-conf", "s")
+            client.create_producer("from-conf").send(b"configured")
+            assert consumer.receive(timeout_millis=10_000).data() == b"configured"
+        finally:
+            client.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
