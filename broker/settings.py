@@ -115,6 +115,9 @@ class BrokerSettings:
     tls_require_trusted_client_cert_on_connect: bool = False
     """Refuse a TLS handshake without a client certificate the trusted CAs signed
     (tlsRequireTrustedClientCertOnConnect)."""
+    tls_protocols: str = ""
+    """TLS versions the listeners accept, e.g. ``TLSv1.3,TLSv1.2`` (tlsProtocols); empty:
+    what Python's ssl allows (TLS 1.2 and 1.3)."""
     tls_allow_insecure_connection: bool = False
     """Accept clients' certificates without checking them (tlsAllowInsecureConnection);
     Python's TLS cannot keep an unchecked certificate, so TLS authentication is off then."""

@@ -62,6 +62,7 @@ def server_context(settings: BrokerSettings) -> ssl.SSLContext:
                 f"tls_trust_certs_file_path: no PEM certificates in {trust!r} "
                 f"({exc.reason or exc})"
             ) from None
+    _set_protocols(context, settings.tls_protocols)
     if settings.tls_allow_insecure_connection or not trust:
         context.verify_mode = ssl.CERT_NONE
         if settings.tls_require_trusted_client_cert_on_connect:
@@ -74,6 +75,23 @@ def server_context(settings: BrokerSettings) -> ssl.SSLContext:
     else:
         context.verify_mode = ssl.CERT_OPTIONAL
     return context
+
+
+_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+
+
+def _set_protocols(context: ssl.SSLContext, spec: str) -> None:
+    """Limit the listeners to the versions ``tls_protocols`` names (tlsProtocols)."""
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if not names:
+        return
+    unknown = [name for name in names if name not in _VERSIONS]
+    if unknown:
+        raise InvalidArgument(
+            f"tls_protocols: {', '.join(unknown)} not supported (use {', '.join(_VERSIONS)})"
+        )
+    versions = sorted(_VERSIONS[name] for name in names)
+    context.minimum_version, context.maximum_version = versions[0], versions[-1]
 
 
 class TlsConnection:

@@ -18,8 +18,10 @@ def settings(pki: Pki, **extra: object) -> BrokerSettings:
         "tls_key_file_path": pki.broker_key, "tls_trust_certs_file_path": pki.ca, **extra})
 
 
-def client_side(pki: Pki, cert: str | None = None, key: str | None = None):
+def client_side(pki: Pki, cert: str | None = None, key: str | None = None,
+                newest: ssl.TLSVersion = ssl.TLSVersion.MAXIMUM_SUPPORTED):
     context = ssl.create_default_context(cafile=pki.ca)
+    context.maximum_version = newest
     if cert:
         context.load_cert_chain(cert, key)
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
@@ -85,3 +87,20 @@ def test_require_without_a_trust_store_is_refused(pki: Pki) -> None:
     with pytest.raises(InvalidArgument, match="needs tls_trust_certs_file_path"):
         server_context(settings(pki, tls_trust_certs_file_path="",
                                 tls_require_trusted_client_cert_on_connect=True))
+
+
+def test_tls_protocols_limit_the_versions(pki: Pki) -> None:
+    from pulsarlab.broker.errors import InvalidArgument
+
+    context = server_context(settings(pki, tls_protocols="TLSv1.3"))
+    assert context.minimum_version == ssl.TLSVersion.TLSv1_3
+    server = TlsConnection(context)
+    client, incoming, outgoing = client_side(pki)
+    handshake(server, client, incoming, outgoing)
+    assert client.version() == "TLSv1.3"
+    old = TlsConnection(context)
+    client, incoming, outgoing = client_side(pki, newest=ssl.TLSVersion.TLSv1_2)
+    with pytest.raises(ssl.SSLError):
+        handshake(old, client, incoming, outgoing)
+    with pytest.raises(InvalidArgument, match="tls_protocols: TLSv1 not supported"):
+        server_context(settings(pki, tls_protocols="TLSv1.2,TLSv1"))
