@@ -85,9 +85,13 @@ class Admin:
         sock.connect(self._endpoint)
         self._socket = sock
         fields: dict[str, Any] = {"client_version": "pulsarlab-admin"}
-        token = self._authentication.token() if self._authentication is not None else None
+        auth = self._authentication
+        token = auth.token() if auth is not None else None
         if token is not None:
             fields["auth_token"] = token
+        method = auth.method_and_data() if auth is not None else None
+        if method is not None:
+            fields["auth_method_name"], fields["auth_data"] = method
         try:
             self._request(sock, "CONNECT", **fields)
         except PulsarLabError:  # refused (bad token, too many connections): start afresh

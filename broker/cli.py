@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import shlex
 import signal
 import sys
 import threading
@@ -22,9 +24,13 @@ from .cli_client import add_client_commands
 from .cli_security import add_security_commands
 from .client.exceptions import PulsarException
 from .errors import InvalidArgument, PulsarLabError
+from .pulsar_conf import JVM_PROPERTIES, PulsarConf, jvm_options, read_pulsar_conf
+from .security import provider_names
 from .server import Broker
 from .service import BrokerService
 from .settings import parse_setting
+
+log = logging.getLogger("pulsarlab.broker.cli")
 
 
 def _parse_setting(text: str) -> tuple[str, object]:
@@ -46,19 +52,29 @@ def _build_parser() -> argparse.ArgumentParser:
              "--set authentication_enabled=true --set token_secret_key=file:///KEY)",
     )
     broker.add_argument(
+        "--config", metavar="FILE",
+        help="Pulsar's standalone.conf or broker.conf: its keys become settings (keys "
+             "pulsarlab has no setting for are listed once as ignored; --set overrides)",
+    )
+    broker.add_argument(
+        "-D", dest="jvm_options", action="append", default=[], metavar="NAME=VALUE",
+        help="a JVM system property as Pulsar reads it, e.g. "
+             "-Dpulsar.auth.basic.conf=FILE (PULSAR_EXTRA_OPTS' -D options are read too)",
+    )
+    broker.add_argument(
         "--port", type=int, default=6651,
         help="ZeroMQ port for pulsarlab clients (0 picks a free port)",
     )
     broker.add_argument(
-        "--pulsar-port", type=int, default=6650,
-        help="pulsar:// port for the official pulsar-client, as pulsar standalone "
-             "(broker_service_port; 0 picks a free port)",
+        "--pulsar-port", type=int, default=None,
+        help="pulsar:// port for the official pulsar-client (default: brokerServicePort "
+             "of --config, else 6650 as pulsar standalone; 0 picks a free port)",
     )
     broker.add_argument("--events-port", type=int, default=0, help="0 picks a free port")
     broker.add_argument(
-        "--web-port", type=int, default=8080,
-        help="port of the admin REST API, /admin/v2 (default 8080 like pulsar standalone; "
-             "0 picks a free port)",
+        "--web-port", type=int, default=None,
+        help="port of the admin REST API, /admin/v2 (default: webServicePort of --config, "
+             "else 8080 like pulsar standalone; 0 picks a free port)",
     )
     broker.add_argument(
         "--set", dest="settings", action="append", type=_parse_setting, default=[],
@@ -90,20 +106,41 @@ def _copy_tutorials(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(args: argparse.Namespace) -> dict[str, object]:
+    """The broker's settings: --config's file, then -D options, the port flags and --set."""
+    conf = read_pulsar_conf(args.config) if args.config else PulsarConf()
+    extra = [o for o in shlex.split(os.environ.get("PULSAR_EXTRA_OPTS", "")) if o.startswith("-D")]
+    jvm = jvm_options(extra + [f"-D{o}" for o in args.jvm_options])
+    if conf.ignored:
+        log.info("%s: %d keys ignored (pulsarlab has no such setting): %s",
+                 args.config, len(conf.ignored), ", ".join(conf.ignored))
+    if jvm.ignored:
+        log.info("JVM options ignored (pulsarlab reads only %s): %s",
+                 ", ".join(f"-D{name}" for name in JVM_PROPERTIES), " ".join(jvm.ignored))
+    settings: dict[str, object] = {**conf.settings, **jvm.settings}
+    for name, flag, default in (("broker_service_port", args.pulsar_port, 6650),
+                                ("web_service_port", args.web_port, 8080)):
+        settings[name] = flag if flag is not None else settings.get(name, default)
+    settings.update(args.settings)
+    providers = provider_names(str(settings.get("authentication_providers", "")))
+    token_auth = "token" in providers or not providers
+    has_key = settings.get("token_secret_key") or settings.get("token_public_key")
+    if settings.get("authentication_enabled") and token_auth and not has_key:
+        raise ValueError(
+            "authentication_enabled needs --set token_secret_key=file:///PATH "
+            "(make one with: pulsarlab token create-secret-key --output PATH) "
+            "or token_public_key"
+        )
+    return settings
+
+
 def _run_broker(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    settings = dict(args.settings)
-    settings.setdefault("broker_service_port", args.pulsar_port)
-    if settings.get("authentication_enabled") and not settings.get("token_secret_key"):
-        raise ValueError(
-            "authentication_enabled needs --set token_secret_key=file:///PATH "
-            "(make one with: pulsarlab token create-secret-key --output PATH)"
-        )
+    settings = _settings(args)
     data_dir = None if args.storage == "memory" else args.data_dir
-    settings.setdefault("web_service_port", args.web_port)
     broker = Broker(
         data_dir, args.host, args.port, storage=args.storage, events_port=args.events_port,
         **settings,
@@ -125,8 +162,10 @@ def _run_broker(args: argparse.Namespace) -> int:
         "status": "ready",
         "service_url": broker.service_url,
         "pulsar_url": broker.pulsar_url,
+        "pulsar_ssl_url": broker.pulsar_ssl_url,
         "events_url": broker.events_url,
         "web_url": broker.web_url,
+        "web_url_tls": broker.web_url_tls,
         "storage": args.storage,
         "data_dir": data_dir,
         "topics": broker.call(summary),

@@ -2,9 +2,12 @@
 
 * ``token create-secret-key [--output FILE] [--base64]`` — a random HS256 key (32 bytes from
   :mod:`secrets`), written mode 0600 or printed in base64;
-* ``token create --secret-key file:///path --subject ROLE [--expiry-time 1y]`` — a token;
-* ``token show TOKEN`` — its claims (unchecked); ``token validate --secret-key … TOKEN`` —
-  its role if the signature and expiry hold;
+* ``token create-key-pair --output-private-key F --output-public-key F [-a RS256]`` — a
+  key pair (DER) for tokens checked with the broker's ``token_public_key``;
+* ``token create (--secret-key K | --private-key K [-a RS256]) --subject ROLE
+  [--expiry-time 1y]`` — a token;
+* ``token show TOKEN`` — its claims (unchecked); ``token validate (--secret-key K |
+  --public-key K [-a RS256]) TOKEN`` — its role if the signature and expiry hold;
 * ``curve create-keypair --output-dir DIR [--name server]`` — ``DIR/server.key`` (secret,
   0600, for the broker's ``curve_secret_key_file``) and ``DIR/server.pub`` (for clients).
 
@@ -23,6 +26,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from . import curve, tokens
@@ -36,17 +40,29 @@ def add_security_commands(commands: Any) -> None:
     op.add_argument("-o", "--output", help="write the raw key to this file (mode 0600)")
     op.add_argument("-b", "--base64", action="store_true", help="print it base64-encoded")
     op.set_defaults(func=_create_secret_key)
+    op = ops.add_parser("create-key-pair",
+                        help="a private/public key pair (DER) for token_public_key")
+    op.add_argument("--output-private-key", required=True, help="file for the private key")
+    op.add_argument("--output-public-key", required=True, help="file for the public key")
+    _add_algorithm(op)
+    op.set_defaults(func=_create_key_pair)
     op = ops.add_parser("create", help="a token whose subject is ROLE")
-    op.add_argument("--secret-key", required=True,
-                    help="file:///path/to/key (or a path) or data:;base64,<key>")
+    key = op.add_mutually_exclusive_group(required=True)
+    key.add_argument("--secret-key",
+                     help="file:///path/to/key (or a path) or data:;base64,<key>")
+    key.add_argument("--private-key", help="a private key from create-key-pair (as above)")
+    _add_algorithm(op)
     op.add_argument("-s", "--subject", required=True, help="the role the token carries")
     op.add_argument("-e", "--expiry-time", help="valid for this long: 30m, 12h, 7d, 1y …")
     op.set_defaults(func=_create_token)
     op = ops.add_parser("show", help="print a token's claims (without checking it)")
     op.add_argument("token")
     op.set_defaults(func=_show_token)
-    op = ops.add_parser("validate", help="check a token against a secret key")
-    op.add_argument("--secret-key", required=True, help="as for create")
+    op = ops.add_parser("validate", help="check a token against a secret or public key")
+    key = op.add_mutually_exclusive_group(required=True)
+    key.add_argument("--secret-key", help="as for create")
+    key.add_argument("--public-key", help="the public key from create-key-pair")
+    _add_algorithm(op)
     op.add_argument("token")
     op.set_defaults(func=_validate_token)
 
@@ -98,11 +114,31 @@ def _load_key(spec: str) -> bytes:
     return tokens.load_secret_key(spec)
 
 
+def _add_algorithm(op: argparse.ArgumentParser) -> None:
+    op.add_argument("-a", "--algorithm", default="RS256", choices=tokens.PUBLIC_ALGORITHMS,
+                    help="the signature algorithm of a key pair (tokenPublicAlg; RS256)")
+
+
+def _create_key_pair(args: argparse.Namespace) -> int:
+    private, public = tokens.create_key_pair(args.algorithm)
+    tokens.write_secret_file(args.output_private_key, private)
+    Path(args.output_public_key).write_bytes(public)
+    print(f"private key written to {args.output_private_key} (mode 0600), public key to "
+          f"{args.output_public_key}; the broker takes token_public_key=file://"
+          f"{Path(args.output_public_key).resolve()} token_public_alg={args.algorithm}",
+          file=sys.stderr)
+    return 0
+
+
 def _create_token(args: argparse.Namespace) -> int:
     expires_at = None
     if args.expiry_time:
         expires_at = int(time.time()) + tokens.parse_duration(args.expiry_time)
-    print(tokens.create_token(_load_key(args.secret_key), args.subject, expires_at))
+    key: bytes | tokens.PrivateKey = (
+        tokens.PrivateKey.load(args.private_key, args.algorithm) if args.private_key
+        else _load_key(args.secret_key)
+    )
+    print(tokens.create_token(key, args.subject, expires_at))
     return 0
 
 
@@ -117,7 +153,11 @@ def _show_token(args: argparse.Namespace) -> int:
 
 def _validate_token(args: argparse.Namespace) -> int:
     try:
-        role = tokens.verify_token(_load_key(args.secret_key), args.token)
+        key: bytes | tokens.PublicKey = (
+            tokens.PublicKey.load(args.public_key, args.algorithm) if args.public_key
+            else _load_key(args.secret_key)
+        )
+        role = tokens.verify_token(key, args.token)
     except tokens.InvalidToken as exc:
         raise ValueError(f"invalid token: {exc}") from None
     print(role)

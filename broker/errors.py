@@ -164,3 +164,10 @@ class TopicBusy(NotAllowed):
 
 class PartitionsNotIncreased(NotAllowed):
     """A partitioned topic's partition count can only grow."""
+
+
+class ServiceNotReady(PulsarLabError):
+    """The broker cannot answer this now (Pulsar's ServiceNotReady), e.g. a lookup for a
+    listener name it does not advertise."""
+
+    code = "ServiceNotReady"

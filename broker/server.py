@@ -19,10 +19,12 @@ import contextlib
 import logging
 import queue
 import shutil
+import ssl
 import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgpack
@@ -35,12 +37,14 @@ from .curve import apply_server, load_secret_key
 from .errors import InvalidArgument, PulsarLabError
 from .events import BrokerEvent
 from .limits import check_connections
+from .listeners import AdvertisedListeners
 from .pulsar_protocol import PulsarSession
 from .pulsar_protocol.schemas import SchemaRegistry
 from .security import Authenticator, check_bind, event_stream_check, events_host
 from .service import BrokerService
 from .settings import BrokerSettings
 from .storage import open_storage
+from .tls import TlsConnection, server_context, tls_enabled
 from .web import WebServer
 from .zap import EVENTS_DOMAIN, ZapHandler
 from .zmq_session import ServerCnx, ZmqProtocol
@@ -55,6 +59,24 @@ _MAX_CLOSED = 100_000  # pulsar:// connections the broker closed, remembered
 _NOBLOCK = int(zmq.NOBLOCK)
 _SNDMORE = int(zmq.SNDMORE)
 _ZERO_COPY_MIN = 1 << 16  # payload frames at least this big are sent without a copy
+
+
+@dataclass(eq=False)
+class PulsarListener:
+    """One pulsar:// or pulsar+ssl:// listening socket (a ZeroMQ STREAM) and its
+    connections; a TLS listener keeps a :class:`TlsConnection` per connection."""
+
+    socket: zmq.Socket
+    tls_context: ssl.SSLContext | None = None
+    sessions: dict[bytes, PulsarSession] = field(default_factory=dict)
+    tls: dict[bytes, TlsConnection] = field(default_factory=dict)
+    # Connections the broker closed (oldest forgotten first): ZeroMQ may still report
+    # their peer leaving, which must not read as a new connection.
+    closed: dict[bytes, None] = field(default_factory=dict)
+
+    @property
+    def scheme(self) -> str:
+        return "pulsar+ssl" if self.tls_context is not None else "pulsar"
 
 
 class Broker:
@@ -82,6 +104,10 @@ class Broker:
         # Security (broker/security.py): loopback unless authenticated, optional CURVE.
         check_bind(host, self.settings)
         self.authenticator = Authenticator(self.settings)
+        # TLS (broker/tls.py): a bad certificate or key file fails here, before any socket.
+        self._tls_context = server_context(self.settings) if tls_enabled(self.settings) else None
+        AdvertisedListeners.parse(self.settings.advertised_listeners,
+                                  self.settings.internal_listener_name)
         self._curve_secret: bytes | None = None
         self.curve_public_key: str | None = None  # what clients pass as curve_server_key
         if self.settings.curve_secret_key_file:
@@ -95,6 +121,8 @@ class Broker:
         self.host = host
         self.port = port
         self.pulsar_port = self.settings.broker_service_port
+        self.pulsar_port_tls = self.settings.broker_service_port_tls
+        self._listeners: list[PulsarListener] = []
         self.events_port = events_port
         self.storage_kind = storage
         self.keep_alive_ms = int(keep_alive_interval_seconds * 1000)
@@ -131,6 +159,25 @@ class Broker:
     def pulsar_url(self) -> str:
         """Where the official ``pulsar-client`` connects: ``pulsar://host:port``."""
         return f"pulsar://{self.host}:{self.pulsar_port}"
+
+    @property
+    def pulsar_ssl_url(self) -> str | None:
+        """``pulsar+ssl://host:port`` when brokerServicePortTls is set, else ``None``."""
+        if self.pulsar_port_tls < 0:
+            return None
+        return f"pulsar+ssl://{self.host}:{self.pulsar_port_tls}"
+
+    @property
+    def web_url_tls(self) -> str | None:
+        """``https://host:port`` of the admin REST API when webServicePortTls is set."""
+        if self.web is None:
+            raise RuntimeError("the broker is not running")
+        return self.web.url_tls
+
+    @property
+    def pulsar_sessions(self) -> dict[bytes, PulsarSession]:
+        """The pulsar:// connections being served (broker thread only)."""
+        return self._listeners[0].sessions
 
     @property
     def connections(self) -> dict[bytes, ServerCnx]:
@@ -315,15 +362,11 @@ class Broker:
             self.router.bind(f"tcp://{self.host}:{self.port}")
         else:
             self.port = self.router.bind_to_random_port(f"tcp://{self.host}")
-        self.stream = ctx.socket(zmq.STREAM)  # pulsar:// connections
-        self._sockets.append(self.stream)
-        self.stream.linger = 0
-        self.stream.sndhwm = 0
-        self.stream.rcvhwm = 0
-        if self.pulsar_port:
-            self.stream.bind(f"tcp://{self.host}:{self.pulsar_port}")
-        else:
-            self.pulsar_port = self.stream.bind_to_random_port(f"tcp://{self.host}")
+        self.stream, self.pulsar_port = self._bind_stream(ctx, self.pulsar_port)
+        self._listeners = [PulsarListener(self.stream)]
+        if self.pulsar_port_tls >= 0 and self._tls_context is not None:
+            tls_stream, self.pulsar_port_tls = self._bind_stream(ctx, self.pulsar_port_tls)
+            self._listeners.append(PulsarListener(tls_stream, self._tls_context))
         self.pub = ctx.socket(zmq.XPUB)
         self._sockets.append(self.pub)
         self.pub.linger = 0
@@ -342,29 +385,52 @@ class Broker:
         self.service = BrokerService(
             open_storage(self.data_dir, self.storage_kind), self.clock, self.settings
         )
-        self.pulsar_sessions: dict[bytes, PulsarSession] = {}
-        # Connections the broker closed (oldest forgotten first): ZeroMQ may still report
-        # their peer leaving, which must not read as a new connection.
-        self._closed_streams: dict[bytes, None] = {}
+        advertised = self.settings.advertised_address or self.host
+        self.advertised = AdvertisedListeners.parse(
+            self.settings.advertised_listeners, self.settings.internal_listener_name,
+            url=f"pulsar://{advertised}:{self.pulsar_port}",
+            url_tls=(f"pulsar+ssl://{advertised}:{self.pulsar_port_tls}"
+                     if self.pulsar_ssl_url else None),
+        )
         self.schemas = SchemaRegistry()
         self._exclusive_producers: dict[str, int] = {}
         self.zmq = ZmqProtocol(
             self.service, self.settings, self.authenticator,
             send=self._send, flush=self._flush_actions, now_ms=self.clock.now_ms,
-            open_connections=lambda: len(self.zmq.connections) + len(self.pulsar_sessions),
+            open_connections=lambda: len(self.zmq.connections) + self._pulsar_connections(),
         )
         self.admin = self.zmq.admin
         self._event_subscribers = 0
         self._publishing_events = False
         self._next_ping = self.clock.now_ms() + self.keep_alive_ms
-        self.web = WebServer(self, self.host, self.settings.web_service_port)
+        self._auth_check_ms = self.settings.authentication_refresh_check_seconds * 1000
+        self._next_auth_check = self.clock.now_ms() + self._auth_check_ms
+        self.web = WebServer(self, self.host, self.settings.web_service_port,
+                             tls_port=self.settings.web_service_port_tls,
+                             ssl_context=self._tls_context)
         self.admin.tenants.cluster_data.update(
             serviceUrl=self.web.url, brokerServiceUrl=self.pulsar_url
         )
         log.info(
             "pulsarlab broker serving on %s and %s (events %s, admin REST API %s)",
-            self.service_url, self.pulsar_url, self.events_url, self.web_url,
+            self.service_url, ", ".join(filter(None, (self.pulsar_url, self.pulsar_ssl_url))),
+            self.events_url, ", ".join(filter(None, (self.web_url, self.web_url_tls))),
         )
+
+    def _bind_stream(self, ctx: zmq.Context, port: int) -> tuple[zmq.Socket, int]:
+        """A STREAM socket for pulsar:// (or pulsar+ssl://) connections on ``port``."""
+        stream = ctx.socket(zmq.STREAM)
+        self._sockets.append(stream)
+        stream.linger = 0
+        stream.sndhwm = 0
+        stream.rcvhwm = 0
+        if port:
+            stream.bind(f"tcp://{self.host}:{port}")
+            return stream, port
+        return stream, stream.bind_to_random_port(f"tcp://{self.host}")
+
+    def _pulsar_connections(self) -> int:
+        return sum(len(listener.sessions) for listener in self._listeners)
 
     def _teardown(self) -> None:
         try:
@@ -375,8 +441,10 @@ class Broker:
         if self._monitor is not None:
             self.router.disable_monitor()
             self._monitor.close(linger=0)
-        for sock in (self.router, self.stream, self.pub, self.wake):
+        for sock in (self.router, self.pub, self.wake):
             sock.close(linger=0)
+        for listener in self._listeners:
+            listener.socket.close(linger=0)
         if self._zap is not None:
             self._zap.close()
             self._zap = None
@@ -384,7 +452,8 @@ class Broker:
     def _loop(self) -> None:
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
-        poller.register(self.stream, zmq.POLLIN)
+        for listener in self._listeners:
+            poller.register(listener.socket, zmq.POLLIN)
         poller.register(self.pub, zmq.POLLIN)
         poller.register(self.wake, zmq.POLLIN)
         service = self.service
@@ -392,7 +461,8 @@ class Broker:
         read_clock = self.clock.read
         while not self._stop.is_set():
             now = read_clock()
-            deadline = min(service.next_deadline() or now + 100, self._next_ping, now + 100)
+            deadline = min(service.next_deadline() or now + 100, self._next_ping, now + 100,
+                           self._next_auth_check)
             ready = dict(poller.poll(max(0, deadline - now)))
             read_clock()  # the time of everything this turn handles
             if self.wake in ready:
@@ -402,8 +472,9 @@ class Broker:
                 self._read_event_subscriptions()
             if self.router in ready:
                 self._drain_router()
-            if self.stream in ready:
-                self._drain_stream()
+            for listener in self._listeners:
+                if listener.socket in ready:
+                    self._drain_stream(listener)
             self._run_calls()
             read_clock()  # timers see the time after the burst
             service.commit()
@@ -444,11 +515,11 @@ class Broker:
                 self._check_sessions()
                 handle(frames, now_ms, frames[1] if len(frames) > 1 else None)
 
-    def _drain_stream(self) -> None:
+    def _drain_stream(self, listener: PulsarListener) -> None:
         """Read pulsar:// traffic: bytes for a session, or a connect/disconnect notice
         (an empty message, as ZeroMQ's STREAM socket reports them)."""
-        recv = self.stream.recv
-        sessions = self.pulsar_sessions
+        recv = listener.socket.recv
+        sessions = listener.sessions
         for _ in range(_BURST):
             try:
                 identity = recv(_NOBLOCK)
@@ -457,59 +528,103 @@ class Broker:
             data = recv()
             session = sessions.get(identity)
             if not data:
-                if identity in self._closed_streams:  # its notice after we closed it
-                    del self._closed_streams[identity]
+                if identity in listener.closed:  # its notice after we closed it
+                    del listener.closed[identity]
                     continue
                 if session is not None:
                     del sessions[identity]
+                    listener.tls.pop(identity, None)
                     if not session.closed:
                         session.connection_lost()
                     continue
-                try:
-                    check_connections(self.settings, len(self.zmq.connections) + len(sessions))
-                except PulsarLabError as exc:
-                    log.info("refused a pulsar:// connection: %s", exc)
-                    self._stream_send(identity, b"")
-                    continue
-                assert self.service is not None
-                sessions[identity] = PulsarSession(
-                    self.service,
-                    settings=self.settings,
-                    authenticator=self.authenticator,
-                    authorizer=self.admin.authorizer,
-                    schemas=self.schemas,
-                    exclusive_producers=self._exclusive_producers,
-                    service_url=self.pulsar_url,
-                    now_ms=self.clock.now_ms,
-                )
+                self._accept(listener, identity)
                 continue
             if session is None:
                 continue
+            tls = listener.tls.get(identity)
             try:
-                session.receive_data(data)
+                if tls is not None:
+                    data = self._decrypt(listener, identity, session, tls, data)
+                if data:
+                    session.receive_data(data)
             except Exception:  # a bug must cost this connection, never the broker
                 log.exception("internal error on a pulsar:// connection; closing it")
                 session.connection_lost()
-            self._flush_session(identity, session)
+            self._flush_session(listener, identity, session)
 
-    def _flush_session(self, identity: bytes, session: PulsarSession) -> None:
-        data = session.data_to_send()
-        if data:
-            self._stream_send(identity, data)
-        if session.closed:
-            self._stream_send(identity, b"")  # closes the TCP connection
-            self.pulsar_sessions.pop(identity, None)
-            if len(self._closed_streams) >= _MAX_CLOSED:
-                del self._closed_streams[next(iter(self._closed_streams))]
-            self._closed_streams[identity] = None
-
-    def _stream_send(self, identity: bytes, data: bytes) -> None:
-        # Never blocking: a peer that is going away makes a blocking send wait forever.
+    def _accept(self, listener: PulsarListener, identity: bytes) -> None:
+        """A new pulsar:// (or pulsar+ssl://) connection: its session, or a refusal."""
         try:
-            self.stream.send(identity, _SNDMORE | _NOBLOCK)
-            self.stream.send(data, _NOBLOCK, len(data) < _ZERO_COPY_MIN)
+            check_connections(self.settings,
+                              len(self.zmq.connections) + self._pulsar_connections())
+        except PulsarLabError as exc:
+            log.info("refused a %s:// connection: %s", listener.scheme, exc)
+            self._stream_send(listener, identity, b"")
+            return
+        assert self.service is not None
+        listener.sessions[identity] = PulsarSession(
+            self.service,
+            settings=self.settings,
+            authenticator=self.authenticator,
+            authorizer=self.admin.authorizer,
+            schemas=self.schemas,
+            exclusive_producers=self._exclusive_producers,
+            service_url=self.pulsar_url,
+            now_ms=self.clock.now_ms,
+            listeners=self.advertised,
+        )
+        if listener.tls_context is not None:
+            listener.tls[identity] = TlsConnection(listener.tls_context)
+
+    @staticmethod
+    def _decrypt(listener: PulsarListener, identity: bytes, session: PulsarSession,
+                 tls: TlsConnection, data: bytes) -> bytes:
+        """The plaintext of a pulsar+ssl:// read; a failed handshake closes the session
+        (the client gets the TLS alert) with one log line saying why."""
+        try:
+            plain = tls.receive(data)
+        except ssl.SSLError as exc:
+            what = "TLS" if tls.handshake_done else "the TLS handshake"
+            session.close_reason = f"{what} failed: {exc.reason or exc}"
+            log.info("a pulsar+ssl:// client failed %s: %s", what, exc.reason or exc)
+            session.connection_lost()
+            return b""
+        if tls.handshake_done and session.peer_certificate is None:
+            session.peer_certificate = tls.peer_certificate()
+        return plain
+
+    def _flush_session(self, listener: PulsarListener, identity: bytes,
+                       session: PulsarSession) -> None:
+        data = session.data_to_send()
+        tls = listener.tls.get(identity)
+        if tls is not None:
+            try:
+                tls.send(data)
+            except ssl.SSLError:  # the TLS session already failed: nothing more goes out
+                session.closed = True
+            data = tls.data_to_send()
+        if data:
+            self._stream_send(listener, identity, data, session.closed)
+        if session.closed:
+            self._stream_send(listener, identity, b"", True)  # closes the TCP connection
+            listener.sessions.pop(identity, None)
+            listener.tls.pop(identity, None)
+            if len(listener.closed) >= _MAX_CLOSED:
+                del listener.closed[next(iter(listener.closed))]
+            listener.closed[identity] = None
+
+    @staticmethod
+    def _stream_send(listener: PulsarListener, identity: bytes, data: bytes,
+                     closing: bool = False) -> None:
+        """Never blocking: a peer that is going away makes a blocking send wait forever.
+        The last bytes to a connection being closed (its reason is logged already) may
+        find the peer gone; that is not worth a second log line."""
+        try:
+            listener.socket.send(identity, _SNDMORE | _NOBLOCK)
+            listener.socket.send(data, _NOBLOCK, len(data) < _ZERO_COPY_MIN)
         except zmq.ZMQError as exc:
-            log.info("could not send to a pulsar:// client (%s); it is gone", exc)
+            (log.debug if closing else log.info)(
+                "could not send to a %s:// client (%s); it is gone", listener.scheme, exc)
 
     @staticmethod
     def _poll_nowait(sock: zmq.Socket) -> bool:
@@ -594,9 +709,10 @@ class Broker:
 
         self.zmq.handle_actions(self.service.take_actions(), to_pulsar)
         if touched:
-            for identity, session in list(self.pulsar_sessions.items()):
-                if session in touched:
-                    self._flush_session(identity, session)
+            for listener in self._listeners:
+                for identity, session in list(listener.sessions.items()):
+                    if session in touched:
+                        self._flush_session(listener, identity, session)
 
     def _check_sessions(self) -> None:
         """Drop authenticated connections whose TCP socket closed (monitor events)."""
@@ -621,6 +737,12 @@ class Broker:
         if self._monitor is not None:
             self._check_sessions()
         now = self.clock.now_ms()
+        if now >= self._next_auth_check:
+            self._next_auth_check = now + self._auth_check_ms
+            for listener in self._listeners if self.authenticator.enabled else ():
+                for identity, session in list(listener.sessions.items()):
+                    session.check_authentication()
+                    self._flush_session(listener, identity, session)
         if now < self._next_ping:
             return
         self._next_ping = now + self.keep_alive_ms
@@ -634,7 +756,8 @@ class Broker:
                 del connections[identity]
             else:
                 self._send(conn, wire.encode("PING"))
-        for identity, session in list(self.pulsar_sessions.items()):
-            session.ping(self.keep_alive_ms)
-            self._flush_session(identity, session)
+        for listener in self._listeners:
+            for identity, session in list(listener.sessions.items()):
+                session.ping(self.keep_alive_ms)
+                self._flush_session(listener, identity, session)
 

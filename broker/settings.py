@@ -137,6 +137,59 @@ class BrokerSettings:
     """Port of the admin REST API, http://host:PORT/admin/v2 (webServicePort; 0 = a free
     port; ``pulsarlab broker`` defaults to 8080 like ``pulsar standalone``)."""
 
+    # -- TLS (broker/tls.py) and more authentication (broker/security.py) -----------------
+    broker_service_port_tls: int = -1
+    """Port of the pulsar+ssl:// listener (brokerServicePortTls): -1 = none, 0 = a free
+    port. Needs tls_certificate_file_path and tls_key_file_path."""
+    web_service_port_tls: int = -1
+    """Port of the https:// admin REST API (webServicePortTls): -1 = none, 0 = a free port."""
+    tls_certificate_file_path: str = ""
+    """The broker's certificate, PEM (tlsCertificateFilePath)."""
+    tls_key_file_path: str = ""
+    """The broker's private key, PEM (tlsKeyFilePath)."""
+    tls_trust_certs_file_path: str = ""
+    """CA certificates client certificates are checked against, PEM (tlsTrustCertsFilePath);
+    set, clients may present a certificate (AuthenticationTLS)."""
+    tls_require_trusted_client_cert_on_connect: bool = False
+    """Refuse a TLS handshake without a client certificate the trusted CAs signed
+    (tlsRequireTrustedClientCertOnConnect)."""
+    tls_protocols: str = ""
+    """TLS versions the listeners accept, e.g. ``TLSv1.3,TLSv1.2`` (tlsProtocols); empty:
+    what Python's ssl allows (TLS 1.2 and 1.3)."""
+    tls_allow_insecure_connection: bool = False
+    """Accept clients' certificates without checking them (tlsAllowInsecureConnection);
+    Python's TLS cannot keep an unchecked certificate, so TLS authentication is off then."""
+    authentication_providers: str = ""
+    """Comma-separated providers (authenticationProviders): ``token``, ``tls``, ``basic``
+    or Pulsar's class names (``org.apache.pulsar.broker.authentication.
+    AuthenticationProviderToken`` …). Empty with authentication on: ``token``."""
+    anonymous_user_role: str = ""
+    """The role of a client that names no configured provider (anonymousUserRole); empty:
+    such a client is refused."""
+    basic_auth_conf: str = ""
+    """The users of ``basic`` authentication (basicAuthConf, or the JVM option
+    ``-Dpulsar.auth.basic.conf``): a path, ``file:///path``, ``data:;base64,...`` or base64
+    of ``user:hash`` lines, hashes from ``htpasswd -d`` (crypt) or ``htpasswd -m`` (apr1)."""
+    token_public_key: str = ""
+    """The public key tokens signed with a private key are checked with (tokenPublicKey):
+    ``file:///path`` or ``data:;base64,...``, DER (``pulsar tokens create-key-pair``) or
+    PEM; used when token_secret_key is empty."""
+    token_public_alg: str = "RS256"
+    """The signature algorithm of those tokens (tokenPublicAlg): RS256/384/512,
+    PS256/384/512 or ES256/384/512."""
+    authentication_refresh_check_seconds: int = 60
+    """How often each connection's credentials are checked for expiry
+    (authenticationRefreshCheckSeconds); an expired token gets an AUTH_CHALLENGE."""
+    advertised_address: str = ""
+    """The host name lookups answer in broker URLs (advertisedAddress); empty: the address
+    the broker binds."""
+    advertised_listeners: str = ""
+    """Named listeners, ``name:pulsar://host:port,name:pulsar+ssl://host:port``
+    (advertisedListeners); a client's ``listener_name`` picks one in LOOKUP."""
+    internal_listener_name: str = ""
+    """The listener lookups without a name answer (internalListenerName); empty: the first
+    of advertised_listeners."""
+
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> BrokerSettings:
         """Build settings from keyword arguments; a wrong name or type is a clear error."""
@@ -179,9 +232,17 @@ class BrokerSettings:
                 raise InvalidArgument(f"broker setting {name} must be >= 0")
         if not 0 <= settings.web_service_port <= 65535:
             raise InvalidArgument("broker setting web_service_port must be 0..65535 (0 = free)")
+        for name in ("broker_service_port_tls", "web_service_port_tls"):
+            if not -1 <= getattr(settings, name) <= 65535:
+                raise InvalidArgument(f"broker setting {name} must be 0..65535 (-1 = off)")
+        if settings.authentication_refresh_check_seconds <= 0:
+            raise InvalidArgument(
+                "broker setting authentication_refresh_check_seconds must be > 0"
+            )
         if settings.authorization_enabled and not settings.authentication_enabled:
             raise InvalidArgument(
-                "authorization_enabled needs authentication_enabled: roles come from tokens"
+                "authorization_enabled needs authentication_enabled: roles come from "
+                "authentication"
             )
         return settings
 

@@ -1,8 +1,10 @@
 """Signed auth tokens like Pulsar's: HMAC-SHA256 JSON Web Tokens whose ``sub`` is the role.
 
 Pulsar's token authentication (``AuthenticationProviderToken``) accepts JWTs signed with a
-secret key (HS256) or a private key; pulsarlab implements the secret-key kind, which is what
-``pulsar tokens create-secret-key`` / ``pulsar tokens create --subject ROLE`` produce:
+secret key (HS256) or a private key. pulsarlab checks both (a private key's tokens with
+:class:`PublicKey`, ``tokenPublicKey``/``tokenPublicAlg``) and issues the secret-key kind,
+which is what ``pulsar tokens create-secret-key`` / ``pulsar tokens create --subject ROLE``
+produce:
 
 * a secret key is 32 random bytes from :mod:`secrets` (as Jupyter makes its tokens),
   stored raw in a file (mode 0600) or passed inline; broker settings and the command line
@@ -32,6 +34,9 @@ from typing import Any
 
 __all__ = [
     "InvalidToken",
+    "PrivateKey",
+    "PublicKey",
+    "create_key_pair",
     "create_secret_key",
     "create_token",
     "decode_claims",
@@ -70,24 +75,26 @@ def write_secret_file(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
-def load_secret_key(spec: str | bytes) -> bytes:
-    """The key named by ``spec``: raw bytes, ``file:///path``, a path, or ``data:;base64,…``."""
-    if isinstance(spec, bytes):
-        key = spec
-    elif spec.startswith("data:"):
+def _key_bytes(spec: str, what: str) -> bytes:
+    """The bytes of a key named ``file:///path``, a path, or ``data:;base64,…``."""
+    if spec.startswith("data:"):
         _, sep, encoded = spec.partition(",")
         if not sep or ";base64" not in spec[: len(spec) - len(encoded)]:
-            raise ValueError("an inline secret key must look like data:;base64,<base64>")
+            raise ValueError(f"an inline {what} must look like data:;base64,<base64>")
         try:
-            key = base64.b64decode(encoded, validate=True)
+            return base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
-            raise ValueError("the inline secret key is not valid base64") from None
-    else:
-        path = spec[len("file://"):] if spec.startswith("file://") else spec
-        try:
-            key = Path(path).read_bytes()
-        except OSError as exc:
-            raise ValueError(f"cannot read the token secret key {path!r}: {exc.strerror}") from None
+            raise ValueError(f"the inline {what} is not valid base64") from None
+    path = spec[len("file://"):] if spec.startswith("file://") else spec
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read the {what} {path!r}: {exc.strerror}") from None
+
+
+def load_secret_key(spec: str | bytes) -> bytes:
+    """The key named by ``spec``: raw bytes, ``file:///path``, a path, or ``data:;base64,…``."""
+    key = spec if isinstance(spec, bytes) else _key_bytes(spec, "token secret key")
     if len(key) < 16:
         raise ValueError(f"a token secret key needs at least 16 bytes, this one has {len(key)}")
     return key
@@ -121,17 +128,21 @@ def _sign(key: bytes, signing_input: str) -> bytes:
     return hmac.new(key, signing_input.encode("ascii"), hashlib.sha256).digest()
 
 
-def create_token(key: bytes, subject: str, expires_at: int | None = None) -> str:
-    """A token for role ``subject``, valid until ``expires_at`` (epoch seconds) if given."""
+def create_token(key: bytes | PrivateKey, subject: str, expires_at: int | None = None) -> str:
+    """A token for role ``subject``, valid until ``expires_at`` (epoch seconds) if given;
+    signed with an HS256 secret ``key`` or a :class:`PrivateKey`."""
     if not isinstance(subject, str) or not subject:
         raise ValueError("a token subject (role) must be a non-empty string")
     claims: dict[str, Any] = {"sub": subject}
     if expires_at is not None:
         claims["exp"] = int(expires_at)
-    head = _b64(json.dumps(_HEADER, separators=(",", ":")).encode())
+    header = {"alg": key.algorithm} if isinstance(key, PrivateKey) else _HEADER
+    head = _b64(json.dumps(header, separators=(",", ":")).encode())
     body = _b64(json.dumps(claims, separators=(",", ":")).encode())
     signing_input = f"{head}.{body}"
-    return f"{signing_input}.{_b64(_sign(key, signing_input))}"
+    signature = (key.sign(signing_input.encode("ascii")) if isinstance(key, PrivateKey)
+                 else _sign(key, signing_input))
+    return f"{signing_input}.{_b64(signature)}"
 
 
 def _split(token: str) -> tuple[dict[str, Any], dict[str, Any], str, bytes]:
@@ -155,12 +166,15 @@ def decode_claims(token: str) -> dict[str, Any]:
     return _split(token)[1]
 
 
-def verify_token(key: bytes, token: str, now: float | None = None) -> str:
-    """The role of a valid ``token`` signed with ``key``; :class:`InvalidToken` otherwise."""
+def verify_token(key: bytes | PublicKey, token: str, now: float | None = None) -> str:
+    """The role of a valid ``token`` signed with ``key`` (an HS256 secret, or a
+    :class:`PublicKey`); :class:`InvalidToken` otherwise."""
     header, claims, signing_input, signature = _split(token)
-    if header.get("alg") != "HS256":
+    if isinstance(key, PublicKey):
+        key.verify(header.get("alg"), signing_input.encode("ascii"), signature)
+    elif header.get("alg") != "HS256":
         raise InvalidToken(f"token algorithm {header.get('alg')!r} is not accepted (HS256 only)")
-    if not hmac.compare_digest(_sign(key, signing_input), signature):
+    elif not hmac.compare_digest(_sign(key, signing_input), signature):
         raise InvalidToken("token signature does not match the broker's secret key")
     exp = claims.get("exp")
     if exp is not None:
@@ -172,6 +186,129 @@ def verify_token(key: bytes, token: str, now: float | None = None) -> str:
     if not isinstance(subject, str) or not subject:
         raise InvalidToken("token has no subject (role)")
     return subject
+
+
+_HASHES = {"256": "SHA256", "384": "SHA384", "512": "SHA512"}
+PUBLIC_ALGORITHMS = tuple(f"{kind}{bits}" for kind in ("RS", "PS", "ES") for bits in _HASHES)
+
+
+class PublicKey:
+    """A public key tokens are checked with (Pulsar's ``tokenPublicKey`` with
+    ``tokenPublicAlg``): RSA for RS*/PS*, elliptic curve for ES*. Needs ``cryptography``."""
+
+    def __init__(self, key: Any, algorithm: str) -> None:
+        self.key = key
+        self.algorithm = algorithm
+
+    @classmethod
+    def load(cls, spec: str, algorithm: str = "RS256") -> PublicKey:
+        """``tokenPublicKey`` (``file:///path``, a path or ``data:;base64,…``; DER as
+        ``pulsar tokens create-key-pair`` writes it, or PEM) for ``tokenPublicAlg``."""
+        _check_algorithm(algorithm)
+        try:
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric import ec, rsa
+        except ImportError:  # pragma: no cover - cryptography is a dependency
+            raise ValueError("token_public_key needs the cryptography package") from None
+        data = _key_bytes(spec, "token public key")
+        try:
+            key = serialization.load_der_public_key(data)
+        except ValueError:
+            try:
+                key = serialization.load_pem_public_key(data)
+            except ValueError:
+                raise ValueError("the token public key is neither DER nor PEM") from None
+        wanted = ec.EllipticCurvePublicKey if algorithm.startswith("ES") else rsa.RSAPublicKey
+        if not isinstance(key, wanted):
+            raise ValueError(f"the token public key does not fit tokenPublicAlg {algorithm}")
+        return cls(key, algorithm)
+
+    def verify(self, algorithm: object, signing_input: bytes, signature: bytes) -> None:
+        """Check one signature; :class:`InvalidToken` naming what is wrong."""
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+        if algorithm != self.algorithm:
+            raise InvalidToken(f"token algorithm {algorithm!r} is not accepted "
+                               f"({self.algorithm} only)")
+        if self.algorithm.startswith("ES"):
+            half = len(signature) // 2
+            signature = encode_dss_signature(int.from_bytes(signature[:half], "big"),
+                                             int.from_bytes(signature[half:], "big"))
+        try:
+            self.key.verify(signature, signing_input, *_padding(self.algorithm))
+        except InvalidSignature:
+            raise InvalidToken("token signature does not match the broker's public key") from None
+
+
+def _check_algorithm(algorithm: str) -> None:
+    if algorithm not in PUBLIC_ALGORITHMS:
+        raise ValueError(f"tokenPublicAlg {algorithm!r} is not one of "
+                         f"{', '.join(PUBLIC_ALGORITHMS)}")
+
+
+def _padding(algorithm: str) -> Any:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, padding
+
+    digest = getattr(hashes, _HASHES[algorithm[2:]])()
+    if algorithm.startswith("ES"):
+        return (ec.ECDSA(digest),)
+    if algorithm.startswith("RS"):
+        return padding.PKCS1v15(), digest
+    return padding.PSS(mgf=padding.MGF1(digest), salt_length=padding.PSS.DIGEST_LENGTH), digest
+
+
+class PrivateKey:
+    """A private key that signs tokens (``pulsar tokens create --private-key``)."""
+
+    def __init__(self, key: Any, algorithm: str) -> None:
+        self.key = key
+        self.algorithm = algorithm
+
+    @classmethod
+    def load(cls, spec: str, algorithm: str = "RS256") -> PrivateKey:
+        """The key of ``file:///path`` (a path, ``data:;base64,…``), DER or PEM, PKCS#8."""
+        from cryptography.hazmat.primitives import serialization
+
+        _check_algorithm(algorithm)
+        data = _key_bytes(spec, "token private key")
+        try:
+            key = serialization.load_der_private_key(data, None)
+        except ValueError:
+            try:
+                key = serialization.load_pem_private_key(data, None)
+            except ValueError:
+                raise ValueError("the token private key is neither DER nor PEM") from None
+        return cls(key, algorithm)
+
+    def sign(self, signing_input: bytes) -> bytes:
+        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+        signature = self.key.sign(signing_input, *_padding(self.algorithm))
+        if self.algorithm.startswith("ES"):  # JWS wants r || s, each the curve's size
+            size = (self.key.curve.key_size + 7) // 8
+            r, s = decode_dss_signature(signature)
+            return r.to_bytes(size, "big") + s.to_bytes(size, "big")
+        return signature
+
+
+def create_key_pair(algorithm: str = "RS256") -> tuple[bytes, bytes]:
+    """``(private key, public key)``, DER (PKCS#8 and X.509), as ``pulsar tokens
+    create-key-pair`` writes them: RSA 2048 for RS*/PS*, the matching curve for ES*."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    _check_algorithm(algorithm)
+    curves = {"ES256": ec.SECP256R1(), "ES384": ec.SECP384R1(), "ES512": ec.SECP521R1()}
+    key = (ec.generate_private_key(curves[algorithm]) if algorithm in curves
+           else rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    private = key.private_bytes(serialization.Encoding.DER,
+                                serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.DER,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    return private, public
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}

@@ -89,7 +89,10 @@ class Spec:
 
 # Client -> broker.
 CLIENT_COMMANDS: dict[str, Spec] = {
-    "CONNECT": Spec({"client_version": _STR}, {"auth_token": _OPT_STR}),
+    "CONNECT": Spec(
+        {"client_version": _STR},
+        {"auth_token": _OPT_STR, "auth_method_name": _OPT_STR, "auth_data": _OPT_STR},
+    ),
     "PING": Spec(),
     "PONG": Spec(),
     "PRODUCER": Spec(

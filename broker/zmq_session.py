@@ -209,7 +209,12 @@ class ZmqProtocol:
             if not conn.connected:
                 check_connections(self.settings, self._open_connections())
             if self.authenticator.enabled:
-                conn.role = self.authenticator.authenticate(command.get("auth_token"))
+                method = command.get("auth_method_name")
+                conn.role = (
+                    self.authenticator.authenticate(command.get("auth_token")) if not method
+                    else self.authenticator.authenticate_command(
+                        method, str(command.get("auth_data") or "").encode()).role
+                )
                 conn.fd = _source_fd(self._header_frame)
         except PulsarLabError as exc:
             self._refuse(conn, command.request_id, exc)

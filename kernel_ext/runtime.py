@@ -443,8 +443,11 @@ def _own_security(settings: dict[str, Any], broker: Any) -> dict[str, Any]:
 
     The token's role is the first of ``super_user_roles`` (else ``pulsarlab-magics``), signed
     by the in-kernel broker or with the ``token_secret_key`` the broker process was given."""
+    from .broker.security import provider_names
+
     out: dict[str, Any] = {}
-    if settings.get("authentication_enabled"):
+    providers = provider_names(str(settings.get("authentication_providers", "")))
+    if settings.get("authentication_enabled") and "token" in (providers or ("token",)):
         from .broker import tokens
         from .broker.client.auth import AuthenticationToken
 

@@ -197,3 +197,9 @@ def pip_install_cached(python: str, requirements: list[str], **run: Any) -> None
 def pip_install() -> Any:
     """:func:`pip_install_cached`, for tests that build a clean venv."""
     return pip_install_cached
+@pytest.fixture(scope="session")
+def tls_pki(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A throw-away CA with broker and client certificates (tests/security/tls_pki.py)."""
+    from security.tls_pki import make_pki
+
+    return make_pki(tmp_path_factory.mktemp("pki"))

@@ -1,8 +1,10 @@
-"""Authentication with the official class names; pulsarlab brokers accept a token.
+"""Authentication with the official class names.
 
-``AuthenticationToken(token)`` (a string or a callable returning one) is sent in CONNECT; a
-broker listening beyond loopback requires it. The other official classes are accepted so
-code constructs, but they carry nothing a pulsarlab broker checks.
+``AuthenticationToken(token)`` (a string or a callable returning one) and
+``AuthenticationBasic(username, password[, method])`` are sent in CONNECT; a broker
+listening beyond loopback requires one. ``AuthenticationTLS`` is accepted so code
+constructs, but ZeroMQ carries no client certificate (use the official client over
+pulsar+ssl:// for TLS authentication).
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ class Authentication:
         self.auth_params_string = authParamsString
 
     def token(self) -> str | None:
+        return None
+
+    def method_and_data(self) -> tuple[str, str] | None:
+        """``(auth method name, auth data)`` for a method other than ``token``."""
         return None
 
 
@@ -49,4 +55,14 @@ class AuthenticationBasic(Authentication):
         super().__init__()
         self.username = username
         self.password = password
+        if auth_params_string:  # the official JSON form: {"userId", "password", "method"}
+            import json
+
+            params = json.loads(auth_params_string)
+            self.username = params.get("userId", username)
+            self.password = params.get("password", password)
+            method = params.get("method", method)
         self.method = method
+
+    def method_and_data(self) -> tuple[str, str]:
+        return self.method, f"{self.username}:{self.password}"

@@ -123,6 +123,8 @@ class Client:
         self._conn = Connection(
             service_url,
             auth_token=authentication.token if authentication is not None else None,
+            auth_method=authentication.method_and_data() if authentication is not None
+            else None,
             operation_timeout_seconds=operation_timeout_seconds,
             connection_timeout_ms=connection_timeout_ms,
             curve_server_key=None if curve_server_key is None

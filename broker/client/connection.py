@@ -94,12 +94,14 @@ class Connection:
         service_url: str,
         *,
         auth_token: str | Callable[[], str | None] | None = None,
+        auth_method: tuple[str, str] | None = None,
         operation_timeout_seconds: float = 30,
         connection_timeout_ms: int = 10_000,
         curve_server_key: bytes | None = None,
     ) -> None:
         self.endpoint = parse_service_url(service_url)
         self.auth_token = auth_token  # a token or a supplier called at each CONNECT
+        self.auth_method = auth_method  # (method, data) of another provider, e.g. basic
         self.curve_server_key = curve_server_key  # the broker's CURVE public key (Z85)
         self._auth_failure: PulsarException | None = None
         self.operation_timeout = float(operation_timeout_seconds)
@@ -217,6 +219,8 @@ class Connection:
                     ) from None
             if token is not None:
                 fields["auth_token"] = token
+            if self.auth_method is not None:
+                fields["auth_method_name"], fields["auth_data"] = self.auth_method
             future = self.request("CONNECT", **fields)
             try:
                 reply = future.result(self.connection_timeout)

@@ -41,8 +41,10 @@ from ..errors import (
     TopicNotFound,
 )
 from ..limits import check_consumers, check_producers
+from ..listeners import AdvertisedListeners
 from ..message_id import MessageId
 from ..rates import date_string
+from ..security import AUTH_REFRESH_DATA, AuthState
 from ..topic_name import TopicName
 from ..topics_pattern import TopicsPattern
 from . import PulsarApi_pb2 as api
@@ -136,6 +138,7 @@ class PulsarSession:
         service_url: str,
         now_ms: Callable[[], int],
         peer: str = "",
+        listeners: AdvertisedListeners | None = None,
     ) -> None:
         self.service = service
         self.settings = settings
@@ -144,6 +147,7 @@ class PulsarSession:
         self.schemas = schemas
         self.exclusive_producers = exclusive_producers  # topic -> its Exclusive producer
         self.service_url = service_url
+        self.listeners = listeners or AdvertisedListeners.parse("", url=service_url)
         self.now_ms = now_ms
         self.peer = peer
         # Until CONNECT succeeds a frame may be at most MAX_HANDSHAKE_FRAME bytes: an
@@ -153,6 +157,10 @@ class PulsarSession:
         self.closed = False
         self.close_reason = ""
         self.role: str | None = None
+        self.auth_state: AuthState | None = None
+        self.peer_certificate: dict | None = None  # a pulsar+ssl:// client's, once checked
+        self.supports_auth_refresh = False
+        self._auth_challenge_pending = False
         self.protocol_version = 0
         self.client_version = ""  # from CONNECT, shown in producer and consumer stats
         self.last_seen_ms = self.opened_ms = now_ms()
@@ -455,20 +463,18 @@ class PulsarSession:
     # -- handshake and lookups ------------------------------------------------------------
 
     def _connect(self, connect: api.CommandConnect) -> None:
+        self.supports_auth_refresh = connect.feature_flags.supports_auth_refresh
         if self.authenticator.enabled:
+            method = connect.auth_method_name if connect.HasField("auth_method_name") else "none"
             try:
-                if connect.auth_method_name != "token":
-                    raise AuthenticationError(
-                        "authentication required: connect with "
-                        "authentication=pulsar.AuthenticationToken(token)"
-                    )
-                self.role = self.authenticator.authenticate(
-                    connect.auth_data.decode("utf-8", "replace")
+                self.auth_state = self.authenticator.authenticate_command(
+                    method, connect.auth_data, self.peer_certificate, self.now_ms() / 1000
                 )
             except AuthenticationError as exc:
                 self._error(_U64, exc.code, str(exc))
                 self._close(str(exc))
                 return
+            self.role = self.auth_state.role
         self.connected = True
         self.decoder.max_frame_size = self.settings.max_message_size + MAX_FRAME_OVERHEAD
         self.protocol_version = min(connect.protocol_version, PROTOCOL_VERSION)
@@ -481,6 +487,59 @@ class PulsarSession:
                 max_message_size=self.settings.max_message_size,
             ),
         )
+
+    def check_authentication(self) -> None:
+        """The broker's periodic credentials check (authenticationRefreshCheckSeconds): an
+        expired token gets an AUTH_CHALLENGE; a client that cannot refresh, or left the last
+        challenge unanswered, is disconnected, as Pulsar's ServerCnx does."""
+        state = self.auth_state
+        if self.closed or not self.connected or state is None:
+            return
+        if not state.expired(self.now_ms() / 1000):
+            return
+        if not self.supports_auth_refresh:
+            self._close(f"the credentials of role {state.role!r} expired and the client "
+                        "cannot refresh them")
+            return
+        if self._auth_challenge_pending:
+            self._close(f"role {state.role!r} did not answer the AUTH_CHALLENGE for its "
+                        "expired credentials")
+            return
+        log.info("refreshing the expired credentials of role %r%s", state.role,
+                 self.peer and f" ({self.peer})")
+        self._auth_challenge_pending = True
+        self._command(
+            _T.AUTH_CHALLENGE, "authChallenge",
+            api.CommandAuthChallenge(
+                server_version=SERVER_VERSION, protocol_version=self.protocol_version,
+                challenge=api.AuthData(auth_method_name=state.method,
+                                       auth_data=AUTH_REFRESH_DATA),
+            ),
+        )
+
+    def _auth_response(self, body: api.CommandAuthResponse) -> None:
+        """The client's new credentials after an AUTH_CHALLENGE: the same role must come
+        back, or the connection closes."""
+        self._auth_challenge_pending = False
+        previous = self.auth_state
+        if previous is None:
+            return
+        response = body.response
+        try:
+            state = self.authenticator.authenticate_command(
+                response.auth_method_name or previous.method, response.auth_data,
+                self.peer_certificate, self.now_ms() / 1000,
+            )
+        except AuthenticationError as exc:
+            self._error(_U64, exc.code, str(exc))
+            self._close(f"authentication refresh failed: {exc}")
+            return
+        if state.role != previous.role:
+            self._close(f"the role cannot change in an authentication refresh "
+                        f"({previous.role!r} became {state.role!r})")
+            return
+        self.auth_state = state
+        log.info("refreshed the authentication credentials of role %r", state.role)
 
     def _partitioned_metadata(self, body: api.CommandPartitionedTopicMetadata) -> None:
         self.authorizer.check_topic(self.role, body.topic, "lookup")
@@ -496,13 +555,16 @@ class PulsarSession:
     def _lookup(self, body: api.CommandLookupTopic) -> None:
         self.authorizer.check_topic(self.role, body.topic, "lookup")
         TopicName.get(body.topic)
-        self._command(
-            _T.LOOKUP_RESPONSE, "lookupTopicResponse",
-            api.CommandLookupTopicResponse(
-                request_id=body.request_id, brokerServiceUrl=self.service_url,
-                response=api.CommandLookupTopicResponse.Connect, authoritative=True,
-            ),
+        listener = self.listeners.lookup(body.advertised_listener_name)
+        response = api.CommandLookupTopicResponse(
+            request_id=body.request_id,
+            response=api.CommandLookupTopicResponse.Connect, authoritative=True,
         )
+        if listener.broker_service_url:
+            response.brokerServiceUrl = listener.broker_service_url
+        if listener.broker_service_url_tls:
+            response.brokerServiceUrlTls = listener.broker_service_url_tls
+        self._command(_T.LOOKUP_RESPONSE, "lookupTopicResponse", response)
 
     def _get_topics(self, body: api.CommandGetTopicsOfNamespace) -> None:
         self.authorizer.check(self.role, body.namespace, "consume")
@@ -883,6 +945,7 @@ def topics_list_hash(names: list[str]) -> str:
 _HANDLERS: dict[int, tuple[Callable[[PulsarSession, Any], None], str]] = {
     _T.PARTITIONED_METADATA: (PulsarSession._partitioned_metadata, "partitionMetadata"),
     _T.LOOKUP: (PulsarSession._lookup, "lookupTopic"),
+    _T.AUTH_RESPONSE: (PulsarSession._auth_response, "authResponse"),
     _T.PRODUCER: (PulsarSession._producer, "producer"),
     _T.SEND: (PulsarSession._send, "send"),
     _T.CLOSE_PRODUCER: (PulsarSession._close_producer, "close_producer"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -80,13 +81,12 @@ class AdminResource(RequestHandler):
         authenticator = self.broker.authenticator
         if not authenticator.enabled:
             return
-        header = self.request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            self.fail(401, "Authentication required: send 'Authorization: Bearer <token>'")
-            return
+        headers = self.request.headers
         try:
-            self.role = authenticator.authenticate(token.strip())
+            self.role = authenticator.authenticate_http(
+                headers.get("Authorization", ""), client_certificate(self.request),
+                headers.get("X-Pulsar-Auth-Method-Name", ""),
+            )
         except errors.AuthenticationError as exc:
             self.fail(401, str(exc))
 
@@ -154,6 +154,16 @@ class AdminResource(RequestHandler):
         if value not in ("true", "false"):
             raise ApiError(400, f"query parameter {name} must be true or false, not {value!r}")
         return value == "true"
+
+
+def client_certificate(request: Any) -> dict | None:
+    """The verified TLS client certificate of an https:// request (``None`` otherwise)."""
+    connection = request.connection
+    stream = getattr(connection, "stream", None)
+    sock = getattr(stream, "socket", None)
+    if not isinstance(sock, ssl.SSLSocket):
+        return None
+    return sock.getpeercert() or None
 
 
 def integer(text: str, what: str) -> int:

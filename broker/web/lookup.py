@@ -1,10 +1,14 @@
-"""HTTP topic lookup, ``GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}``: which
-broker serves a topic, in Pulsar's ``LookupData`` shape (``brokerUrl``, ``httpUrl``,
-``nativeUrl``; the TLS URLs once the broker has TLS listeners).
+"""Topic lookup over HTTP: ``GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}``.
 
-pulsarlab's one broker owns every topic. As on Pulsar, the caller needs the lookup
-permission on the topic's namespace, and a topic that does not exist is a 404 unless the
-broker creates topics automatically.
+A client given ``http://host:8080`` (or ``https://``) as its service URL looks topics up
+here (and their partitions at ``/admin/v2/.../partitions``), then connects to the broker
+URL the answer names, as Pulsar's ``TopicLookup`` resource serves it: ``brokerUrl``,
+``brokerUrlTls``, ``httpUrl``, ``httpUrlTls`` (and the deprecated ``nativeUrl``). The
+listener is the one ``?listenerName=`` or the ``X-Pulsar-ListenerName`` header names
+(advertised listeners), the internal one otherwise; a name the broker does not advertise
+is a 503 with Pulsar's "the broker do not have NAME listener". Looking a topic up needs the
+``lookup`` permission (produce or consume) when authorization is on, and a topic that does
+not exist is a 404 unless the broker creates topics automatically.
 """
 
 from __future__ import annotations
@@ -12,45 +16,47 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..errors import TopicNotFound
+from .. import errors
 from ..topic_name import TopicName
 from .base import AdminResource, guarded
 
-
-def lookup_data(broker: Any) -> dict[str, str]:
-    """``LookupData`` of this broker: every topic's owner."""
-    data = {
-        "brokerUrl": broker.pulsar_url,
-        "httpUrl": broker.web_url,
-        "nativeUrl": broker.pulsar_url,
-    }
-    for key, attribute in (("brokerUrlTls", "pulsar_tls_url"), ("httpUrlTls", "web_tls_url")):
-        url = getattr(broker, attribute, None)
-        if url:
-            data[key] = url
-    return data
+LISTENER_HEADER = "X-Pulsar-ListenerName"
 
 
 class TopicLookupHandler(AdminResource):
-    """``GET /lookup/v2/topic/...``: this broker's URLs for a topic it may serve."""
+    """The broker that serves a topic (always this one: pulsarlab is one broker)."""
 
     @guarded
     async def get(self, domain: str, tenant: str, namespace: str, topic: str) -> None:
-        name = str(TopicName.get(f"{domain}://{tenant}/{namespace}/{topic}"))
-        role, authorizer = self.role, self.broker.admin.authorizer
+        name = f"{domain}://{tenant}/{namespace}/{topic}"
+        listener_name = (self.get_query_argument("listenerName", "")
+                         or self.request.headers.get(LISTENER_HEADER, ""))
+        role = self.role
+        broker = self.broker
 
-        def check(service: Any) -> None:
-            authorizer.check_topic(role, name, "lookup")
-            if service.settings.allow_auto_topic_creation:
-                return
-            if service.get_partitioned_topic_metadata(name) == 0:
-                service.get_topic(name, create=False)  # TopicNotFound if it does not exist
+        def lookup(service: Any) -> Any:
+            full = str(TopicName.get(name))
+            broker.admin.authorizer.check_topic(role, full, "lookup")
+            listener = broker.advertised.lookup(listener_name)
+            if (not service.settings.allow_auto_topic_creation
+                    and service.get_partitioned_topic_metadata(full) == 0):
+                service.get_topic(full, create=False)  # TopicNotFound if it does not exist
+            return listener
 
         try:
-            await asyncio.wrap_future(self.broker.submit(check))
-        except TopicNotFound:
-            raise TopicNotFound("Topic not found") from None
-        self.reply(lookup_data(self.broker))
+            listener = await asyncio.wrap_future(broker.submit(lookup))
+        except errors.ServiceNotReady as exc:
+            self.fail(503, str(exc))
+            return
+        except errors.TopicNotFound:
+            raise errors.TopicNotFound("Topic not found") from None
+        self.reply({
+            "brokerUrl": listener.broker_service_url,
+            "brokerUrlTls": listener.broker_service_url_tls,
+            "httpUrl": broker.web_url,
+            "httpUrlTls": broker.web_url_tls,
+            "nativeUrl": listener.broker_service_url,
+        })
 
 
 ROUTES: list[tuple[str, Any]] = [

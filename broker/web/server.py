@@ -1,4 +1,5 @@
-"""The HTTP listener: a Tornado ``HTTPServer`` on one asyncio loop in its own thread."""
+"""The HTTP listeners: Tornado ``HTTPServer`` s (http://, and https:// when webServicePortTls
+is set) on one asyncio loop in its own thread."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 import logging
 import os
 import socket
+import ssl
 import threading
 from typing import Any
 
@@ -34,18 +36,26 @@ def default_http_connections() -> int:
 
 
 class WebServer:
-    """Binds ``host:port`` at once (0 = a free port) and serves once :meth:`start` ed."""
+    """Binds ``host:port`` at once (0 = a free port), and ``tls_port`` with ``ssl_context``
+    when ``tls_port >= 0``, and serves once :meth:`start` ed."""
 
-    def __init__(self, broker: Any, host: str, port: int) -> None:
+    def __init__(self, broker: Any, host: str, port: int, *, tls_port: int = -1,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.broker = broker
         self.host = host
-        try:
-            self._sockets: list[socket.socket] = bind_sockets(port, address=host)
-        except OSError as exc:
-            raise OSError(
-                exc.errno, f"cannot serve the admin REST API on {host}:{port}: {exc.strerror}"
-            ) from None
+        self._sockets: list[socket.socket] = _bind(host, port)
         self.port: int = self._sockets[0].getsockname()[1]
+        self._ssl_context = ssl_context if tls_port >= 0 else None
+        self._tls_sockets: list[socket.socket] = []
+        self.port_tls: int | None = None
+        if self._ssl_context is not None:
+            try:
+                self._tls_sockets = _bind(host, tls_port)
+            except OSError:
+                for sock in self._sockets:
+                    sock.close()
+                raise
+            self.port_tls = self._tls_sockets[0].getsockname()[1]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._accept_errors = RateLimitedLog(log)
@@ -54,6 +64,11 @@ class WebServer:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def url_tls(self) -> str | None:
+        """``https://host:port`` when the https:// listener is on."""
+        return None if self.port_tls is None else f"https://{self.host}:{self.port_tls}"
 
     def start(self, timeout: float = 10.0) -> None:
         ready = threading.Event()
@@ -71,19 +86,28 @@ class WebServer:
         # A connection must send a request's headers (idle_connection_timeout) and its body
         # (body_timeout) in time: slow or idle peers cannot hold descriptors for an hour.
         timeout_s = self.broker.settings.web_service_idle_timeout_ms / 1000
-        server = HTTPServer(BodyLimit(make_app(self.broker), MAX_BODY_SIZE),
-                            max_body_size=MAX_BODY_SIZE,
-                            idle_connection_timeout=timeout_s, body_timeout=timeout_s)
+        limits = {"max_body_size": MAX_BODY_SIZE, "idle_connection_timeout": timeout_s,
+                  "body_timeout": timeout_s}
+        app = BodyLimit(make_app(self.broker), MAX_BODY_SIZE)
+        server = HTTPServer(app, **limits)
         for sock in self._sockets:
             self._accept_on(server, sock)
+        servers = [server]
+        if self._ssl_context is not None:
+            tls_server = HTTPServer(app, ssl_options=self._ssl_context, **limits)
+            for sock in self._tls_sockets:
+                self._accept_on(tls_server, sock)
+            servers.append(tls_server)
+
         ready.set()
         try:
             loop.run_forever()
         finally:
-            for sock in self._sockets:
+            for sock in (*self._sockets, *self._tls_sockets):
                 IOLoop.current().remove_handler(sock)
-            server.stop()
-            loop.run_until_complete(server.close_all_connections())
+            for each in servers:
+                each.stop()
+                loop.run_until_complete(each.close_all_connections())
             loop.close()
             self._loop = None
 
@@ -135,6 +159,16 @@ class WebServer:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout)
         self._thread = None
-        for sock in self._sockets:
+        for sock in self._sockets + self._tls_sockets:
             sock.close()
         self._sockets = []
+        self._tls_sockets = []
+
+
+def _bind(host: str, port: int) -> list[socket.socket]:
+    try:
+        return bind_sockets(port, address=host)
+    except OSError as exc:
+        raise OSError(
+            exc.errno, f"cannot serve the admin REST API on {host}:{port}: {exc.strerror}"
+        ) from None
