@@ -50,6 +50,8 @@ class TopicLookupHandler(AdminResource):
             return
         except errors.TopicNotFound:
             raise errors.TopicNotFound("Topic not found") from None
+        # every key, null where the broker has no such listener, as Pulsar's LookupData: the
+        # official C++ client crashes on an answer that leaves brokerUrlTls out
         self.reply({
             "brokerUrl": listener.broker_service_url,
             "brokerUrlTls": listener.broker_service_url_tls,

@@ -75,7 +75,8 @@ def test_broker_stats_topics_as_pulsar_manager_reads_them(broker, rest):
 def test_http_topic_lookup(broker, rest):
     assert rest.put("/admin/v2/persistent/public/default/looked-up").status == 204
     data = rest.get("/lookup/v2/topic/persistent/public/default/looked-up").json
-    assert data == {"brokerUrl": broker.pulsar_url, "httpUrl": broker.web_url,
+    assert data == {"brokerUrl": broker.pulsar_url, "brokerUrlTls": None,
+                    "httpUrl": broker.web_url, "httpUrlTls": None,
                     "nativeUrl": broker.pulsar_url}
     assert rest.get("/lookup/v2/topic/persistent/public/default/auto-created").status == 200
 
