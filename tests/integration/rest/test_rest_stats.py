@@ -26,6 +26,9 @@ def test_counters_rates_and_partitioned_sums(broker, rest):
     assert live["msgRateIn"] == sum(p["msgRateIn"] for p in parts) > 0  # rates: live producers
     assert live["averageMsgSize"] == live["msgThroughputIn"] / live["msgRateIn"] > 0
     assert live["subscriptions"]["s"]["msgRateOut"] > 0
+    consumer = live["subscriptions"]["s"]["consumers"][0]
+    assert consumer["address"].startswith("/127.0.0.1:")  # the client's socket, as Pulsar
+    assert consumer["clientVersion"].startswith("pulsarlab")
     stats = rest.get(f"{BASE}/summed/partitioned-stats").json
     parts = stats["partitions"].values()
     assert stats["msgInCounter"] == sum(p["msgInCounter"] for p in parts) == 6

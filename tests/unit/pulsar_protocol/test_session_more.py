@@ -7,6 +7,7 @@ from pulsarlab.broker.client.batch import OutgoingMessage, encode_batch
 from pulsarlab.broker.entry import MessageMetadata
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
 from pulsarlab.broker.pulsar_protocol.metadata import from_pulsar, pulsar_entry_for_zmq, to_pulsar
+from pulsarlab.broker.rates import date_string
 
 from .support import Harness, T, command, send_frame
 
@@ -66,6 +67,9 @@ def test_consumer_stats_and_last_message_id() -> None:
     (reply,) = h.run(s, command(T.CONSUMER_STATS, "consumerStats", request_id=2, consumer_id=5))
     stats = reply.consumerStatsResponse
     assert (stats.consumerName, stats.availablePermits, stats.type) == ("c1", 7, "Shared")
+    assert stats.connectedSince == date_string(h.clock.now_ms())  # Pulsar's date string
+    (admin_stats,) = h.service.topic_stats("t")["subscriptions"]["sub"]["consumers"]
+    assert admin_stats["clientVersion"] == "test"  # as the CONNECT gave it
     (reply,) = h.run(s, command(T.GET_LAST_MESSAGE_ID, "getLastMessageId", request_id=3,
                                 consumer_id=5))
     assert reply.getLastMessageIdResponse.request_id == 3
