@@ -151,8 +151,10 @@ class BrokerRuntime:
                 "no broker: run %pulsar start (or %pulsar connect zmq://host:port) first"
             )
         if not self.running:
+            crashed = getattr(self.broker, "loop_error", None) if self.mode == "kernel" else None
+            why = f" (its loop crashed: {one_line(crashed)})" if crashed is not None else ""
             raise PulsarMagicError(
-                f"the broker at {self.service_url} has stopped; run %pulsar stop, then "
+                f"the broker at {self.service_url} has stopped{why}; run %pulsar stop, then "
                 "%pulsar start"
             )
         return self.service_url

@@ -282,3 +282,21 @@ def test_beside_broker_durable_and_its_errors(run, runtime, tmp_path) -> None:
     run("%pulsar stop")
     assert process.poll() == 0
     assert data.is_dir()  # a given data dir is kept
+
+
+def test_a_crashed_broker_loop_is_named_on_the_next_magic(run, runtime, monkeypatch) -> None:
+    from pulsarlab.broker.service import BrokerService
+    from pulsarlab.runtime import PulsarMagicError
+
+    run("%pulsar start --memory")
+    died = threading.Event()
+
+    def broken_tick(self: BrokerService) -> None:
+        died.set()
+        raise RuntimeError("boom in housekeeping")
+
+    monkeypatch.setattr(BrokerService, "tick", broken_tick)
+    assert died.wait(30)
+    runtime.broker.stop()  # joins the dead thread
+    with pytest.raises(PulsarMagicError, match="its loop crashed: boom in housekeeping"):
+        runtime.require_url()

@@ -176,3 +176,35 @@ def test_fast_and_checked_sends_and_other_commands_keep_their_order() -> None:
     assert [r[0] for r in receipts["receipts"]] == list(range(6))
     assert [e[1] for e in message["entries"]] == list(range(6))
     assert [p[-2:] for p in message.payloads] == [f"m{seq}".encode() for seq in range(6)]
+
+
+def test_a_failing_delivery_costs_that_client_only(monkeypatch, caplog) -> None:
+    """A bug while laying out one client's MESSAGE drops that client (as missed heart-beats
+    do), with one log line naming the topic and entries; the others are served."""
+    peer = Peer()
+    for identity in (b"bad", b"good"):
+        peer.request(identity, "CONNECT", 1, client_version="t")
+        peer.request(identity, "SUBSCRIBE", 2, topic="t", subscription=identity.decode(),
+                     consumer_id=1, sub_type="Shared", initial_position="earliest")
+        peer.request(identity, "FLOW", 3, consumer_id=1, permits=10)
+    peer.request(b"good", "PRODUCER", 4, topic="t", producer_id=1)
+    original = ZmqProtocol._message
+
+    def broken(self, to, entries):
+        if to[0].identity == b"bad":
+            raise RuntimeError("a bug")
+        return original(self, to, entries)
+
+    monkeypatch.setattr(ZmqProtocol, "_message", broken)
+    replies = peer.request(b"good", "SEND", 0, [b"x"], producer_id=1, sequence_id=0,
+                           metadata={})
+    assert sorted((ident, name) for ident, name, _ in replies) == [
+        (b"good", "MESSAGE"), (b"good", "SEND_RECEIPT")]
+    assert b"bad" not in peer.protocol.connections
+    assert b"good" in peer.protocol.connections
+    [line] = [r.getMessage() for r in caplog.records if "internal error delivering" in
+              r.getMessage()]
+    assert "persistent://public/default/t entries [[0, 0]]" in line
+    # The dropped client's message goes back to its subscription, not lost.
+    sub = peer.service.subscription("t", "bad")
+    assert sub.cursor.number_of_entries_in_backlog() == 1
