@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import ipywidgets
 import pytest
 
 from pulsarlab.widgets import (
@@ -20,6 +21,7 @@ from pulsarlab.widgets import (
     HashRangeView,
     HashRingView,
     RedeliveryTimeline,
+    WhatIfControls,
 )
 from pulsarlab.widgets.cluster_source import (
     EVENT_ONLY_NOTE,
@@ -27,6 +29,7 @@ from pulsarlab.widgets.cluster_source import (
     open_view,
     whatif_from_snapshot,
 )
+from pulsarlab.widgets.history import HistoryBar
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cluster"
 TOPIC = "persistent://public/default/orders"
@@ -210,11 +213,38 @@ def test_what_if_button_opens_a_copy() -> None:
         view.source.stop()
         view.source.poll()
         view.what_if_button.click()
-        copied, controls = view.what_if_output.children
+        (copied,) = view.what_if_output.children
         assert copied.source.simulated and copied.ranges == view.ranges
-        assert controls.whatif is copied.source
+        buttons = [w.description for w in descendants(copied)
+                   if isinstance(w, ipywidgets.Button)]
+        assert buttons.count("add consumer") == 1  # the copy's own control block, once
     finally:
         view.source.stop()
+
+
+def test_a_what_if_copy_shows_one_control_block_and_one_step_bar() -> None:
+    connection = FakeConnection(stuck_33())
+    view = open_view(FlowView, connection, "orders", "orders-ks")
+    try:
+        view.source.stop()
+        view.source.poll()
+        view.what_if_button.click()
+        (copied,) = view.what_if_output.children
+        inside = descendants(copied)
+        assert sum(isinstance(w, WhatIfControls) for w in inside) == 1
+        assert sum(isinstance(w, HistoryBar) for w in inside) == 1
+        queue_traces = [t for t in copied.fig.data if t.name.endswith(" queue")]
+        assert queue_traces and all("markers" in t.mode for t in queue_traces)
+        assert all(len(t.x) == 1 for t in queue_traces)  # the first sample shows, as a point
+    finally:
+        view.source.stop()
+
+
+def descendants(widget: ipywidgets.Widget) -> list[ipywidgets.Widget]:
+    out = [widget]
+    for child in getattr(widget, "children", ()):
+        out += descendants(child)
+    return out
 
 
 def test_unknown_subscription_is_refused() -> None:
@@ -247,7 +277,7 @@ def test_a_ring_told_40_copies_into_a_40_core() -> None:
         assert view.consumers == ["c1", "c2"]
         assert view.key_space == (1, 65535)  # the stats alone would have meant 3.3's ring
         view.what_if_button.click()
-        copied, _controls = view.what_if_output.children
+        (copied,) = view.what_if_output.children
         assert copied.source.settings.pulsar_version == "4.0"
         assert copied.selector is copied.source.selector()  # the core's own 4.0 ring
         assert copied.key_owners == view.key_owners
