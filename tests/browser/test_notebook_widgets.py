@@ -150,3 +150,37 @@ def test_tutorial_06_failover_view_renders_and_reacts_in_chromium(
     assert kernel_eval(lab, notebook, "sorted(sw.consumer_names)") == "['A', 'B']"
     assert kernel_eval(lab, notebook, "sw_view.active") == "{0: 'A', 1: 'B'}"
     assert kernel_eval(lab, notebook, "sorted(sw_view.switching)") == "[0]"
+
+
+def test_tutorial_02_dashboard_has_one_step_bar_and_one_control_block(
+    lab: Lab, page: Any, artifacts: Path
+):
+    """The dashboard's tabs are parts of its picture: one slider scrubs them all, one control
+    block drives the core, the name box offers a free name, and the flow tab's
+    queue/unacked chart shows the dashboard's first step."""
+    expect = _expect()
+    notebook = "02-subscription-types.ipynb"
+    panel = open_and_run_all(page, lab, notebook)
+    output = _cell(panel, "Dashboard(key_shared)").locator(".jp-OutputArea-output").last
+    expect(output.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
+    expect(output.locator(".widget-slider")).to_have_count(1)
+    buttons = output.locator("button.jupyter-button")
+    expect(buttons.filter(has_text=re.compile(r"^\s*add consumer$"))).to_have_count(1)
+    expect(buttons.filter(has_text=re.compile(r"^\s*remove consumer$"))).to_have_count(1)
+    expect(output.locator(".widget-text").filter(has_text="keys")).to_have_count(1)
+    name = output.locator("input[placeholder='new consumer name']").input_value()
+    consumers = kernel_eval(lab, notebook, "key_shared.consumer_names")
+    assert name and f"'{name}'" not in consumers, (name, consumers)
+
+    output.locator(".lm-TabBar-tab", has_text="flow").click()
+    flow = output.locator(".js-plotly-plot").filter(has_text="receiver queue fill")
+    expect(flow).to_be_visible(timeout=30_000)
+    page.wait_for_function(f"gd => ({QUEUE_POINTS})(gd) > 0", arg=flow.element_handle())
+    output.screenshot(path=str(artifacts / "01_flow_tab.png"))
+
+
+QUEUE_POINTS = """gd => gd._fullData
+    .filter(t => / (queue|unacked)$/.test(t.name))
+    .reduce((n, t) => n + (t.x || []).length * (t.mode.includes('markers') ? 1 : 0), 0)"""
+"""How many queue/unacked samples the flow figure draws as points (a lone sample on a
+line-only trace draws nothing)."""
