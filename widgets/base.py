@@ -226,7 +226,7 @@ class View(ipywidgets.VBox):
         ``all_figures``, also those hidden in the step shown."""
         names = ("fig", "ring_fig") if all_figures else ("fig",)
         return [f for f in (getattr(self, n, None) for n in names)
-                if isinstance(f, go.FigureWidget)]
+                if isinstance(f, go.FigureWidget | go.Figure)]  # a Figure: a still's copy
 
     def caption(self) -> list[str]:
         """Text lines under the static picture (the view's table, as text)."""

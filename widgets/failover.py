@@ -104,6 +104,8 @@ class FailoverView(View):
             ),
         )
         self.ring_box = ipywidgets.Box([self.ring_fig], layout={"display": "none"})
+        self.ring_shown = False
+        """Whether the step drawn has a consumer ring (then the box shows it)."""
         self.table = ipywidgets.HTML()
         self.toggles = ipywidgets.HBox()
         self._known: dict[str, int] = {}
@@ -242,16 +244,17 @@ class FailoverView(View):
             self.fig.layout.title.text = f"Failover: active {active or 'nowhere'}{changed}"
         self._draw_ring(st)
         self.table.value = self._table_html(st)
-        if self.source.simulated:
+        if self.source.simulated and not self.stepper.picturing:
             self._sync_toggles(st)
 
     def figures(self, all_figures: bool = False) -> list[go.FigureWidget]:
-        ring_shown = self.ring_box.layout.display != "none"
-        return [self.fig, self.ring_fig] if ring_shown or all_figures else [self.fig]
+        return [self.fig, self.ring_fig] if self.ring_shown or all_figures else [self.fig]
 
     def _draw_ring(self, st: Any) -> None:
         palette = self.source.palette
-        self.ring_box.layout.display = "flex" if st.ring else "none"
+        self.ring_shown = bool(st.ring)
+        if not self.stepper.picturing:
+            self.ring_box.layout.display = "flex" if st.ring else "none"
         for name in dict.fromkeys(n for _, n in st.ring):
             if name not in self._ring_legend:
                 self.ring_fig.add_trace(go.Scatterpolar(

@@ -80,6 +80,8 @@ class Stepper:
         self.lock = threading.RLock()
         self.animating = False
         """True while a new step is drawn as it happens (a view may animate the change)."""
+        self.picturing = False
+        """True while a still is drawn into copies (a view leaves its other widgets be)."""
         self._shown: int | None = None
 
     def join(self, view: View) -> int:
@@ -204,17 +206,26 @@ class Stepper:
         return f"<{type(view).__name__}{where}: {title}>"
 
     def still(self, step: int | str = -1, view: View | None = None) -> Still:
-        """A picture of one step that stays as it is: the step is drawn, pictured, and the
-        step shown drawn again."""
+        """A picture of one step that stays as it is. The step is drawn into copies of the
+        members' outputs (:data:`OUTPUTS`), never into the displayed widgets: a browser
+        showing them gets no message."""
+        view = view or self.owner
         with self.lock:
             chosen = self.find(step)
-            shown = self.step
+            saved = [_draw_into_copies(member) for member in self.members]
+            self.picturing = True
             try:
-                self._draw(chosen)
-                svg = self.picture(view)
+                for i, member in enumerate(self.members):
+                    if i < len(chosen.parts):
+                        member.draw(chosen.parts[i])
+                title = f"step {chosen.index}: {chosen.label}"
+                svg = picture_svg(view.figures(), view.caption(), title)
                 text = "<picture of " + self.describe(view, chosen)[1:]
             finally:
-                self._draw(shown)
+                self.picturing = False
+                for member, outputs in zip(self.members, saved, strict=True):
+                    for name, value in outputs.items():
+                        setattr(member, name, value)
             return Still(svg, text)
 
     def bundle(self, view: View, widget_bundle: Mapping[str, Any]) -> dict[str, Any]:
@@ -223,6 +234,37 @@ class Stepper:
         bundle["text/plain"] = self.describe(view)
         bundle.update(picture_bundle(self.picture(view), bundle["text/plain"]))
         return bundle
+
+
+OUTPUTS = ("fig", "ring_fig", "table", "header", "lookup_result", "ring_shown")
+"""What a view's ``draw`` writes to: the figures, HTML widgets and flags a still copies."""
+_REGISTRIES = ("_legend", "_ring_legend", "_trace_of", "_traces")
+"""Views' maps from a name to the index of a trace they added to their figure."""
+
+
+class _Text:
+    """Stands in for an HTML widget while a still is drawn (no widget, no comm)."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+def _draw_into_copies(view: View) -> dict[str, Any]:
+    """Point ``view``'s outputs at copies; return the originals to put back."""
+    import ipywidgets
+    import plotly.graph_objects as go
+
+    saved = {name: getattr(view, name) for name in (*OUTPUTS, *_REGISTRIES)
+             if hasattr(view, name)}
+    for name, value in saved.items():
+        if isinstance(value, go.FigureWidget):
+            value = go.Figure(value)
+        elif isinstance(value, ipywidgets.HTML):
+            value = _Text(value.value)
+        elif isinstance(value, dict):
+            value = dict(value)  # traces a still adds must not be looked up in the real figure
+        setattr(view, name, value)
+    return saved
 
 
 class Still:

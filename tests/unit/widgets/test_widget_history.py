@@ -266,14 +266,19 @@ def test_pin_keeps_the_current_step():
     assert "add consumer C2" in repr(still) and "2 consumer(s)" in repr(still)
 
 
-def test_a_still_of_a_later_step_leaves_the_pinned_picture_as_it_was():
+def test_a_still_of_a_later_step_leaves_the_displayed_widgets_untouched():
     whatif = WhatIf("Key_Shared")
     view = HashRingView(whatif, ["a", "b"])
     whatif.add_consumer("C1")
     view.pin()
     whatif.add_consumer("C2")
-    pinned = view.picture()
+    pinned, traces, table = view.picture(), len(view.fig.data), view.table.value
+    sent: list[str] = []
+    for name in ("_send_addTraces_msg", "_send_restyle_msg", "_send_relayout_msg",
+                 "_send_update_msg", "_send_animate_msg"):  # what would reach a browser
+        setattr(view.fig, name, lambda *args, name=name, **kwargs: sent.append(name))
     assert "C2" in repr(view.still("add consumer C2"))
+    assert not sent and len(view.fig.data) == traces and view.table.value == table
     assert view.picture() == pinned and view.step.label == "add consumer C1"
     assert view.history_bar.slider.value == 1
     view.follow()  # draws C2 into the real figure, with its own legend entry
