@@ -206,38 +206,41 @@ def test_what_if_from_40_consistent_hashing() -> None:
     assert whatif.settings.key_shared_use_consistent_hashing is True
 
 
-def test_what_if_button_opens_a_copy() -> None:
-    connection = FakeConnection(stuck_33())
-    view = open_view(HashRangeView, connection, "orders", "orders-ks")
-    try:
+@pytest.fixture
+def copy_of():
+    """``copy_of(ViewClass)``: a cluster view of a stuck 3.3 subscription, polled once,
+    and the what-if copy its button opened."""
+    views = []
+
+    def open_and_copy(view_class: type) -> tuple[Any, Any]:
+        view = open_view(view_class, FakeConnection(stuck_33()), "orders", "orders-ks")
+        views.append(view)
         view.source.stop()
         view.source.poll()
         view.what_if_button.click()
         (copied,) = view.what_if_output.children
-        assert copied.source.simulated and copied.ranges == view.ranges
-        buttons = [w.description for w in descendants(copied)
-                   if isinstance(w, ipywidgets.Button)]
-        assert buttons.count("add consumer") == 1  # the copy's own control block, once
-    finally:
+        return view, copied
+
+    yield open_and_copy
+    for view in views:
         view.source.stop()
 
 
-def test_a_what_if_copy_shows_one_control_block_and_one_step_bar() -> None:
-    connection = FakeConnection(stuck_33())
-    view = open_view(FlowView, connection, "orders", "orders-ks")
-    try:
-        view.source.stop()
-        view.source.poll()
-        view.what_if_button.click()
-        (copied,) = view.what_if_output.children
-        inside = descendants(copied)
-        assert sum(isinstance(w, WhatIfControls) for w in inside) == 1
-        assert sum(isinstance(w, HistoryBar) for w in inside) == 1
-        queue_traces = [t for t in copied.fig.data if t.name.endswith(" queue")]
-        assert queue_traces and all("markers" in t.mode for t in queue_traces)
-        assert all(len(t.x) == 1 for t in queue_traces)  # the first sample shows, as a point
-    finally:
-        view.source.stop()
+def test_what_if_button_opens_a_copy(copy_of) -> None:
+    view, copied = copy_of(HashRangeView)
+    assert copied.source.simulated and copied.ranges == view.ranges
+    buttons = [w.description for w in descendants(copied) if isinstance(w, ipywidgets.Button)]
+    assert buttons.count("add consumer") == 1  # the copy's own control block, once
+
+
+def test_a_what_if_copy_shows_one_control_block_and_one_step_bar(copy_of) -> None:
+    _view, copied = copy_of(FlowView)
+    inside = descendants(copied)
+    assert sum(isinstance(w, WhatIfControls) for w in inside) == 1
+    assert sum(isinstance(w, HistoryBar) for w in inside) == 1
+    queue_traces = [t for t in copied.fig.data if t.name.endswith(" queue")]
+    assert queue_traces and all("markers" in t.mode for t in queue_traces)
+    assert all(len(t.x) == 1 for t in queue_traces)  # the first sample shows, as a point
 
 
 def descendants(widget: ipywidgets.Widget) -> list[ipywidgets.Widget]:
