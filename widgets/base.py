@@ -1,26 +1,22 @@
-"""The base of every view: a source, a refresh that recomputes state and then draws it.
+"""The base of every view: bound to a source, it keeps a state and draws any step's state.
 
-A view is an ``ipywidgets.VBox`` (so it displays itself). :meth:`View.refresh` reads the
-source's snapshot and new events, recomputes the view's plain-Python state (what tests
-assert on: ranges, shares, strips, lanes) in :meth:`View._update`, records it as a step of
-the view's :class:`~.history.History`, then pushes it into the plotly ``FigureWidget``
-inside ``batch_update()`` in :meth:`View._draw` — one comm burst per frame. A lock
-serialises refreshes: in live mode the binding's thread is the only writer, but a user may
-also call :meth:`View.refresh` from the kernel.
+A view is an ``ipywidgets.VBox`` (so it displays itself) with two jobs of its own: read
+each change of its source into its plain-Python state (what tests assert on: ranges,
+shares, strips, lanes) in :meth:`View._update`, and draw a step's immutable state
+(:meth:`View.draw`, pushing it into the plotly ``FigureWidget`` inside ``batch_update()`` —
+one comm burst per frame). The attributes named in ``_history_fields`` make up that state.
 
-Every view can show an earlier step again: the slider under its picture scrubs back, and
-``view.at(n)`` / ``view.show_step(label)`` pin it (a tutorial pins each view cell to the
-step its text describes). Displayed, a view also carries a static SVG of the step it shows
-(:mod:`~.static`), so a notebook opened without a kernel still has the picture.
+Everything about steps belongs to the view's :class:`~.stepper.Stepper`: the history, the
+one step bar under the picture, pinning (``view.at(n)`` / ``show_step(label)`` / ``pin()``
+/ ``follow()``, a tutorial pins each view cell to the step its text describes), stills and
+the static SVG a displayed view carries. A view built with ``stepper=`` another's joins
+that picture (a dashboard's tabs): no step bar and no control block of its own.
 """
 
 from __future__ import annotations
 
-import copy
 import html
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import ipywidgets
@@ -30,12 +26,13 @@ from pulsarlab.broker.errors import PulsarLabError
 
 from .history import History, HistoryBar, Step
 from .source import BrokerEvent, Snapshot, Source
-from .static import html_to_lines, picture_bundle, picture_svg
+from .static import html_to_lines
+from .stepper import WAITING, State, Stepper, Still
 
 if TYPE_CHECKING:
     from .whatif import WhatIf
 
-__all__ = ["Still", "View", "error_html", "sync_figures"]
+__all__ = ["State", "Still", "View", "error_html", "sync_figures"]
 
 
 def error_html(message: str) -> str:
@@ -59,27 +56,26 @@ def sync_figures(widget: ipywidgets.Widget) -> None:
         sync_figures(child)
 
 
-_WAITING = "waiting for the topic's first stats…"
-
 class View(ipywidgets.VBox):
     """A live-or-what-if picture of one topic/subscription."""
 
     _history_fields: ClassVar[tuple[str, ...]] = ()
-    """The attributes that make up one step (copied into the history after each frame)."""
+    """The attributes that make up one step's state (see :meth:`capture`)."""
 
-    def __init__(self, source: Source, **kwargs: Any) -> None:
+    def __init__(self, source: Source, *, stepper: Stepper | None = None,
+                 **kwargs: Any) -> None:
+        """``stepper``: the picture this view is part of (another view's); without it the
+        view is a picture of its own, with its own step bar."""
         super().__init__(**kwargs)
         self.source = source
         self.frames = 0
+        """Changes of the source this view has read."""
         self.message = ipywidgets.HTML()
-        self.history = History()
-        self.pinned: int | None = None
-        """The step the view is pinned to (``None``: it follows the latest)."""
-        self.history_bar = HistoryBar(self._scrub)
-        self._shown: int | None = None
-        self._lock = threading.RLock()
+        self.composed = stepper is not None
+        """True when the view is part of another's picture (no bar, no controls)."""
+        self.stepper = stepper if stepper is not None else Stepper(self)
+        self.stepper.join(self)
         self._events_seen = 0
-        self._bound = False
 
     @classmethod
     def for_subscription(cls, connection: Any, topic: str, subscription: str,
@@ -110,114 +106,89 @@ class View(ipywidgets.VBox):
             raise ValueError("this view follows a live broker: change it with a client")
         return whatif
 
-    def _bind(self, children: list[ipywidgets.Widget]) -> None:
-        """Show ``children`` (the history bar goes under the first), follow the source and
-        draw the first frame."""
+    def _bind(self, children: Sequence[ipywidgets.Widget], *, controls: bool = False,
+              keys: str | None = None) -> None:
+        """Show ``children``, then (what-if, ``controls``, a picture of its own) the
+        generic control block publishing ``keys``, then the message line; a view of its
+        own puts the step bar under its first child, follows the source and draws."""
         children = list(children)
-        children.insert(1, self.history_bar)
-        for name in ("fig", "ring_fig"):  # plotly's toolbar beside the plot, not on the title
-            fig = getattr(self, name, None)
-            if isinstance(fig, go.FigureWidget):
-                fig.layout.modebar.orientation = "v"
-                fig.layout.margin.r = max(50, fig.layout.margin.r or 0)
+        if controls and self.source.simulated and not self.composed:
+            from .controls import WhatIfControls
+
+            options = {"keys": keys} if keys is not None else {}
+            children.append(WhatIfControls(self.require_whatif(), on_action=self.follow,
+                                           **options))
+        children.append(self.message)
+        if not self.composed:
+            children.insert(1, self.stepper.bar)
+        for fig in self.figures(all_figures=True):  # plotly's toolbar beside the plot
+            fig.layout.modebar.orientation = "v"
+            fig.layout.margin.r = max(50, fig.layout.margin.r or 0)
         self.children = tuple(children)
-        if not self._bound:
-            self._bound = True
+        if not self.composed:
             self.source.on_change(self.refresh)
-        self.refresh()
+            self.refresh()
         sync_figures(self)
 
+    # -- reading the source ---------------------------------------------------------------
+
     def refresh(self) -> None:
-        """Recompute the state from the source, record it as a step and draw it (unless the
-        view is pinned to an earlier step: then only the slider grows)."""
-        with self._lock:
-            snapshot = self.source.snapshot()
-            if snapshot is None:
-                self.message.value = _WAITING
-                return
-            if self.message.value == _WAITING:
-                self.message.value = ""
-            events, self._events_seen = self.source.events.since(self._events_seen)
-            self._update(snapshot, events)
-            self._record(self._step_label(snapshot), snapshot.time_ms)
-            self.frames += 1
+        """Read the source and record the step (the whole picture's, if composed)."""
+        self.stepper.refresh()
+
+    def _refresh_from(self, snapshot: Snapshot) -> None:
+        """Read ``snapshot`` and the events since the last one into the view's state."""
+        if self.message.value == WAITING:
+            self.message.value = ""
+        events, self._events_seen = self.source.events.since(self._events_seen)
+        self._update(snapshot, events)
+        self.frames += 1
 
     def _step_label(self, snapshot: Snapshot) -> str:
-        if self.source.simulated:
-            return str(getattr(self.source, "last_action", "change"))
+        label = getattr(self.source, "last_action", None)
+        if self.source.simulated or label is not None:
+            return str(label or "change")
         return f"t = {self.seconds(snapshot.time_ms):.1f} s"
 
-    # -- history --------------------------------------------------------------------------
+    def capture(self) -> State:
+        """The view's state now, as a step keeps it."""
+        return State.of(self, self._history_fields)
 
-    def _record(self, label: str, time_ms: int | None = None) -> Step:
-        """Keep the current state as a new step; draw it unless pinned elsewhere."""
-        with self._lock:
-            state = {f: copy.deepcopy(getattr(self, f)) for f in self._history_fields}
-            step = self.history.record(label, time_ms, state)
-            if self.pinned is None:
-                with self.hold_sync():
-                    self._draw()
-                self._shown = step.index
-            self._sync_bar()
-            return step
-
-    @contextmanager
-    def _showing(self, step: Step | None) -> Iterator[None]:
-        """Within the block the view's state is ``step``'s (``None``: the latest)."""
-        with self._lock:
-            if step is None or step.index == len(self.history) - 1:
-                yield
-                return
-            current = {f: getattr(self, f) for f in self._history_fields}
-            for name, value in step.state.items():
-                setattr(self, name, value)
-            try:
-                yield
-            finally:
-                for name, value in current.items():
-                    setattr(self, name, value)
-
-    def _show(self, index: int) -> None:
-        with self._lock:
-            step = self.history[index]
-            with self._showing(step), self.hold_sync():
-                self._draw()
-            self._shown = step.index
-            self._sync_bar()
+    def _record(self, label: str) -> Step:
+        """Keep the current state as a new step (not a change of the source: a preview)."""
+        return self.stepper.record(label)
 
     def _redraw(self) -> None:
         """Draw the shown step again (an input of the view changed, not the source)."""
-        with self._lock:
-            if len(self.history):
-                self._show(self._shown if self._shown is not None else -1)
+        self.stepper.redraw()
 
-    def _sync_bar(self) -> None:
-        latest = self.history.latest
-        if latest is None:
-            return
-        shown = self.history[self._shown] if self._shown is not None else latest
-        first = next(iter(self.history)).index
-        self.history_bar.sync(shown, first, latest.index, self.pinned is not None)
+    # -- steps (the stepper's) ------------------------------------------------------------
 
-    def _scrub(self, index: int) -> None:
-        """The slider moved: show that step; at the end the view follows again."""
-        self.pinned = None if index == len(self.history) - 1 else index
-        self._show(index)
+    @property
+    def history(self) -> History:
+        return self.stepper.history
+
+    @property
+    def history_bar(self) -> HistoryBar:
+        return self.stepper.bar
+
+    @property
+    def pinned(self) -> int | None:
+        """The step the picture is pinned to (``None``: it follows the latest)."""
+        return self.stepper.pinned
 
     @property
     def step(self) -> Step:
         """The step the view shows."""
-        return self.history[self._shown if self._shown is not None else -1]
+        return self.stepper.step
 
     def at(self, step: int) -> View:
-        """Pin the view to step ``step`` (``-1``: the latest so far) and return it.
+        """Pin the picture to step ``step`` (``-1``: the latest so far) and return the view.
 
         New frames are still recorded (the slider grows), but the picture stays on this
         step until the slider moves or a button of the view is used.
         """
-        index = self.history[step].index
-        self.pinned = index
-        self._show(index)
+        self.stepper.at(step)
         return self
 
     def pin(self) -> View:
@@ -225,57 +196,37 @@ class View(ipywidgets.VBox):
         so later cells that change the source do not change what this output shows)."""
         return self.at(self.step.index)
 
-    def still(self, step: int | str = -1) -> Still:
-        """A picture of one step (a number or a label) that stays as it is: to show the same
-        view at two steps in two cells (a pinned view is one widget, shown once)."""
-        with self._lock:
-            chosen = self.history.find(step) if isinstance(step, str) else self.history[step]
-            swapped = {name: getattr(self, name) for name in ("fig", "ring_fig", "table")
-                       if hasattr(self, name)}
-            # traces a draw adds to the copies must not be looked up in the real figures
-            registries = {name: dict(getattr(self, name)) for name in _TRACE_REGISTRIES
-                          if hasattr(self, name)}
-            try:
-                for name, value in swapped.items():
-                    setattr(self, name, _Text(value.value) if name == "table"
-                            else go.Figure(value))
-                with self._showing(chosen):
-                    self._draw()
-                    svg = picture_svg(self.figures(), self.caption(),
-                                      f"step {chosen.index}: {chosen.label}")
-                    title = "<picture of " + self.describe_step(chosen)[1:]
-            finally:
-                for name, value in (swapped | registries).items():
-                    setattr(self, name, value)
-            self._redraw()
-            return Still(svg, title)
-
     def show_step(self, label: str) -> View:
         """Pin the view to the latest step labelled ``label`` (or containing it)."""
         return self.at(self.history.find(label).index)
 
     def follow(self) -> View:
         """Unpin: show the latest step, and every new one."""
-        self.pinned = None
-        if len(self.history):
-            self._show(-1)
+        self.stepper.follow()
         return self
+
+    def still(self, step: int | str = -1) -> Still:
+        """A picture of one step (a number or a label) that stays as it is: to show the same
+        view at two steps in two cells (a pinned view is one widget, shown once)."""
+        return self.stepper.still(step, self)
 
     def step_summary(self, step: int | None = None) -> dict[str, Any]:
         """:meth:`summary` of step ``step`` (default: the shown one)."""
         chosen = self.step if step is None else self.history[step]
-        with self._showing(chosen):
-            return self.summary()
+        return self.summary(self.stepper.state_of(self, chosen))
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, state: Any = None) -> dict[str, Any]:
+        """The numbers of ``state`` (default: the latest — the view's own attributes)."""
         return {}
 
     # -- static picture -------------------------------------------------------------------
 
-    def figures(self) -> list[go.FigureWidget]:
-        """The plotly figures the view shows (drawn into its static picture)."""
-        fig = getattr(self, "fig", None)
-        return [fig] if fig is not None else []
+    def figures(self, all_figures: bool = False) -> list[go.FigureWidget]:
+        """The plotly figures the view shows (drawn into its static picture); with
+        ``all_figures``, also those hidden in the step shown."""
+        names = ("fig", "ring_fig") if all_figures else ("fig",)
+        return [f for f in (getattr(self, n, None) for n in names)
+                if isinstance(f, go.FigureWidget | go.Figure)]  # a Figure: a still's copy
 
     def caption(self) -> list[str]:
         """Text lines under the static picture (the view's table, as text)."""
@@ -284,35 +235,24 @@ class View(ipywidgets.VBox):
 
     def picture(self) -> str:
         """An SVG of the step the view shows: its figures and its table."""
-        with self._lock:
-            step = self.history.latest and self.step
-            title = f"step {step.index}: {step.label}" if step else ""
-            return picture_svg(self.figures(), self.caption(), title)
+        return self.stepper.picture(self)
 
     def describe(self) -> str:
         """One line for ``text/plain``: class, shown step and the figure's title."""
-        return self.describe_step(self.step if len(self.history) else None)
-
-    def describe_step(self, step: Step | None) -> str:
-        figs = self.figures()
-        title = figs[0].layout.title.text if figs and figs[0].layout.title.text else ""
-        where = f" step {step.index} ({step.label!r})" if step else ""
-        return f"<{type(self).__name__}{where}: {title}>"
+        return self.stepper.describe(self)
 
     def __repr__(self) -> str:
         return self.describe()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         sync_figures(self)
-        bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
-        bundle["text/plain"] = self.describe()
-        bundle.update(picture_bundle(self.picture(), bundle["text/plain"]))
-        return bundle
+        return self.stepper.bundle(self, super()._repr_mimebundle_(**kwargs) or {})
 
     def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         raise NotImplementedError
 
-    def _draw(self) -> None:
+    def draw(self, state: Any) -> None:
+        """Draw ``state`` (a step's :class:`State`, or the view itself for the latest)."""
         raise NotImplementedError
 
     def _act(self, action: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -331,28 +271,3 @@ class View(ipywidgets.VBox):
     def seconds(self, time_ms: int) -> float:
         """A broker timestamp as seconds since the source started."""
         return (time_ms - self.source.start_ms) / 1000.0
-
-
-_TRACE_REGISTRIES = ("_legend", "_ring_legend", "_trace_of", "_traces")
-"""Views' maps from a name to the index of a trace they added to their figure."""
-
-
-class _Text:
-    """Stands in for an HTML widget while a still is drawn (no widget, no comm)."""
-
-    def __init__(self, value: str) -> None:
-        self.value = value
-
-
-class Still:
-    """A picture of one step of a view, displayed as an image (no widget)."""
-
-    def __init__(self, svg: str, text: str) -> None:
-        self.svg = svg
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        return {"text/plain": self.text, **picture_bundle(self.svg, self.text)}

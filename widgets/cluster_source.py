@@ -297,10 +297,8 @@ def _decorate(view: Any, source: ClusterSource, kwargs: Mapping[str, Any]) -> No
         except Exception as exc:  # any refusal of the core is shown, never raised
             source.label.value = html.escape(f"cannot copy: {exc}")
             return
-        from .controls import WhatIfControls
-
-        copied = type(view)(whatif, **dict(kwargs))
-        output.children = (copied, WhatIfControls(whatif))
+        # the copy is a what-if view: its own control block is the one the reader needs
+        output.children = (type(view)(whatif, **dict(kwargs)),)
 
     button.on_click(copy)
     view.what_if_button = button

@@ -7,7 +7,8 @@ what the views then draw is what the real broker core did.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable
 
 import ipywidgets
 
@@ -16,9 +17,15 @@ from pulsarlab.broker.errors import PulsarLabError
 from .base import error_html
 from .whatif import WhatIf
 
-__all__ = ["WhatIfControls", "parse_keys"]
+__all__ = ["WhatIfControls", "next_free_name", "parse_keys"]
 
 _STEPS_MS = (("+100 ms", 100), ("+1 s", 1000), ("+10 s", 10_000), ("+60 s", 60_000))
+
+
+def next_free_name(names: Iterable[str]) -> str:
+    """The first of ``C1``, ``C2``, … that no connected consumer has."""
+    taken = set(names)
+    return next(f"C{n}" for n in itertools.count(1) if f"C{n}" not in taken)
 
 
 def parse_keys(text: str) -> list[str | None]:
@@ -41,7 +48,8 @@ class WhatIfControls(ipywidgets.VBox):
         self.on_action = on_action
         self.message = ipywidgets.HTML()
         self.clock = ipywidgets.HTML()
-        self.new_name = ipywidgets.Text(placeholder="new consumer name", value="C1")
+        self.new_name = ipywidgets.Text(placeholder="new consumer name")
+        self._suggested = ""
         self.priority = ipywidgets.BoundedIntText(
             value=0, min=0, max=100, description="priority", layout={"width": "150px"}
         )
@@ -81,7 +89,6 @@ class WhatIfControls(ipywidgets.VBox):
 
     def _add(self) -> None:
         self.whatif.add_consumer(self.new_name.value.strip(), priority_level=self.priority.value)
-        self.new_name.value = f"C{len(self.whatif.consumer_names) + 1}"
 
     def _run(self, action: Callable[..., object], *args: object) -> None:
         if self.on_action is not None:
@@ -104,5 +111,7 @@ class WhatIfControls(ipywidgets.VBox):
                     self.consumer.value = current
                 elif names:  # never leave the buttons aimed at nobody
                     self.consumer.value = names[0]
+            if self.new_name.value in (self._suggested, *names):  # not a name being typed
+                self._suggested = self.new_name.value = next_free_name(names)
             elapsed = (self.whatif.now_ms() - self.whatif.start_ms) / 1000
             self.clock.value = f"simulated time <b>t = {elapsed:.3f} s</b>"

@@ -22,7 +22,6 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .base import View
-from .controls import WhatIfControls
 from .pulsar_stats import (
     Position,
     format_position,
@@ -30,7 +29,8 @@ from .pulsar_stats import (
     parse_position,
     parse_range_set,
 )
-from .source import BrokerEvent, Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source, stepped_colorscale
+from .stepper import Stepper
 
 __all__ = ["CELL_STATES", "CursorView"]
 
@@ -43,12 +43,6 @@ CELL_STATES = (
 _COLORS = ("#c8e6c9", "#2e7d32", "#9ccc65", "#ffb74d", "#e57373", "#90a4ae")
 
 
-def _colorscale() -> list[list[Any]]:
-    n = len(_COLORS)
-    scale: list[list[Any]] = []
-    for i, color in enumerate(_COLORS):
-        scale += [[i / n, color], [(i + 1) / n, color]]
-    return scale
 
 
 def _label_anchor(x: float, cells: int) -> str:
@@ -73,8 +67,9 @@ class CursorView(View):
         topic: str | None = None,
         max_entries: int = 2000,
         controls: bool = True,
+        stepper: Stepper | None = None,
     ) -> None:
-        super().__init__(source)
+        super().__init__(source, stepper=stepper)
         self.topic = topic
         self.max_entries = max_entries
         self.positions: list[Position] = []
@@ -89,7 +84,8 @@ class CursorView(View):
         """Indexes (into :attr:`positions`) of the cells whose state changed in the step."""
         self.fig = go.FigureWidget(
             data=[go.Heatmap(
-                zmin=0, zmax=len(CELL_STATES), colorscale=_colorscale(), showscale=False,
+                zmin=0, zmax=len(CELL_STATES), colorscale=stepped_colorscale(_COLORS),
+                showscale=False,
                 hoverinfo="text", xgap=1,
             ), go.Scatter(
                 name="changed in this step", mode="markers", hoverinfo="skip",
@@ -103,11 +99,7 @@ class CursorView(View):
             ),
         )
         self.table = ipywidgets.HTML()
-        children: list[ipywidgets.Widget] = [self.fig, self.table]
-        if source.simulated and controls:
-            children.append(WhatIfControls(self.require_whatif(), on_action=self.follow))
-        children.append(self.message)
-        self._bind(children)
+        self._bind([self.fig, self.table], controls=controls)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -116,18 +108,19 @@ class CursorView(View):
         """Each drawn entry with its state name."""
         return [(p, CELL_STATES[s]) for p, s in zip(self.positions, self.states, strict=True)]
 
-    def summary(self) -> dict[str, Any]:
-        counts = np.bincount(self.states, minlength=len(CELL_STATES))
+    def summary(self, state: Any = None) -> dict[str, Any]:
+        st = self if state is None else state
+        counts = np.bincount(st.states, minlength=len(CELL_STATES))
         return {
-            "mark_delete": format_position(self.mark_delete) if self.mark_delete else None,
-            "read_position": format_position(self.read_position) if self.read_position else None,
-            "holes": len(self.holes),
+            "mark_delete": format_position(st.mark_delete) if st.mark_delete else None,
+            "read_position": format_position(st.read_position) if st.read_position else None,
+            "holes": len(st.holes),
             "individually_acked": int(counts[1]),
             "partial_batches": int(counts[2]),
             "delivered_unacked": int(counts[3]),
             "awaiting_redelivery": int(counts[4]),
             "unread": int(counts[5]),
-            "backlog": self.backlog,
+            "backlog": st.backlog,
         }
 
     def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
@@ -183,23 +176,23 @@ class CursorView(View):
 
     # -- drawing --------------------------------------------------------------------------
 
-    def _hover(self, position: Position, state: int) -> str:
+    def _hover(self, st: Any, position: Position, state: int) -> str:
         text = f"{format_position(position)}: {CELL_STATES[state]}"
-        bits = self.batch_bits.get(position)
+        bits = st.batch_bits.get(position)
         if bits is not None:
             pending = [i for i in range(bits.bit_length()) if bits >> i & 1]
             text += f" — indexes still unacked: {pending}"
         return text
 
-    def _draw(self) -> None:
-        n = len(self.positions)
-        index = {p: i for i, p in enumerate(self.positions)}
+    def draw(self, st: Any) -> None:
+        n = len(st.positions)
+        index = {p: i for i, p in enumerate(st.positions)}
         shapes, notes = [], []
         for label, position, after, color in (
-            ("mark-delete", self.mark_delete, True, "#1b5e20"),
-            ("read", self.read_position, False, "#0d47a1"),
+            ("mark-delete", st.mark_delete, True, "#1b5e20"),
+            ("read", st.read_position, False, "#0d47a1"),
         ):
-            x = self._line_x(position, index, after)
+            x = self._line_x(st, position, index, after)
             if x is not None:
                 shapes.append({"type": "line", "x0": x, "x1": x, "y0": -0.7, "y1": 0.7,
                                "line": {"color": color, "width": 3}})
@@ -208,45 +201,45 @@ class CursorView(View):
                               "yshift": 10 if after else -10,
                               "xanchor": _label_anchor(x, max(n, 10))})
         for i in range(1, n):
-            if self.positions[i][0] != self.positions[i - 1][0]:
+            if st.positions[i][0] != st.positions[i - 1][0]:
                 shapes.append({"type": "line", "x0": i - 0.5, "x1": i - 0.5, "y0": -0.5,
                                "y1": 0.5, "line": {"color": "#424242", "dash": "dot"}})
-                notes.append({"x": i - 0.5, "y": -0.5, "text": f"ledger {self.positions[i][0]}",
+                notes.append({"x": i - 0.5, "y": -0.5, "text": f"ledger {st.positions[i][0]}",
                               "showarrow": False, "yshift": -12, "font": {"size": 10}})
         with self.fig.batch_update():
             heat = self.fig.data[0]
-            heat.z = (self.states.astype(np.float32) + 0.5).reshape(1, n)
+            heat.z = (st.states.astype(np.float32) + 0.5).reshape(1, n)
             heat.x = np.arange(n)
-            heat.hovertext = [[self._hover(p, s) for p, s in zip(self.positions, self.states,
+            heat.hovertext = [[self._hover(st, p, s) for p, s in zip(st.positions, st.states,
                                                                   strict=True)]]
-            self.fig.data[1].x = list(self.changed)
-            self.fig.data[1].y = [0] * len(self.changed)
+            self.fig.data[1].x = list(st.changed)
+            self.fig.data[1].y = [0] * len(st.changed)
             self.fig.layout.xaxis.range = [-0.5, max(n, 10) - 0.5]
             self.fig.layout.xaxis.dtick = 1 if n <= 30 else None
             self.fig.layout.yaxis.range = [-0.9, 0.9]
             self.fig.layout.shapes = shapes
             self.fig.layout.annotations = notes
-            summary = self.summary()
+            summary = self.summary(st)
             self.fig.layout.title.text = (
                 f"cursor of {self.source.subscription!r}: mark-delete {summary['mark_delete']}, "
-                f"read {summary['read_position']}, backlog {self.backlog}"
+                f"read {summary['read_position']}, backlog {st.backlog}"
             )
-        self.table.value = self._table_html()
+        self.table.value = self._table_html(st)
 
     def _line_x(
-        self, position: Position | None, index: dict[Position, int], after: bool
+        self, st: Any, position: Position | None, index: dict[Position, int], after: bool
     ) -> float | None:
         """x of the line just after ``position`` (mark-delete) or just before it (read)."""
-        if position is None or not self.positions:
+        if position is None or not st.positions:
             return None
         if position in index:
             return index[position] + (0.5 if after else -0.5)
-        if position < self.positions[0]:
+        if position < st.positions[0]:
             return -0.5
-        return len(self.positions) - 0.5
+        return len(st.positions) - 0.5
 
-    def _table_html(self) -> str:
-        s = self.summary()
+    def _table_html(self, st: Any) -> str:
+        s = self.summary(st)
         legend = " ".join(
             f"<span style='background:{c};padding:0 6px'>&nbsp;</span> {name}"
             for name, c in zip(CELL_STATES, _COLORS, strict=True)

@@ -31,10 +31,10 @@ from pulsarlab.broker.selectors import (
 )
 
 from .base import View
-from .controls import WhatIfControls
 from .hash_ring import degrees
 from .keys import Probe
-from .source import BrokerEvent, Snapshot, Source
+from .source import BrokerEvent, Snapshot, Source, stepped_colorscale
+from .stepper import Stepper
 
 __all__ = ["STATES", "FailoverView"]
 
@@ -46,12 +46,6 @@ _STAR = "★ hash of the topic name (the next point clockwise is the active cons
 _COLORS = ("#eeeeee", "#c5cae9", "#90caf9", "#ffb300", "#2e7d32")
 
 
-def _colorscale() -> list[list[Any]]:
-    n = len(_COLORS)
-    scale: list[list[Any]] = []
-    for i, color in enumerate(_COLORS):
-        scale += [[i / n, color], [(i + 1) / n, color]]
-    return scale
 
 
 class FailoverView(View):
@@ -60,8 +54,9 @@ class FailoverView(View):
     _history_fields = ("partitions", "consumers", "priorities", "active", "switching", "grid",
                        "ring", "topic_point", "changed_cells")
 
-    def __init__(self, source: Source, *, controls: bool = True) -> None:
-        super().__init__(source)
+    def __init__(self, source: Source, *, controls: bool = True,
+                 stepper: Stepper | None = None) -> None:
+        super().__init__(source, stepper=stepper)
         self.partitions: list[str] = []
         self.consumers: list[str] = []
         self.priorities: dict[str, int] = {}
@@ -78,7 +73,8 @@ class FailoverView(View):
         self._pending: dict[str, tuple[str | None, str | None, int]] = {}
         self.fig = go.FigureWidget(
             data=[go.Heatmap(
-                zmin=0, zmax=len(STATES), colorscale=_colorscale(), showscale=False,
+                zmin=0, zmax=len(STATES), colorscale=stepped_colorscale(_COLORS),
+                showscale=False,
                 texttemplate="%{text}", hoverinfo="text", xgap=2, ygap=2,
             )],
             layout=go.Layout(
@@ -108,18 +104,16 @@ class FailoverView(View):
             ),
         )
         self.ring_box = ipywidgets.Box([self.ring_fig], layout={"display": "none"})
+        self.ring_shown = False
+        """Whether the step drawn has a consumer ring (then the box shows it)."""
         self.table = ipywidgets.HTML()
         self.toggles = ipywidgets.HBox()
         self._known: dict[str, int] = {}
         self._toggle_state: list[tuple[str, bool]] = []
-        children: list[ipywidgets.Widget] = [self.fig, self.table]
-        if source.simulated:
-            children.append(self.toggles)
-            if controls:
-                children.append(WhatIfControls(self.require_whatif(), keys="-, -, -",
-                                               on_action=self.follow))
-        children += [self.ring_box, self.message]
-        self._bind(children)
+        children: list[ipywidgets.Widget] = [self.fig, self.table, self.ring_box]
+        if source.simulated and not self.composed:
+            children.insert(2, self.toggles)
+        self._bind(children, controls=controls, keys="-, -, -")
 
     # -- state ----------------------------------------------------------------------------
 
@@ -200,80 +194,84 @@ class FailoverView(View):
         """Entries that were delivered to more than one consumer."""
         return sorted(k for k, names in self._delivered_to.items() if len(names) > 1)
 
-    def by_consumer(self) -> dict[str, list[int]]:
-        """Consumer → the partitions it is active on."""
-        out: dict[str, list[int]] = {n: [] for n in self.consumers}
-        for i, name in sorted(self.active.items()):
+    def by_consumer(self, state: Any = None) -> dict[str, list[int]]:
+        """Consumer → the partitions it is active on (in ``state``; default: the latest)."""
+        st = self if state is None else state
+        out: dict[str, list[int]] = {n: [] for n in st.consumers}
+        for i, name in sorted(st.active.items()):
             if name is not None:
                 out.setdefault(name, []).append(i)
         return out
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, state: Any = None) -> dict[str, Any]:
+        st = self if state is None else state
         return {
-            "partitions": len(self.partitions),
-            "consumers": list(self.consumers),
-            "active": dict(self.active),
-            "by_consumer": self.by_consumer(),
-            "switching": dict(self.switching),
+            "partitions": len(st.partitions),
+            "consumers": list(st.consumers),
+            "active": dict(st.active),
+            "by_consumer": self.by_consumer(st),
+            "switching": dict(st.switching),
             "duplicates": len(self.duplicates),
         }
 
     # -- drawing --------------------------------------------------------------------------
 
-    def _draw(self) -> None:
-        labels = [f"P{max(0, _partition_index(t))}" for t in self.partitions]
-        rows = [f"{n} (prio {self.priorities.get(n, 0)})" for n in self.consumers]
-        text = [[STATES[s] if s else "" for s in row] for row in self.grid]
+    def draw(self, st: Any) -> None:
+        labels = [f"P{max(0, _partition_index(t))}" for t in st.partitions]
+        rows = [f"{n} (prio {st.priorities.get(n, 0)})" for n in st.consumers]
+        text = [[STATES[s] if s else "" for s in row] for row in st.grid]
         hover = [
             [f"{name} on {label}: {STATES[s]}" for label, s in zip(labels, row, strict=True)]
-            for name, row in zip(self.consumers, self.grid, strict=True)
+            for name, row in zip(st.consumers, st.grid, strict=True)
         ]
-        index = {name: r for r, name in enumerate(self.consumers)}
+        index = {name: r for r, name in enumerate(st.consumers)}
         outlines = [
             {"type": "rect", "x0": i - 0.5, "x1": i + 0.5, "y0": index[name] - 0.5,
              "y1": index[name] + 0.5, "line": {"color": "#d50000", "width": 3}}
-            for name, i in self.changed_cells if name in index
+            for name, i in st.changed_cells if name in index
         ]
         with self.fig.batch_update():
             heat = self.fig.data[0]
-            heat.z = [[s + 0.5 for s in row] for row in self.grid]
+            heat.z = [[s + 0.5 for s in row] for row in st.grid]
             heat.x = labels
             heat.y = rows
             heat.text = text
             heat.hovertext = hover
             self.fig.layout.shapes = outlines
             self.fig.layout.height = max(220, 80 + 45 * len(rows))
-            active = ", ".join(f"P{i}→{n or 'nobody'}" for i, n in sorted(self.active.items()))
+            active = ", ".join(f"P{i}→{n or 'nobody'}" for i, n in sorted(st.active.items()))
             changed = f" — {len(outlines)} cell(s) changed (outlined)" if outlines else ""
             self.fig.layout.title.text = f"Failover: active {active or 'nowhere'}{changed}"
-        self._draw_ring()
-        self.table.value = self._table_html()
-        if self.source.simulated:
-            self._sync_toggles()
+        self._draw_ring(st)
+        self.table.value = self._table_html(st)
+        if self.source.simulated and not self.stepper.picturing:
+            self._sync_toggles(st)
 
-    def figures(self) -> list[go.FigureWidget]:
-        return [self.fig, self.ring_fig] if self.ring else [self.fig]
+    def figures(self, all_figures: bool = False) -> list[go.FigureWidget]:
+        return [self.fig, self.ring_fig] if self.ring_shown or all_figures else [self.fig]
 
-    def _draw_ring(self) -> None:
+    def _draw_ring(self, st: Any) -> None:
         palette = self.source.palette
-        self.ring_box.layout.display = "flex" if self.ring else "none"
-        for name in dict.fromkeys(n for _, n in self.ring):
+        self.ring_shown = bool(st.ring)
+        if not self.stepper.picturing:
+            self.ring_box.layout.display = "flex" if st.ring else "none"
+        for name in dict.fromkeys(n for _, n in st.ring):
             if name not in self._ring_legend:
                 self.ring_fig.add_trace(go.Scatterpolar(
                     name=f"{name}'s points", r=[None], theta=[None], mode="markers", meta="legend",
                     marker={"size": 10, "color": palette.color(name)},
                 ))
                 self._ring_legend[name] = len(self.ring_fig.data) - 1
-        chosen = self._chosen_point()
+        chosen = self._chosen_point(st)
         with self.ring_fig.batch_update():
             points, star, active = self.ring_fig.data[:3]
-            points.r = [1.0] * len(self.ring)
-            points.theta = [degrees(h) for h, _ in self.ring]
-            points.marker.color = [palette.color(n) for _, n in self.ring]
-            points.hovertext = [f"{n} point at {h}" for h, n in self.ring]
-            if self.topic_point is not None:
-                star.r, star.theta = [0.8], [degrees(self.topic_point)]
-                star.hovertext = [f"hash of the topic name: {self.topic_point}"]
+            points.r = [1.0] * len(st.ring)
+            points.theta = [degrees(h) for h, _ in st.ring]
+            points.marker.color = [palette.color(n) for _, n in st.ring]
+            points.hovertext = [f"{n} point at {h}" for h, n in st.ring]
+            if st.topic_point is not None:
+                star.r, star.theta = [0.8], [degrees(st.topic_point)]
+                star.hovertext = [f"hash of the topic name: {st.topic_point}"]
             else:
                 star.r, star.theta = [], []
             if chosen is not None:
@@ -281,26 +279,26 @@ class FailoverView(View):
                 active.hovertext = [f"{chosen[1]}: the first point at or after the topic's hash"]
             else:
                 active.r, active.theta = [], []
-            names = {n for _, n in self.ring}
+            names = {n for _, n in st.ring}
             for name, index in self._ring_legend.items():
                 self.ring_fig.data[index].visible = name in names
 
-    def _chosen_point(self) -> tuple[int, str] | None:
+    def _chosen_point(self, st: Any) -> tuple[int, str] | None:
         """The consumer point the topic's hash walks to (clockwise, wrapping)."""
-        if self.topic_point is None or not self.ring:
+        if st.topic_point is None or not st.ring:
             return None
-        ordered = sorted(self.ring)
-        return next((p for p in ordered if p[0] >= self.topic_point), ordered[0])
+        ordered = sorted(st.ring)
+        return next((p for p in ordered if p[0] >= st.topic_point), ordered[0])
 
-    def _table_html(self) -> str:
+    def _table_html(self, st: Any) -> str:
         parts = []
-        for name, partitions in self.by_consumer().items():
+        for name, partitions in self.by_consumer(st).items():
             color = self.source.palette.color(name)
             listed = ", ".join(f"P{i}" for i in partitions) or "—"
             parts.append(f"<span style='color:{color}'><b>{html.escape(name)}</b></span>: {listed}")
         lines = ["active on: " + " · ".join(parts)]
         delay = self._delay_ms()
-        for i, (previous, new, since) in sorted(self.switching.items()):
+        for i, (previous, new, since) in sorted(st.switching.items()):
             due = f" (rewind at t = {self.seconds(since + delay):.3f} s)" if delay else ""
             lines.append(f"P{i}: {html.escape(str(previous))} → {html.escape(str(new))} "
                          f"switching since t = {self.seconds(since):.3f} s{due}")
@@ -314,9 +312,9 @@ class FailoverView(View):
         return int((snapshot.settings if snapshot else {}).get(
             "active_consumer_failover_delay_ms", 0))
 
-    def _sync_toggles(self) -> None:
+    def _sync_toggles(self, st: Any) -> None:
         connected = set(self.require_whatif().consumer_names)
-        wanted = [(n, n in connected) for n in self.consumers]
+        wanted = [(n, n in connected) for n in st.consumers]
         if self._toggle_state == wanted:
             return
         self._toggle_state = wanted

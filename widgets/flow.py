@@ -10,8 +10,8 @@ client's queue) and unacknowledged messages (``unackedMessages``, dotted). An ho
 marks samples where a consumer waits on its join mark (``consumersAfterMarkDeletePosition``),
 a red cross the consumer holding the mark-delete back. The table says when a consumer, or
 the whole subscription, is blocked on unacked messages (``blockedConsumerOnUnackedMsgs``,
-``blockedSubscriptionOnUnackedMsgs``). The x axis counts frames in what-if mode (one per
-action) and seconds in live mode.
+``blockedSubscriptionOnUnackedMsgs``). The x axis is the step number in what-if mode (one
+per action, the number the step slider shows) and seconds in live mode.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .base import View
-from .controls import WhatIfControls
 from .pulsar_stats import Position, format_position, parse_position
 from .source import BrokerEvent, Snapshot, Source
+from .stepper import Stepper
 
 __all__ = ["FlowView", "Series"]
 
@@ -53,8 +53,9 @@ class FlowView(View):
     _history_fields = ("extent", "current", "waiting", "holding", "mark_delete",
                        "subscription_blocked")
 
-    def __init__(self, source: Source, *, topic: str | None = None, controls: bool = True) -> None:
-        super().__init__(source)
+    def __init__(self, source: Source, *, topic: str | None = None, controls: bool = True,
+                 stepper: Stepper | None = None) -> None:
+        super().__init__(source, stepper=stepper)
         self.topic = topic
         self.series: dict[str, Series] = {}
         self.waiting: dict[str, Position] = {}
@@ -65,8 +66,8 @@ class FlowView(View):
         self._traces: dict[str, tuple[int, int, int]] = {}
         self.extent: dict[str, int] = {}
         """Samples per consumer in the step shown."""
-        self._step = 0
-        queue_title = "receiver queue fill (solid) · unacked (dotted)"
+        queue_title = ("receiver queue fill (solid) · unacked (dotted)" if source.simulated
+                       else "unacked (dotted; queue fill is client-side: what-if only)")
         figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
                                subplot_titles=("available permits", queue_title))
         figure.add_trace(go.Scatter(name="waits for mark-delete", mode="markers",
@@ -78,14 +79,10 @@ class FlowView(View):
         figure.update_layout(height=440, margin={"l": 50, "r": 50, "t": 70, "b": 40},
                              title={"font": {"size": 13}},
                              legend={"orientation": "h", "y": -0.15})
-        figure.update_xaxes(title_text="frame" if source.simulated else "seconds", row=2, col=1)
+        figure.update_xaxes(title_text="step" if source.simulated else "seconds", row=2, col=1)
         self.fig = go.FigureWidget(figure)
         self.table = ipywidgets.HTML()
-        children: list[ipywidgets.Widget] = [self.fig, self.table]
-        if source.simulated and controls:
-            children.append(WhatIfControls(self.require_whatif(), on_action=self.follow))
-        children.append(self.message)
-        self._bind(children)
+        self._bind([self.fig, self.table], controls=controls)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -111,8 +108,9 @@ class FlowView(View):
         self.subscription_blocked = subscription_blocked
         self.holding = self._holders(snapshot, consumers) if waiting else []
         self.current = consumers
-        self._step += 1
-        x = float(self._step) if self.source.simulated else self.seconds(snapshot.time_ms)
+        # what-if: the number of the step this sample is recorded as (the slider's)
+        x = (float(self.stepper.next_index) if self.source.simulated
+             else self.seconds(snapshot.time_ms))
         for name, now in consumers.items():
             series = self.series.setdefault(name, Series())
             client = (snapshot.clients or {}).get(name)
@@ -139,23 +137,24 @@ class FlowView(View):
             return [n for n, p in oldest.items() if p == first]
         return [n for n, c in consumers.items() if c["unacked"] and n not in self.waiting]
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, state: Any = None) -> dict[str, Any]:
+        st = self if state is None else state
         return {
-            "consumers": {n: dict(c) for n, c in self.current.items()},
-            "waiting": {n: format_position(p) for n, p in self.waiting.items()},
-            "holding": list(self.holding),
-            "subscription_blocked": self.subscription_blocked,
-            "mark_delete": format_position(self.mark_delete) if self.mark_delete else None,
-            "samples": {n: len(s.x) for n, s in self.series.items()},
+            "consumers": {n: dict(c) for n, c in st.current.items()},
+            "waiting": {n: format_position(p) for n, p in st.waiting.items()},
+            "holding": list(st.holding),
+            "subscription_blocked": st.subscription_blocked,
+            "mark_delete": format_position(st.mark_delete) if st.mark_delete else None,
+            "samples": dict(st.extent),
         }
 
     # -- drawing --------------------------------------------------------------------------
 
-    def _draw(self) -> None:
+    def draw(self, st: Any) -> None:
         for name in self.series:
             if name not in self._traces:
                 self._add_consumer_traces(name)
-        series_shown = {n: _head(s, self.extent.get(n, 0)) for n, s in self.series.items()}
+        series_shown = {n: _head(s, st.extent.get(n, 0)) for n, s in self.series.items()}
         wait_x: list[float] = []
         wait_y: list[int] = []
         hold_x: list[float] = []
@@ -182,17 +181,17 @@ class FlowView(View):
             self.fig.data[1].x, self.fig.data[1].y = hold_x, hold_y
             if self.source.simulated:
                 self.fig.layout.xaxis.dtick = self.fig.layout.xaxis2.dtick = 1
-            self.fig.layout.title.text = self._title()
-        self.table.value = self._table_html()
+            self.fig.layout.title.text = self._title(st)
+        self.table.value = self._table_html(st)
 
-    def _title(self) -> str:
+    def _title(self, st: Any) -> str:
         parts = [f"{n}: {c['permits']} permits, {c['unacked']} unacked"
-                 for n, c in self.current.items()]
+                 for n, c in st.current.items()]
         notes = []
-        if self.waiting:
-            notes.append("waiting for the mark-delete: " + ", ".join(self.waiting))
-        if self.holding:
-            notes.append("holding it back: " + ", ".join(self.holding))
+        if st.waiting:
+            notes.append("waiting for the mark-delete: " + ", ".join(st.waiting))
+        if st.holding:
+            notes.append("holding it back: " + ", ".join(st.holding))
         title = "flow — " + (" · ".join(parts) or "no consumers")
         return title + ("<br>" + " · ".join(notes) if notes else "")
 
@@ -202,25 +201,26 @@ class FlowView(View):
         self.fig.add_trace(go.Scatter(name=f"{name} permits", mode="lines+markers", line=line,
                                       legendgroup=name), row=1, col=1)
         permits_i = len(self.fig.data) - 1
-        self.fig.add_trace(go.Scatter(name=f"{name} queue", mode="lines", line=line,
+        # markers too: the first sample alone is a point, which a line does not draw
+        self.fig.add_trace(go.Scatter(name=f"{name} queue", mode="lines+markers", line=line,
                                       legendgroup=name, showlegend=False), row=2, col=1)
         queue_i = len(self.fig.data) - 1
-        self.fig.add_trace(go.Scatter(name=f"{name} unacked", mode="lines",
+        self.fig.add_trace(go.Scatter(name=f"{name} unacked", mode="lines+markers",
                                       line={**line, "dash": "dot"}, legendgroup=name,
                                       showlegend=False), row=2, col=1)
         self._traces[name] = (permits_i, queue_i, len(self.fig.data) - 1)
 
-    def _table_html(self) -> str:
+    def _table_html(self, st: Any) -> str:
         rows = []
-        for name, now in self.current.items():
-            series = _head(self.series[name], self.extent.get(name, 0))
+        for name, now in st.current.items():
+            series = _head(self.series[name], st.extent.get(name, 0))
             queue = series.queue[-1] if series.queue and series.queue[-1] >= 0 else "—"
-            if name in self.waiting:
+            if name in st.waiting:
                 state = (f"recently joined: gets only entries before "
-                         f"{format_position(self.waiting[name])} until the mark-delete "
-                         f"({format_position(self.mark_delete) if self.mark_delete else '?'}) "
+                         f"{format_position(st.waiting[name])} until the mark-delete "
+                         f"({format_position(st.mark_delete) if st.mark_delete else '?'}) "
                          "passes it")
-            elif name in self.holding:
+            elif name in st.holding:
                 state = "holds the oldest unacked message: the mark-delete cannot move"
             elif now["blocked"]:
                 state = "blocked: too many unacked messages"
@@ -235,7 +235,7 @@ class FlowView(View):
             )
         blocked = ("<p>subscription blocked: too many unacked messages — no new entries are "
                    "read until acks bring it below half its limit</p>"
-                   if self.subscription_blocked else "")
+                   if st.subscription_blocked else "")
         return ("<table><tr><th>consumer</th><th>permits</th><th>queue</th><th>unacked</th>"
                 f"<th></th></tr>{''.join(rows)}</table>{blocked}")
 

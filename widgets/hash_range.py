@@ -27,6 +27,7 @@ from .controls import parse_keys
 from .keys import KeyInfo, key_info, moved_keys, preview_change
 from .pulsar_stats import SLOT_SPACE, key_hash_space, subscription_key_hash_ranges
 from .source import BrokerEvent, Snapshot, Source
+from .stepper import Stepper
 
 __all__ = ["HashRangeView", "parse_hash_ranges"]
 
@@ -59,8 +60,9 @@ class HashRangeView(View):
         *,
         topic: str | None = None,
         controls: bool = True,
+        stepper: Stepper | None = None,
     ) -> None:
-        super().__init__(source)
+        super().__init__(source, stepper=stepper)
         self.message_keys: list[str | None] = list(keys)
         self.topic = topic
         self.ranges: dict[str, list[tuple[int, int]]] = {}
@@ -112,9 +114,8 @@ class HashRangeView(View):
         children: list[ipywidgets.Widget] = [
             self.fig, ipywidgets.HBox([self.lookup_box, self.lookup_result]), self.table,
         ]
-        if source.simulated and controls:
+        if source.simulated and controls and not self.composed:
             children.append(self._what_if_controls())
-        children.append(self.message)
         self._bind(children)
 
     # -- what-if controls -----------------------------------------------------------------
@@ -180,7 +181,7 @@ class HashRangeView(View):
             self._record(f"preview {name}" if name else "preview cleared")
         elif self.pinned is None:
             with self.hold_sync():
-                self._draw()
+                self.draw(self)
         return self.highlighted
 
     def add_consumer(
@@ -201,10 +202,12 @@ class HashRangeView(View):
 
     # -- state ----------------------------------------------------------------------------
 
-    def owner_of_hash(self, h: int) -> str | None:
-        """The consumer whose reported range holds ``h`` (its slot, on the slot line)."""
-        point = h % SLOT_SPACE if self.space == SLOT_SPACE else h
-        for name, ranges in self.ranges.items():
+    def owner_of_hash(self, h: int, state: Any = None) -> str | None:
+        """The consumer whose reported range holds ``h`` (its slot, on the slot line) in
+        ``state`` (default: the latest)."""
+        st = self if state is None else state
+        point = h % SLOT_SPACE if st.space == SLOT_SPACE else h
+        for name, ranges in st.ranges.items():
             if any(start <= point <= end for start, end in ranges):
                 return name
         return None
@@ -213,6 +216,14 @@ class HashRangeView(View):
         """The key's hash, slot and owner right now."""
         info = key_info(key)
         return KeyInfo(key, info.hash, info.slot, self._owner(info.hash))
+
+    def _lookup(self, st: Any, key: str | None) -> KeyInfo:
+        """The key's hash, slot and owner in ``st``: the owner the step computed for one
+        of its keys, else the one its ranges give."""
+        info = key_info(key)
+        owner = (st.key_owners[key] if key in st.key_owners
+                 else self.owner_of_hash(info.hash, st))
+        return KeyInfo(key, info.hash, info.slot, owner)
 
     def _owner(self, h: int) -> str | None:
         selector = self.whatif.selector() if self.whatif else None
@@ -224,20 +235,21 @@ class HashRangeView(View):
     def key_table(self) -> list[KeyInfo]:
         return [self.lookup(k) for k in self.message_keys]
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, state: Any = None) -> dict[str, Any]:
+        st = self if state is None else state
         return {
-            "mode": self.mode,
-            "space": self.space,
-            "ranges": {n: list(r) for n, r in self.ranges.items()},
-            "shares": {n: self._share(r) for n, r in self.ranges.items()},
-            "key_owners": dict(self.key_owners),
-            "last_moved": list(self.last_moved),
+            "mode": st.mode,
+            "space": st.space,
+            "ranges": {n: list(r) for n, r in st.ranges.items()},
+            "shares": {n: self._share(st, r) for n, r in st.ranges.items()},
+            "key_owners": dict(st.key_owners),
+            "last_moved": list(st.last_moved),
         }
 
-    def _share(self, ranges: Sequence[tuple[int, int]]) -> float:
+    def _share(self, st: Any, ranges: Sequence[tuple[int, int]]) -> float:
         """Fraction of the key space in ``ranges`` (AUTO_SPLIT's top bound 65536 is no slot)."""
-        top = self.space - 1
-        return sum(min(e, top) - s + 1 for s, e in ranges if s <= top) / self.space
+        top = st.space - 1
+        return sum(min(e, top) - s + 1 for s, e in ranges if s <= top) / st.space
 
     def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
         sub = snapshot.subscription(self.source.subscription, self.topic) or {}
@@ -258,25 +270,25 @@ class HashRangeView(View):
 
     # -- drawing --------------------------------------------------------------------------
 
-    def _x(self, info: KeyInfo) -> int:
-        return info.slot if self.space == SLOT_SPACE else info.hash
+    def _x(self, st: Any, info: KeyInfo) -> int:
+        return info.slot if st.space == SLOT_SPACE else info.hash
 
-    def _draw(self) -> None:
+    def draw(self, st: Any) -> None:
         palette = self.source.palette
         bars = sorted(
-            (start, end, name) for name, ranges in self.ranges.items() for start, end in ranges
+            (start, end, name) for name, ranges in st.ranges.items() for start, end in ranges
         )
-        infos = [key_info(k, self.key_owners.get(k)) for k in self.message_keys]
-        moving = [key_info(k) for k in self.highlighted]
-        moved = [key_info(k, self.key_owners.get(k)) for k in self.step_moved]
+        infos = [key_info(k, st.key_owners.get(k)) for k in st.message_keys]
+        moving = [key_info(k) for k in st.highlighted]
+        moved = [key_info(k, st.key_owners.get(k)) for k in st.step_moved]
         looked_up = self.lookup_box.value
-        axis = "slot = hash % 65536" if self.space == SLOT_SPACE else "31-bit hash (ring)"
+        axis = "slot = hash % 65536" if st.space == SLOT_SPACE else "31-bit hash (ring)"
         old_bounds = tuple(self.fig.data[0].base or ())
         new_bounds = tuple(b[0] for b in bars)
         # animate a split or merge as it happens; plotly.js cannot animate bars away (a
         # shrinking array blanks the figure), and scrubbing the history jumps
         changed = (old_bounds != new_bounds and len(new_bounds) >= len(old_bounds)
-                   and self.pinned is None)
+                   and self.stepper.animating)
         batch = self.fig.batch_animate(duration=500) if changed else self.fig.batch_update()
         with batch:
             ranges_trace, keys_trace, moving_trace, moved_trace, lookup_trace = self.fig.data
@@ -287,64 +299,64 @@ class HashRangeView(View):
             ranges_trace.text = [f"{b[2]} [{b[0]}, {b[1]}]" for b in bars]
             ranges_trace.textposition = "inside"
             ranges_trace.hovertext = [
-                f"{b[2]}: [{b[0]}, {b[1]}] — {self._share([b[:2]]):.1%}" for b in bars
+                f"{b[2]}: [{b[0]}, {b[1]}] — {self._share(st, [b[:2]]):.1%}" for b in bars
             ]
-            keys_trace.x = [self._x(i) for i in infos]
+            keys_trace.x = [self._x(st, i) for i in infos]
             keys_trace.y = ["keys"] * len(infos)
             keys_trace.marker.color = [palette.color(i.owner) for i in infos]
             keys_trace.hovertext = [_describe(i) for i in infos]
-            moving_trace.x = [self._x(i) for i in moving]
+            moving_trace.x = [self._x(st, i) for i in moving]
             moving_trace.y = ["keys"] * len(moving)
             moving_trace.hovertext = [f"{i.key} would move" for i in moving]
-            moved_trace.x = [self._x(i) for i in moved]
+            moved_trace.x = [self._x(st, i) for i in moved]
             moved_trace.y = ["keys"] * len(moved)
             moved_trace.hovertext = [f"{i.key} moved to {i.owner}" for i in moved]
             if looked_up:
-                info = self.lookup(looked_up)
-                lookup_trace.x, lookup_trace.y = [self._x(info)], ["keys"]
+                info = self._lookup(st, looked_up)
+                lookup_trace.x, lookup_trace.y = [self._x(st, info)], ["keys"]
                 lookup_trace.text = [f"{looked_up} → {info.owner or 'nobody'}"]
                 lookup_trace.hovertext = [_describe(info)]
             else:
                 lookup_trace.x, lookup_trace.y, lookup_trace.text = [], [], []
-            self.fig.layout.xaxis.range = [0, self.space]
+            self.fig.layout.xaxis.range = [0, st.space]
             self.fig.layout.xaxis.title.text = axis
             self.fig.layout.title.text = (
-                f"Key_Shared {self.mode or ''} hash ranges — {len(self.ranges)} consumer(s)"
+                f"Key_Shared {st.mode or ''} hash ranges — {len(st.ranges)} consumer(s)"
             )
-        self.table.value = self._table_html()
-        self._show_lookup()
+        self.table.value = self._table_html(st)
+        self._show_lookup(st)
 
-    def _table_html(self) -> str:
+    def _table_html(self, st: Any) -> str:
         rows = []
-        for name, ranges in self.ranges.items():
-            share = self._share(ranges)
-            keys = [k for k, o in self.key_owners.items() if o == name]
+        for name, ranges in st.ranges.items():
+            share = self._share(st, ranges)
+            keys = [k for k, o in st.key_owners.items() if o == name]
             rows.append(
                 f"<tr><td style='color:{self.source.palette.color(name)}'>"
                 f"<b>{html.escape(name)}</b></td>"
                 f"<td>{', '.join(f'[{s}, {e}]' for s, e in ranges)}</td>"
                 f"<td>{share:.1%}</td><td>{len(keys)}</td></tr>"
             )
-        unowned = [k for k, o in self.key_owners.items() if o is None]
+        unowned = [k for k, o in st.key_owners.items() if o is None]
         note = ""
-        if unowned and self.ranges:
+        if unowned and st.ranges:
             note = (f"<p>{len(unowned)} key(s) fall in no consumer's range: their messages wait "
                     "in the replay set until a consumer covers them.</p>")
         moved = ""
-        if self.last_moved:
+        if st.last_moved:
             moved = ("<p>last change moved: "
-                     + ", ".join(html.escape(str(k)) for k in self.last_moved) + "</p>")
+                     + ", ".join(html.escape(str(k)) for k in st.last_moved) + "</p>")
         return (
             "<table><tr><th>consumer</th><th>ranges (inclusive)</th><th>share</th>"
             f"<th>keys</th></tr>{''.join(rows)}</table>{note}{moved}"
         )
 
-    def _show_lookup(self) -> None:
+    def _show_lookup(self, st: Any) -> None:
         text = self.lookup_box.value
         if not text:
             self.lookup_result.value = ""
             return
-        info = self.lookup(text)
+        info = self._lookup(st, text)
         self.lookup_result.value = html.escape(_describe(info))
 
 

@@ -52,6 +52,7 @@ from .keys import (
     ring_points,
 )
 from .source import BrokerEvent, Snapshot, Source
+from .stepper import Stepper
 
 __all__ = ["Arc", "HashRingView", "changed_arcs", "degrees", "merge_arcs"]
 
@@ -138,7 +139,7 @@ class HashRingView(View):
     """Consumers' points on the consistent-hash ring, their shares, and keys."""
 
     _history_fields = ("consumers", "points", "shares", "key_owners", "highlighted",
-                       "last_moved", "step_moved", "arcs", "changed")
+                       "last_moved", "step_moved", "arcs", "changed", "version", "key_space")
 
     def __init__(
         self,
@@ -148,13 +149,14 @@ class HashRingView(View):
         points: int | None = None,
         topic: str | None = None,
         controls: bool = True,
+        stepper: Stepper | None = None,
         pulsar_version: str | None = None,
     ) -> None:
         """``pulsar_version`` draws that release's ring whatever the source says; without
         it the ring is the source's (a what-if core's setting; 3.3 when the stats alone
         do not tell)."""
         override = PulsarVersion.parse(pulsar_version) if pulsar_version is not None else None
-        super().__init__(source)
+        super().__init__(source, stepper=stepper)
         self.pulsar_version: PulsarVersion | None = override
         """The release asked for in the constructor (``None``: the source's)."""
         self.message_keys: list[str | None] = list(keys)
@@ -220,7 +222,7 @@ class HashRingView(View):
         self.name_box = ipywidgets.Text(description="consumer", placeholder="name")
         self.name_box.observe(lambda _c: self._act(self.preview, record=False), names="value")
         row: list[ipywidgets.Widget] = [self.name_box]
-        if source.simulated and controls:
+        if source.simulated and controls and not self.composed:
             add = ipywidgets.Button(description="add consumer", icon="plus",
                                     layout={"width": "auto"})
             add.on_click(lambda _b: self._act(self._apply, "add"))
@@ -233,8 +235,10 @@ class HashRingView(View):
                 lambda _b: self._act(self.require_whatif().publish, self.message_keys)
             )
             row += [add, remove, publish]
-        self._bind([self.fig, self.lookup_box, self.table, ipywidgets.HBox(row),
-                    self.message])
+        children: list[ipywidgets.Widget] = [self.fig, self.lookup_box, self.table]
+        if not self.composed:  # a picture made of several views has one control block
+            children.append(ipywidgets.HBox(row))
+        self._bind(children)
 
     # -- actions --------------------------------------------------------------------------
 
@@ -253,7 +257,7 @@ class HashRingView(View):
             self._record(f"preview {name}" if name else "preview cleared")
         elif self.pinned is None:
             with self.hold_sync():
-                self._draw()
+                self.draw(self)
         return self.highlighted
 
     def zoom(self, around: str | int | None = None, width: float = 30.0) -> HashRingView:
@@ -281,15 +285,16 @@ class HashRingView(View):
 
     # -- state ----------------------------------------------------------------------------
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, state: Any = None) -> dict[str, Any]:
+        st = self if state is None else state
         return {
-            "consumers": list(self.consumers),
-            "points": {n: len(p) for n, p in self.points.items()},
-            "shares": dict(self.shares),
-            "key_owners": dict(self.key_owners),
-            "last_moved": list(self.last_moved),
-            "step_moved": list(self.step_moved),
-            "changed_arcs": len(self.changed),
+            "consumers": list(st.consumers),
+            "points": {n: len(p) for n, p in st.points.items()},
+            "shares": dict(st.shares),
+            "key_owners": dict(st.key_owners),
+            "last_moved": list(st.last_moved),
+            "step_moved": list(st.step_moved),
+            "changed_arcs": len(st.changed),
         }
 
     def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
@@ -352,24 +357,26 @@ class HashRingView(View):
             arcs.append((start, last, ring[0][1][0].consumer_name))
         return arcs
 
-    def owner_of_hash(self, h: int) -> str | None:
-        """The owner of a hash of the ring (see :attr:`key_space`) in the step shown."""
-        for start, end, owner in self.arcs:
+    def owner_of_hash(self, h: int, state: Any = None) -> str | None:
+        """The owner of a hash of the ring (see :attr:`key_space`) in ``state`` (default:
+        the latest)."""
+        st = self if state is None else state
+        for start, end, owner in st.arcs:
             if start <= h <= end:
                 return owner
         return None
 
     # -- drawing --------------------------------------------------------------------------
 
-    def _draw(self) -> None:
+    def draw(self, st: Any) -> None:
         palette = self.source.palette
-        arcs = self.arcs
-        point_names = [n for n, ps in self.points.items() for _ in ps]
-        point_hashes = [h for ps in self.points.values() for h in ps]
-        sel, space = self.selector, self.key_space
-        keys = [key_info(k, self.key_owners.get(k), sel) for k in self.message_keys]
-        moving = [key_info(k, None, sel) for k in self.highlighted]
-        moved = [key_info(k, self.key_owners.get(k), sel) for k in self.step_moved]
+        arcs = st.arcs
+        point_names = [n for n, ps in st.points.items() for _ in ps]
+        point_hashes = [h for ps in st.points.values() for h in ps]
+        sel, space = self.selector, st.key_space
+        keys = [key_info(k, st.key_owners.get(k), sel) for k in self.message_keys]
+        moving = [key_info(k, None, sel) for k in st.highlighted]
+        moved = [key_info(k, st.key_owners.get(k), sel) for k in st.step_moved]
         size = space[1] - space[0] + 1
 
         def deg(h: int) -> float:
@@ -378,7 +385,7 @@ class HashRingView(View):
         def span(count: int) -> float:  # degrees covered by ``count`` hashes
             return count * 360.0 / size
 
-        for name in self.consumers:
+        for name in st.consumers:
             if name not in self._legend:
                 self.fig.add_trace(go.Scatterpolar(
                     name=name, r=[None], theta=[None], mode="markers", legendgroup=name,
@@ -396,12 +403,12 @@ class HashRingView(View):
             band.marker.color = [palette.color(n) for *_, n in arcs]
             band.hovertext = [f"{n}: [{s}, {e}] — {(e - s + 1) / size:.2%} of the ring"
                               for s, e, n in arcs]
-            changed.r = [_CHANGED_TRACK[1]] * len(self.changed)
-            changed.base = [_CHANGED_TRACK[0]] * len(self.changed)
-            changed.theta = [deg(s) + span(e - s + 1) / 2 for s, e, *_ in self.changed]
-            least = min(_CHANGED_MIN_WIDTH, 90.0 / max(1, len(self.changed)))
-            changed.width = [max(least, span(e - s + 1)) for s, e, *_ in self.changed]
-            changed.hovertext = [f"[{s}, {e}]: {old} → {new}" for s, e, old, new in self.changed]
+            changed.r = [_CHANGED_TRACK[1]] * len(st.changed)
+            changed.base = [_CHANGED_TRACK[0]] * len(st.changed)
+            changed.theta = [deg(s) + span(e - s + 1) / 2 for s, e, *_ in st.changed]
+            least = min(_CHANGED_MIN_WIDTH, 90.0 / max(1, len(st.changed)))
+            changed.width = [max(least, span(e - s + 1)) for s, e, *_ in st.changed]
+            changed.hovertext = [f"[{s}, {e}]: {old} → {new}" for s, e, old, new in st.changed]
             pts.r = [_POINTS_R] * len(point_hashes)
             pts.theta = [deg(h) for h in point_hashes]
             pts.marker.color = [palette.color(n) for n in point_names]
@@ -420,38 +427,38 @@ class HashRingView(View):
             moved_trace.hovertext = [f"{k.key!r} moved to {k.owner}" for k in moved]
             if looked_up:
                 info = key_info(looked_up, None, sel)
-                owner = self.owner_of_hash(info.hash)
+                owner = self.owner_of_hash(info.hash, st)
                 lookup.r, lookup.theta = [_LOOKUP_R], [deg(info.hash)]
                 lookup.text = [f"{looked_up} → {owner or 'nobody'}"]
                 lookup.hovertext = [f"{looked_up!r}: hash {info.hash} → {owner}"]
             else:
                 lookup.r, lookup.theta, lookup.text = [], [], []
             for name, index in self._legend.items():
-                self.fig.data[index].visible = name in self.consumers
+                self.fig.data[index].visible = name in st.consumers
             self.fig.layout.polar.angularaxis.ticktext = _tick_labels(space)
             self.fig.layout.polar.sector = (
                 [90 - self.sector[1], 90 - self.sector[0]] if self.sector else [0, 360]
             )
-            changes = f", {len(self.changed)} arc(s) changed owner" if self.changed else ""
+            changes = f", {len(st.changed)} arc(s) changed owner" if st.changed else ""
             self.fig.layout.title.text = (
-                f"{_ring_name(self.version, space)} — {len(self.consumers)} consumer(s), "
+                f"{_ring_name(st.version, space)} — {len(st.consumers)} consumer(s), "
                 f"{len(point_hashes)} points{changes}"
             )
-        self.table.value = self._table_html()
+        self.table.value = self._table_html(st)
 
-    def _table_html(self) -> str:
+    def _table_html(self, st: Any) -> str:
         rows = []
-        for name in self.consumers:
-            keys = sum(1 for o in self.key_owners.values() if o == name)
+        for name in st.consumers:
+            keys = sum(1 for o in st.key_owners.values() if o == name)
             rows.append(
                 f"<tr><td style='color:{self.source.palette.color(name)}'>"
-                f"<b>{html.escape(name)}</b></td><td>{len(self.points.get(name, []))}</td>"
-                f"<td>{self.shares.get(name, 0.0):.2%}</td><td>{keys}</td></tr>"
+                f"<b>{html.escape(name)}</b></td><td>{len(st.points.get(name, []))}</td>"
+                f"<td>{st.shares.get(name, 0.0):.2%}</td><td>{keys}</td></tr>"
             )
         moved = ""
-        if self.step_moved:
-            listed = ", ".join(html.escape(str(k)) for k in self.step_moved)
-            moved = (f"<p>this step moved {len(self.step_moved)} of "
+        if st.step_moved:
+            listed = ", ".join(html.escape(str(k)) for k in st.step_moved)
+            moved = (f"<p>this step moved {len(st.step_moved)} of "
                      f"{len(self.message_keys)} keys: {listed}</p>")
         return (
             "<table><tr><th>consumer</th><th>points</th><th>keyspace share</th>"

@@ -1,8 +1,8 @@
 """A view's history: every frame it drew, kept as a step that can be drawn again.
 
-Each :meth:`~.base.View.refresh` ends with a :class:`Step`: a label (what the what-if core
-just did, e.g. ``"add consumer C4"``, or the time of a live frame) and a copy of the view's
-plain-Python state (the attributes it lists in ``_history_fields``). :class:`HistoryBar`
+Each refresh of a :class:`~.stepper.Stepper` ends with a :class:`Step`: a label (what the
+what-if core just did, e.g. ``"add consumer C4"``, or the time of a live frame) and the
+immutable state of each view it draws (:class:`~.stepper.State`). :class:`HistoryBar`
 is the ◀ slider ▶ row under the picture that scrubs through the steps; ``view.at(n)`` and
 ``view.show_step(label)`` pin a view to one of them. The history keeps the last
 ``limit`` steps; a step keeps its number when older ones are dropped.
@@ -23,12 +23,14 @@ __all__ = ["History", "HistoryBar", "Step"]
 
 @dataclass(frozen=True)
 class Step:
-    """One drawn frame: its number, its label, the source's clock and the view's state."""
+    """One drawn frame: its number, its label, the source's clock and the view's state
+    (``parts``: each member's state, when one picture is drawn by several views)."""
 
     index: int
     label: str
     time_ms: int | None
     state: Mapping[str, Any]
+    parts: tuple[Mapping[str, Any], ...] = ()
 
 
 class History:
@@ -54,8 +56,9 @@ class History:
     def latest(self) -> Step | None:
         return self._steps[-1] if self._steps else None
 
-    def record(self, label: str, time_ms: int | None, state: Mapping[str, Any]) -> Step:
-        step = Step(self._next, label, time_ms, state)
+    def record(self, label: str, time_ms: int | None, state: Mapping[str, Any],
+               parts: tuple[Mapping[str, Any], ...] = ()) -> Step:
+        step = Step(self._next, label, time_ms, state, parts or (state,))
         self._steps.append(step)
         self._next += 1
         return step

@@ -14,7 +14,7 @@ read attributes (``event.consumer``, ``event.positions``) and pass over an
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,6 +40,16 @@ PALETTE = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
     "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
 )
+
+
+def stepped_colorscale(colors: Sequence[str]) -> list[list[Any]]:
+    """A plotly colorscale giving state ``i`` (drawn as ``i + 0.5`` on ``0..len(colors)``)
+    exactly ``colors[i]``: one flat band per state, no blending between them."""
+    n = len(colors)
+    scale: list[list[Any]] = []
+    for i, color in enumerate(colors):
+        scale += [[i / n, color], [(i + 1) / n, color]]
+    return scale
 
 
 class Palette:

@@ -25,7 +25,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import ipywidgets
 import numpy as np
 import plotly.graph_objects as go
 
@@ -40,9 +39,9 @@ from pulsarlab.broker.events import (
 )
 
 from .base import View
-from .controls import WhatIfControls
 from .pulsar_stats import Position, format_position
 from .source import BrokerEvent, Snapshot, Source
+from .stepper import Stepper
 
 __all__ = [
     "DEFAULT_KIND",
@@ -367,10 +366,11 @@ class RedeliveryTimeline(View):
         lanes: str = "message",
         max_lane_labels: int = 40,
         controls: bool = True,
+        stepper: Stepper | None = None,
     ) -> None:
         if lanes not in ("message", "consumer"):
             raise ValueError(f"lanes must be 'message' or 'consumer', not {lanes!r}")
-        super().__init__(source)
+        super().__init__(source, stepper=stepper)
         self.lanes = lanes
         self.max_lane_labels = max_lane_labels
         self.model = TimelineModel(source.subscription, source.topic)
@@ -395,22 +395,19 @@ class RedeliveryTimeline(View):
                 legend={"orientation": "h", "y": -0.2},
             ),
         )
-        children: list[ipywidgets.Widget] = [self.fig]
-        if source.simulated and controls:
-            children.append(WhatIfControls(self.require_whatif(), on_action=self.follow))
-        children.append(self.message)
-        self._bind(children)
+        self._bind([self.fig], controls=controls)
 
     def lane(self, position: Position) -> list[Mark]:
         """One message's marks (see :meth:`TimelineModel.lane`)."""
         return self.model.lane(position)
 
-    def summary(self) -> dict[str, Any]:
-        a = self.model.arrays(self.extent[0])
+    def summary(self, state: Any = None) -> dict[str, Any]:
+        st = self if state is None else state
+        a = self.model.arrays(st.extent[0])
         counts = np.bincount(a["kind"], minlength=len(self.model.kind_names))
         return {
-            "lanes": self.extent[1],
-            "marks": self.extent[0],
+            "lanes": st.extent[1],
+            "marks": st.extent[0],
             "by_kind": {n: int(c) for n, c in zip(self.model.kind_names, counts, strict=True)},
             "max_redelivery_count": int(a["count"].max()) if len(a["count"]) else -1,
         }
@@ -421,9 +418,9 @@ class RedeliveryTimeline(View):
         self.extent = (len(self.model), len(self.model.lane_positions))
         self.now_ms = snapshot.time_ms
 
-    def _rows(self) -> np.ndarray:
+    def _rows(self, st: Any) -> np.ndarray:
         """Each mark's y: its lane, offset across the lane when marks share an instant."""
-        a = self.model.arrays(self.extent[0])
+        a = self.model.arrays(st.extent[0])
         base = (a["lane"] if self.lanes == "message" else a["consumer"]).astype(np.float64)
         if not len(base):
             return base
@@ -439,11 +436,11 @@ class RedeliveryTimeline(View):
         offset[order] = (rank - (size[group] - 1) / 2) * spacing
         return base + offset
 
-    def _draw(self) -> None:
-        a = self.model.arrays(self.extent[0])
-        rows = self._rows()
+    def draw(self, st: Any) -> None:
+        a = self.model.arrays(st.extent[0])
+        rows = self._rows(st)
         x = (a["time"] - self.source.start_ms) / 1000.0
-        segments = self.model.segments(rows, self.extent[0], self.now_ms)
+        segments = self.model.segments(rows, st.extent[0], st.now_ms)
         for name in self.model.kind_names:
             if name not in self._trace_of:
                 self._add_kind_trace(name)
@@ -451,7 +448,7 @@ class RedeliveryTimeline(View):
         consumer_colors = np.array(
             [palette.color(n) for n in self.model.consumer_names] or ["#000000"], dtype=object
         )
-        lanes = self.model.lane_positions[: self.extent[1]]
+        lanes = self.model.lane_positions[: st.extent[1]]
         ledgers = np.fromiter((p[0] for p in lanes), dtype=np.int64, count=len(lanes))
         entries = np.fromiter((p[1] for p in lanes), dtype=np.int64, count=len(lanes))
         with self.fig.batch_update():
@@ -472,12 +469,12 @@ class RedeliveryTimeline(View):
                 trace.text = np.array([f"↻{c}" if c > 0 else "" for c in counts], dtype=object)
                 if KINDS.get(name, DEFAULT_KIND).color is None:
                     trace.marker.color = consumer_colors[a["consumer"][pick]]
-            new = np.arange(self.step_start, len(x))
+            new = np.arange(st.step_start, len(x))
             self.fig.data[len(PHASES)].x = x[new]
             self.fig.data[len(PHASES)].y = rows[new]
-            self._label_lanes()
+            self._label_lanes(st)
             self.fig.layout.title.text = (
-                f"redelivery timeline — {self.extent[1]} message(s), {self.extent[0]} event(s)"
+                f"redelivery timeline — {st.extent[1]} message(s), {st.extent[0]} event(s)"
             )
 
     def _add_kind_trace(self, name: str) -> None:
@@ -494,15 +491,15 @@ class RedeliveryTimeline(View):
         ))
         self._trace_of[name] = len(self.fig.data) - 1
 
-    def _label_lanes(self) -> None:
+    def _label_lanes(self, st: Any) -> None:
         yaxis = self.fig.layout.yaxis
         if self.lanes == "consumer":
             names = [n or "—" for n in self.model.consumer_names]
             yaxis.tickvals, yaxis.ticktext = list(range(len(names))), names
-        elif self.extent[1] <= self.max_lane_labels:
-            yaxis.tickvals = list(range(self.extent[1]))
+        elif st.extent[1] <= self.max_lane_labels:
+            yaxis.tickvals = list(range(st.extent[1]))
             yaxis.ticktext = [format_position(p)
-                              for p in self.model.lane_positions[: self.extent[1]]]
+                              for p in self.model.lane_positions[: st.extent[1]]]
         else:
             yaxis.tickvals, yaxis.ticktext = None, None
 

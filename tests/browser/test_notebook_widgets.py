@@ -150,3 +150,35 @@ def test_tutorial_06_failover_view_renders_and_reacts_in_chromium(
     assert kernel_eval(lab, notebook, "sorted(sw.consumer_names)") == "['A', 'B']"
     assert kernel_eval(lab, notebook, "sw_view.active") == "{0: 'A', 1: 'B'}"
     assert kernel_eval(lab, notebook, "sorted(sw_view.switching)") == "[0]"
+
+
+def test_tutorial_02_dashboard_has_one_step_bar_and_one_control_block(
+    lab: Lab, page: Any, artifacts: Path
+):
+    """The dashboard's tabs are parts of its picture: one slider scrubs them all, one control
+    block drives the core, and the name box offers a name no consumer has."""
+    expect = _expect()
+    notebook = "02-subscription-types.ipynb"
+    panel = open_and_run_all(page, lab, notebook)
+    cell = _cell(panel, "Dashboard(key_shared)")
+    output = cell.locator(".jp-OutputArea-output").last
+    expect(output.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
+    expect(output.locator(".widget-slider")).to_have_count(1)
+    buttons = output.locator("button.jupyter-button")
+    expect(buttons.filter(has_text=re.compile(r"^\s*add consumer$"))).to_have_count(1)
+    expect(buttons.filter(has_text=re.compile(r"^\s*remove consumer$"))).to_have_count(1)
+    expect(output.locator(".widget-text").filter(has_text="keys")).to_have_count(1)
+    name = output.locator("input[placeholder='new consumer name']").input_value()
+    consumers = kernel_eval(lab, notebook, "key_shared.consumer_names")
+    assert name and f"'{name}'" not in consumers, (name, consumers)
+
+    number = re.search(r"\d+", cell.locator(".jp-InputPrompt").inner_text())
+    assert number
+    flow = f"Out[{number[0]}].views['flow'].fig.data"
+    points = kernel_eval(lab, notebook, f"sum(len(t.x) for t in {flow} "
+                                        "if t.name.endswith((' queue', ' unacked')) "
+                                        "and 'markers' in t.mode)")
+    assert int(points) > 0  # the first step's samples are drawn (a lone point on a line is not)
+    output.locator(".lm-TabBar-tab", has_text="flow").click()
+    page.wait_for_timeout(1000)
+    output.screenshot(path=str(artifacts / "01_flow_tab.png"))

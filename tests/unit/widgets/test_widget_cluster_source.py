@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import ipywidgets
 import pytest
 
 from pulsarlab.widgets import (
@@ -20,6 +21,7 @@ from pulsarlab.widgets import (
     HashRangeView,
     HashRingView,
     RedeliveryTimeline,
+    WhatIfControls,
 )
 from pulsarlab.widgets.cluster_source import (
     EVENT_ONLY_NOTE,
@@ -27,6 +29,7 @@ from pulsarlab.widgets.cluster_source import (
     open_view,
     whatif_from_snapshot,
 )
+from pulsarlab.widgets.history import HistoryBar
 from pulsarlab.widgets.source import Snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cluster"
@@ -204,17 +207,23 @@ def test_what_if_from_40_consistent_hashing() -> None:
     assert whatif.settings.key_shared_use_consistent_hashing is True
 
 
-def test_what_if_button_opens_a_copy() -> None:
-    connection = FakeConnection(stuck_33())
-    view = open_view(HashRangeView, connection, "orders", "orders-ks")
-    try:
+@pytest.fixture
+def copy_of():
+    """``copy_of(ViewClass)``: a cluster view of a stuck 3.3 subscription, polled once,
+    and the what-if copy its button opened."""
+    views = []
+
+    def open_and_copy(view_class: type) -> tuple[Any, Any]:
+        view = open_view(view_class, FakeConnection(stuck_33()), "orders", "orders-ks")
+        views.append(view)
         view.source.stop()
         view.source.poll()
         view.what_if_button.click()
-        copied, controls = view.what_if_output.children
-        assert copied.source.simulated and copied.ranges == view.ranges
-        assert controls.whatif is copied.source
-    finally:
+        (copied,) = view.what_if_output.children
+        return view, copied
+
+    yield open_and_copy
+    for view in views:
         view.source.stop()
 
 
@@ -227,6 +236,30 @@ def test_what_if_joins_consumers_by_connection_instant() -> None:
     ]}}}
     snapshot = Snapshot(time_ms=0, topics={"persistent://public/default/t": stats})
     assert whatif_from_snapshot(snapshot, "s").consumer_names == ["first", "early", "late"]
+
+
+def test_what_if_button_opens_a_copy(copy_of) -> None:
+    view, copied = copy_of(HashRangeView)
+    assert copied.source.simulated and copied.ranges == view.ranges
+    buttons = [w.description for w in descendants(copied) if isinstance(w, ipywidgets.Button)]
+    assert buttons.count("add consumer") == 1  # the copy's own control block, once
+
+
+def test_a_what_if_copy_shows_one_control_block_and_one_step_bar(copy_of) -> None:
+    _view, copied = copy_of(FlowView)
+    inside = descendants(copied)
+    assert sum(isinstance(w, WhatIfControls) for w in inside) == 1
+    assert sum(isinstance(w, HistoryBar) for w in inside) == 1
+    queue_traces = [t for t in copied.fig.data if t.name.endswith(" queue")]
+    assert queue_traces and all("markers" in t.mode for t in queue_traces)
+    assert all(len(t.x) == 1 for t in queue_traces)  # the first sample shows, as a point
+
+
+def descendants(widget: ipywidgets.Widget) -> list[ipywidgets.Widget]:
+    out = [widget]
+    for child in getattr(widget, "children", ()):
+        out += descendants(child)
+    return out
 
 
 def test_unknown_subscription_is_refused() -> None:
@@ -259,7 +292,7 @@ def test_a_ring_told_40_copies_into_a_40_core() -> None:
         assert view.consumers == ["c1", "c2"]
         assert view.key_space == (1, 65535)  # the stats alone would have meant 3.3's ring
         view.what_if_button.click()
-        copied, _controls = view.what_if_output.children
+        (copied,) = view.what_if_output.children
         assert copied.source.settings.pulsar_version == "4.0"
         assert copied.selector is copied.source.selector()  # the core's own 4.0 ring
         assert copied.key_owners == view.key_owners

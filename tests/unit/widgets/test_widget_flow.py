@@ -43,7 +43,10 @@ def test_shared_prefetch_fills_one_consumers_queue():
     assert (series_b.permits[-1], series_b.queue[-1]) == (3, 2)
     whatif.receive("A", 3)  # half the queue consumed: the client grants permits again
     assert view.series["A"].permits[-1] == 3
-    assert view.series["A"].x == [float(i) for i in range(2, len(series_a.x) + 2)]
+    # x is the step number the slider shows: A joined at step 1, the latest is the last x
+    assert view.series["A"].x == [float(i) for i in range(1, len(series_a.x) + 1)]
+    assert view.series["A"].x[-1] == view.step.index == view.history_bar.slider.value
+    assert view.fig.layout.xaxis2.title.text == "step"
     permits_trace = next(t for t in view.fig.data if t.name == "A permits")
     assert list(permits_trace.y) == series_a.permits
 

@@ -266,14 +266,35 @@ def test_pin_keeps_the_current_step():
     assert "add consumer C2" in repr(still) and "2 consumer(s)" in repr(still)
 
 
-def test_a_still_of_a_later_step_than_the_pinned_one_adds_no_trace_to_the_view():
+def test_a_still_of_a_later_step_leaves_the_displayed_widgets_untouched():
     whatif = WhatIf("Key_Shared")
     view = HashRingView(whatif, ["a", "b"])
     whatif.add_consumer("C1")
     view.pin()
     whatif.add_consumer("C2")
-    traces = len(view.fig.data)
+    pinned, traces, table = view.picture(), len(view.fig.data), view.table.value
+    sent: list[str] = []
+    for name in ("_send_addTraces_msg", "_send_restyle_msg", "_send_relayout_msg",
+                 "_send_update_msg", "_send_animate_msg"):  # what would reach a browser
+        setattr(view.fig, name, lambda *args, name=name, **kwargs: sent.append(name))
     assert "C2" in repr(view.still("add consumer C2"))
-    assert len(view.fig.data) == traces
+    assert not sent and len(view.fig.data) == traces and view.table.value == table
+    assert view.picture() == pinned and view.step.label == "add consumer C1"
+    assert view.history_bar.slider.value == 1
     view.follow()  # draws C2 into the real figure, with its own legend entry
     assert [t.name for t in view.fig.data if t.meta == "legend"] == ["C1", "C2"]
+
+
+def test_a_step_is_an_immutable_state_drawn_without_touching_the_view(split):
+    _whatif, view = split
+    state = view.step.state
+    assert state.ranges is state["ranges"]
+    with pytest.raises(AttributeError, match="read-only"):
+        state.ranges = {}
+    latest = {n: list(r) for n, r in view.ranges.items()}
+    view.at(1)
+    assert view.fig.layout.title.text.endswith("1 consumer(s)")
+    assert view.ranges == latest  # showing step 1 swapped nothing into the view
+    assert set(view.history[1].state.ranges) == {"C1"}
+    view.ranges["C9"] = [(0, 1)]  # the view's own state is not the step's
+    assert "C9" not in view.history[4].state.ranges

@@ -76,3 +76,15 @@ def test_each_update_is_a_step_of_the_history(recorded_stats):
     assert view.fig.layout.title.text.startswith("sticky-sub")  # the widget is untouched
     view.follow()
     assert view.step.index == 2 and view.summary()["version"] == "4.x"
+
+
+def test_a_stats_view_is_a_view_over_a_static_source(recorded_stats):
+    from pulsarlab.widgets import View
+    from pulsarlab.widgets.stats_view import RecordedStats
+
+    view = StatsView(recorded_stats("stats_3x_sticky.json"), subscription="sticky-sub")
+    assert isinstance(view, View) and isinstance(view.source, RecordedStats)
+    assert not view.source.simulated and view.whatif is None
+    view.update(recorded_stats("stats_3x_auto_split.json"), "after")
+    assert view.step_summary(0)["key_shared_mode"] == "STICKY"
+    assert view.step_summary()["subscription"] == "orders-ks"
