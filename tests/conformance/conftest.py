@@ -236,6 +236,18 @@ def drain(consumer: Any, quiet_ms: int = QUIET_MS, ack: bool = True) -> list[Any
         out.append(msg)
 
 
+def admin_path(topic: str) -> str:
+    """``persistent://t/n/x`` -> ``/admin/v2/persistent/t/n/x`` (the topic's REST path)."""
+    domain, rest = topic.split("://")
+    return f"/admin/v2/{domain}/{rest}"
+
+
+def produce(s: Session, topic: str, n: int, prefix: str = "m") -> list[Any]:
+    """Send ``prefix0`` .. ``prefix{n-1}`` one by one; their message ids."""
+    p = s.client.create_producer(topic)
+    return [p.send(f"{prefix}{i}".encode()) for i in range(n)]
+
+
 def values(msgs: list[Any]) -> list[str]:
     return [m.data().decode() for m in msgs]
 

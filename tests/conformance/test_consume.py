@@ -7,7 +7,7 @@ from __future__ import annotations
 import pulsar
 import pytest
 
-from .conftest import WAIT_MS, drain, error_name, receive_n, values
+from .conftest import WAIT_MS, admin_path, drain, error_name, receive_n, values
 
 
 def _send(producer, items):
@@ -251,8 +251,7 @@ def test_admin_delete_subscription_with_a_consumer_attached(compare) -> None:
     def scenario(s):
         t = s.topic("delsub")
         s.client.subscribe(t, "s")
-        path = t.replace("persistent://", "/admin/v2/persistent/")
-        status, _ = s.rest("DELETE", f"{path}/subscription/s")
+        status, _ = s.rest("DELETE", f"{admin_path(t)}/subscription/s")
         return status
 
     compare(scenario)
