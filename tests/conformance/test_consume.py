@@ -141,7 +141,9 @@ def test_redeliver_unacknowledged_messages(compare, sub_type) -> None:
         c.acknowledge(got[1])
         c.redeliver_unacknowledged_messages()
         again = drain(c)
-        return [(m.data().decode(), m.redelivery_count()) for m in again]
+        # m1's ack may still be in the client's ack-grouping window when the redeliver
+        # request leaves: Pulsar then sends m1 again too (racy on Pulsar itself, README)
+        return [(m.data().decode(), m.redelivery_count()) for m in again if m.data() != b"m1"]
 
     compare(scenario)
 
