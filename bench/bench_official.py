@@ -1,4 +1,4 @@
-"""The official pulsar-client against pulsarlab's pulsar:// and, in the same run, pulsar-lite.
+"""The official pulsar-client against pulsarlab's pulsar://, pulsar-lite and real Apache Pulsar.
 
 Each broker runs in its own process; this script is the client process (the official
 client's C++ core). The load is the one of the team's client-level peer measurement:
@@ -13,11 +13,15 @@ client's C++ core). The load is the one of the team's client-level peer measurem
 
 Brokers: pulsarlab with the memory store and with the durable store (fsync per group
 commit, its default), and ``pulsar-lite --addr 127.0.0.1:PORT --db-path DIR`` (the PyPI
-package of the ``bench`` extra; ``"skipped"`` with the reason when it is missing). Ratios
+package of the ``bench`` extra; ``"skipped"`` with the reason when it is missing) and real
+Apache Pulsar (``--real-pulsar 4.0`` by default: a standalone JVM assembled from Maven
+Central by tests/conformance/real_pulsar.py, the same client and load; ``*_vs_real_pulsar``
+ratios). Ratios
 against pulsar-lite and the issue's targets (batched produce and consume >= 50 % of
 pulsar-lite's, sync send p50 <= pulsar-lite's) close the JSON.
 
     .venv/bin/python bench/bench_official.py [--messages N] [--sync M] [--quick]
+                                             [--real-pulsar 3.3|4.0|none]
 """
 
 from __future__ import annotations
@@ -124,6 +128,27 @@ def pulsar_lite() -> Iterator[str]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+@contextmanager
+def real_pulsar(line: str) -> Iterator[tuple[str, str]]:
+    """Apache Pulsar ``line`` (3.3 or 4.0) as a standalone JVM (tests/conformance's
+    real_pulsar: jars from Maven Central into ~/.m2); yields (pulsar:// URL, version).
+    RuntimeError (with the reason) when Java, Maven or the artifacts are missing."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "conformance"))
+    try:
+        import real_pulsar as rp
+    finally:
+        sys.path.pop(0)
+    try:
+        broker = rp.RealPulsar(rp.assemble(line))
+    except rp.Unavailable as exc:
+        raise RuntimeError(str(exc)) from None
+    broker.start()
+    try:
+        yield broker.service_url, broker.assembly.version
+    finally:
+        broker.stop()
+
+
 def run_load(url: str, messages: int, sync_sends: int) -> dict[str, Any]:
     """The three measurements against one broker."""
     client = pulsar.Client(url, operation_timeout_seconds=60,
@@ -178,6 +203,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--sync", type=int, default=5_000)
     parser.add_argument("--quick", action="store_true", help="10k batched, 1k sync")
+    parser.add_argument("--real-pulsar", default="4.0", choices=["3.3", "4.0", "none"],
+                        help="also run Apache Pulsar of this line (default 4.0; needs Java "
+                             "and Maven, else 'skipped' with the reason)")
     args = parser.parse_args()
     if args.quick:
         args.messages, args.sync = 10_000, 1_000
@@ -193,6 +221,25 @@ def main() -> None:
             out["pulsar_lite"] = run_load(url, args.messages, args.sync)
     except RuntimeError as exc:
         out["pulsar_lite"] = {"skipped": str(exc)}
+    if args.real_pulsar != "none":
+        try:
+            with real_pulsar(args.real_pulsar) as (url, version):
+                out["real_pulsar"] = {"version": version,
+                                      **run_load(url, args.messages, args.sync)}
+        except RuntimeError as exc:
+            out["real_pulsar"] = {"skipped": str(exc)}
+        real = out["real_pulsar"]
+        if "skipped" not in real:
+            for storage in ("memory", "durable"):
+                ours = out[f"pulsarlab_{storage}"]
+                out[f"{storage}_vs_real_pulsar"] = {
+                    "batched_produce": round(ours["batched_produce_msgs_per_s"]
+                                             / real["batched_produce_msgs_per_s"], 3),
+                    "consume": round(ours["consume_receive_ack_msgs_per_s"]
+                                     / real["consume_receive_ack_msgs_per_s"], 3),
+                    "sync_send_p50": round(ours["sync_send_p50_us"]
+                                           / real["sync_send_p50_us"], 3),
+                }
     lite = out["pulsar_lite"]
     if "skipped" not in lite:
         for storage in ("memory", "durable"):

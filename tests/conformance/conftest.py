@@ -42,14 +42,52 @@ LAB_SETTINGS: dict[str, Any] = {
     "delayed_delivery_tick_ms": 1000,
 }
 
-_UNAVAILABLE: dict[str, str] = {}  # line -> why it cannot run here (asked once per session)
+_UNAVAILABLE: dict[str, str] = {}  # line -> why it cannot run here ("" = it can); per session
+
+
+def _why_unavailable(line: str) -> str:
+    """Why real Pulsar ``line`` cannot run here ("" if it can); asked once per session."""
+    if line not in _UNAVAILABLE:
+        if os.environ.get("PULSARLAB_CONFORMANCE") == "0":
+            _UNAVAILABLE[line] = "PULSARLAB_CONFORMANCE=0"
+        else:
+            try:
+                assemble(line)  # cached after the first run; Maven otherwise
+                _UNAVAILABLE[line] = ""
+            except Unavailable as exc:
+                _UNAVAILABLE[line] = str(exc)
+    return _UNAVAILABLE[line]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the suite ``conformance``; leave out (one summary line, not one skip per test)
+    the release lines that cannot run here."""
     here = os.path.dirname(__file__)
+    keep, dropped = [], []
     for item in items:
-        if str(item.fspath).startswith(here):
-            item.add_marker(pytest.mark.conformance)
+        if not str(item.fspath).startswith(here):
+            keep.append(item)
+            continue
+        item.add_marker(pytest.mark.conformance)
+        callspec = getattr(item, "callspec", None)
+        line = callspec.params.get("line") if callspec is not None else None
+        if line is not None and _why_unavailable(line):
+            dropped.append(item)
+        else:
+            keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+        config._conformance_dropped = len(dropped)  # type: ignore[attr-defined]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    dropped = getattr(config, "_conformance_dropped", 0)
+    reasons = sorted({why for why in _UNAVAILABLE.values() if why})
+    if dropped and reasons:
+        terminalreporter.write_line(
+            f"tests/conformance: {dropped} tests not run - real Pulsar unavailable: "
+            + "; ".join(reasons))
 
 
 @dataclass
@@ -132,16 +170,10 @@ class Pair:
 
 
 def _real_target(line: str) -> tuple[RealPulsar | None, str]:
-    if os.environ.get("PULSARLAB_CONFORMANCE") == "0":
-        return None, "PULSARLAB_CONFORMANCE=0"
-    if line in _UNAVAILABLE:
-        return None, _UNAVAILABLE[line]
-    try:
-        assembly = assemble(line)
-    except Unavailable as exc:
-        _UNAVAILABLE[line] = str(exc)
-        return None, str(exc)
-    return RealPulsar(assembly), ""
+    why = _why_unavailable(line)
+    if why:
+        return None, why
+    return RealPulsar(assemble(line)), ""
 
 
 @pytest.fixture(scope="session", params=["3.3", "4.0"])
@@ -154,7 +186,6 @@ def line(request: pytest.FixtureRequest) -> Iterator[Pair]:
     try:
         real.start()
     except RuntimeError as exc:
-        _UNAVAILABLE[request.param] = str(exc)
         real.stop(keep_log=True)
         pytest.fail(str(exc))
     print(f"\nreal Pulsar {real.assembly.version} ready in {time.monotonic() - started:.1f} s")
@@ -234,6 +265,18 @@ def drain(consumer: Any, quiet_ms: int = QUIET_MS, ack: bool = True) -> list[Any
         if ack:
             consumer.acknowledge(msg)
         out.append(msg)
+
+
+def admin_path(topic: str) -> str:
+    """``persistent://t/n/x`` -> ``/admin/v2/persistent/t/n/x`` (the topic's REST path)."""
+    domain, rest = topic.split("://")
+    return f"/admin/v2/{domain}/{rest}"
+
+
+def produce(s: Session, topic: str, n: int, prefix: str = "m") -> list[Any]:
+    """Send ``prefix0`` .. ``prefix{n-1}`` one by one; their message ids."""
+    p = s.client.create_producer(topic)
+    return [p.send(f"{prefix}{i}".encode()) for i in range(n)]
 
 
 def values(msgs: list[Any]) -> list[str]:

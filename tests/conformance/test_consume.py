@@ -7,7 +7,7 @@ from __future__ import annotations
 import pulsar
 import pytest
 
-from .conftest import WAIT_MS, drain, error_name, receive_n, values
+from .conftest import WAIT_MS, admin_path, drain, error_name, receive_n, values
 
 
 def _send(producer, items):
@@ -141,7 +141,9 @@ def test_redeliver_unacknowledged_messages(compare, sub_type) -> None:
         c.acknowledge(got[1])
         c.redeliver_unacknowledged_messages()
         again = drain(c)
-        return [(m.data().decode(), m.redelivery_count()) for m in again]
+        # m1's ack may still be in the client's ack-grouping window when the redeliver
+        # request leaves: Pulsar then sends m1 again too (racy on Pulsar itself, README)
+        return [(m.data().decode(), m.redelivery_count()) for m in again if m.data() != b"m1"]
 
     compare(scenario)
 
@@ -251,8 +253,7 @@ def test_admin_delete_subscription_with_a_consumer_attached(compare) -> None:
     def scenario(s):
         t = s.topic("delsub")
         s.client.subscribe(t, "s")
-        path = t.replace("persistent://", "/admin/v2/persistent/")
-        status, _ = s.rest("DELETE", f"{path}/subscription/s")
+        status, _ = s.rest("DELETE", f"{admin_path(t)}/subscription/s")
         return status
 
     compare(scenario)

@@ -7,14 +7,9 @@ import time
 import pulsar
 import pytest
 
-from .conftest import WAIT_MS, drain, receive_n, values
+from .conftest import WAIT_MS, admin_path, drain, receive_n, values
 
 KEYS = [f"key-{i}" for i in range(24)]
-
-
-def _admin_path(topic: str) -> str:
-    domain, rest = topic.split("://")
-    return f"/admin/v2/{domain}/{rest}"
 
 
 def _by_key(msgs) -> dict[str, list[str]]:
@@ -105,7 +100,7 @@ def test_key_shared_hash_ranges_in_stats(compare) -> None:
         t = s.topic("ksranges")
         for n in ("c1", "c2", "c3"):
             _key_shared(s, t, n)
-        stats = s.rest_ok("GET", f"{_admin_path(t)}/stats")
+        stats = s.rest_ok("GET", f"{admin_path(t)}/stats")
         out = {}
         for c in stats["subscriptions"]["ks"]["consumers"]:
             out[c["consumerName"]] = {k: c.get(k) for k in ("keyHashRanges",
@@ -171,7 +166,7 @@ def test_failover_next_consumer_takes_over(compare) -> None:
 def test_failover_partitions_spread_over_consumers(compare) -> None:
     def scenario(s):
         t = s.topic("fopart")
-        s.rest_ok("PUT", f"{_admin_path(t)}/partitions", 4)
+        s.rest_ok("PUT", f"{admin_path(t)}/partitions", 4)
         cs = {n: s.client.subscribe(t, "fo", consumer_type=pulsar.ConsumerType.Failover,
                                     consumer_name=n) for n in ("x", "y")}
         p = s.client.create_producer(t, message_routing_mode=pulsar.PartitionsRoutingMode
@@ -198,7 +193,7 @@ def test_failover_active_consumer_in_stats(compare) -> None:
         p.send(b"x")
         active, first = _first_message(cs)
         cs[active].acknowledge(first)
-        stats = s.rest_ok("GET", f"{_admin_path(t)}/stats")
+        stats = s.rest_ok("GET", f"{admin_path(t)}/stats")
         return stats["subscriptions"]["fo"]["activeConsumerName"]
 
     compare(scenario)
@@ -288,7 +283,7 @@ def test_unload_redelivers_unacked_messages(compare) -> None:
         for i in range(3):
             p.send(f"m{i}".encode())
         receive_n(c, 3, ack=False)
-        s.rest_ok("PUT", f"{_admin_path(t)}/unload")
+        s.rest_ok("PUT", f"{admin_path(t)}/unload")
         return [(m.data().decode(), m.redelivery_count()) for m in drain(c, 3000)]
 
     compare(scenario)

@@ -7,12 +7,7 @@ import time
 import pulsar
 import pytest
 
-from .conftest import QUIET_MS, drain, receive_n, values
-
-
-def _produce(s, topic, n, prefix="m"):
-    p = s.client.create_producer(topic)
-    return [p.send(f"{prefix}{i}".encode()) for i in range(n)]
+from .conftest import QUIET_MS, admin_path, drain, produce, receive_n, values
 
 
 # SubscriptionSeekTest.testSeek (seek to a message id: that message is the next one)
@@ -21,7 +16,7 @@ def test_seek_to_a_message_id(compare, sub_type) -> None:
     def scenario(s):
         t = s.topic("seek")
         c = s.client.subscribe(t, "s", consumer_type=getattr(pulsar.ConsumerType, sub_type))
-        ids = _produce(s, t, 10)
+        ids = produce(s, t, 10)
         receive_n(c, 10)
         c.seek(ids[4])
         return values(drain(c))
@@ -35,7 +30,7 @@ def test_seek_to_earliest_or_latest(compare, where) -> None:
     def scenario(s):
         t = s.topic("seekel")
         c = s.client.subscribe(t, "s")
-        _produce(s, t, 5)
+        produce(s, t, 5)
         receive_n(c, 2)
         c.seek(getattr(pulsar.MessageId, where))
         return values(drain(c))
@@ -85,9 +80,9 @@ def test_seek_inside_a_batch(compare) -> None:
 def test_reader_from_earliest_or_latest(compare, start) -> None:
     def scenario(s):
         t = s.topic("reader")
-        _produce(s, t, 3, "before")
+        produce(s, t, 3, "before")
         r = s.client.create_reader(t, getattr(pulsar.MessageId, start))
-        _produce(s, t, 2, "after")
+        produce(s, t, 2, "after")
         out = []
         while True:
             try:
@@ -103,7 +98,7 @@ def test_reader_from_earliest_or_latest(compare, start) -> None:
 def test_reader_from_a_message_id(compare, inclusive) -> None:
     def scenario(s):
         t = s.topic("readerid")
-        ids = _produce(s, t, 6)
+        ids = produce(s, t, 6)
         r = s.client.create_reader(t, ids[2], start_message_id_inclusive=inclusive)
         out = []
         while r.has_message_available():
@@ -119,7 +114,7 @@ def test_has_message_available_through_a_topic(compare) -> None:
         t = s.topic("hma")
         r = s.client.create_reader(t, pulsar.MessageId.earliest)
         seen = [r.has_message_available()]
-        _produce(s, t, 3)
+        produce(s, t, 3)
         seen.append(r.has_message_available())
         for _ in range(3):
             r.read_next(timeout_millis=10_000)
@@ -133,10 +128,10 @@ def test_has_message_available_through_a_topic(compare) -> None:
 def test_has_message_available_for_a_latest_reader(compare) -> None:
     def scenario(s):
         t = s.topic("hmalatest")
-        _produce(s, t, 3)
+        produce(s, t, 3)
         r = s.client.create_reader(t, pulsar.MessageId.latest)
         before = r.has_message_available()
-        _produce(s, t, 1, "new")
+        produce(s, t, 1, "new")
         after = r.has_message_available()
         return [before, after, r.read_next(timeout_millis=10_000).data().decode()]
 
@@ -147,7 +142,7 @@ def test_has_message_available_for_a_latest_reader(compare) -> None:
 def test_reader_seek_back(compare) -> None:
     def scenario(s):
         t = s.topic("readerseek")
-        ids = _produce(s, t, 5)
+        ids = produce(s, t, 5)
         r = s.client.create_reader(t, pulsar.MessageId.earliest)
         for _ in range(5):
             r.read_next(timeout_millis=10_000)
@@ -164,12 +159,11 @@ def test_reader_seek_back(compare) -> None:
 def test_reader_leaves_no_subscription(compare) -> None:
     def scenario(s):
         t = s.topic("readernosub")
-        _produce(s, t, 2)
+        produce(s, t, 2)
         r = s.client.create_reader(t, pulsar.MessageId.earliest)
         r.read_next(timeout_millis=10_000)
         r.close()
-        path = t.replace("persistent://", "/admin/v2/persistent/")
-        return s.rest_ok("GET", f"{path}/subscriptions")
+        return s.rest_ok("GET", f"{admin_path(t)}/subscriptions")
 
     compare(scenario)
 
@@ -180,7 +174,7 @@ def test_seek_clears_unacked_messages(compare) -> None:
     def scenario(s):
         t = s.topic("seekunacked")
         c = s.client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared)
-        ids = _produce(s, t, 6)
+        ids = produce(s, t, 6)
         receive_n(c, 6, ack=False)
         c.seek(ids[3])
         return [(m.data().decode(), m.redelivery_count()) for m in drain(c)]

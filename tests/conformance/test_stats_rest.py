@@ -18,12 +18,7 @@ from typing import Any
 import pulsar
 import pytest
 
-from .conftest import WAIT_MS, receive_n
-
-
-def _admin_path(topic: str) -> str:
-    domain, rest = topic.split("://")
-    return f"/admin/v2/{domain}/{rest}"
+from .conftest import WAIT_MS, admin_path, receive_n
 
 
 def _type(value: Any) -> str:
@@ -73,7 +68,7 @@ def _scenario_topic(s, partitions: int = 0) -> str:
     """A topic with a producer, a Shared subscription with two consumers, some acked."""
     t = s.topic("stats")
     if partitions:
-        s.rest_ok("PUT", f"{_admin_path(t)}/partitions", partitions)
+        s.rest_ok("PUT", f"{admin_path(t)}/partitions", partitions)
     c1 = s.client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared,
                             consumer_name="c1", receiver_queue_size=5)
     s.client.subscribe(t, "s", consumer_type=pulsar.ConsumerType.Shared, consumer_name="c2",
@@ -89,7 +84,7 @@ def _scenario_topic(s, partitions: int = 0) -> str:
 
 def _doc(s, resource: str, partitions: int = 0) -> Any:
     t = _scenario_topic(s, partitions)
-    return s.rest_ok("GET", f"{_admin_path(t)}/{resource}")
+    return s.rest_ok("GET", f"{admin_path(t)}/{resource}")
 
 
 # Keys Pulsar's answers have that pulsarlab's lack, and the reverse, per line and resource
@@ -127,7 +122,7 @@ def test_partitioned_stats_keys_and_types(each, line, per_partition) -> None:
     def scenario(s):
         t = _scenario_topic(s, partitions=2)
         flag = "true" if per_partition else "false"
-        return s.rest_ok("GET", f"{_admin_path(t)}/partitioned-stats?perPartition={flag}")
+        return s.rest_ok("GET", f"{admin_path(t)}/partitioned-stats?perPartition={flag}")
 
     seen = each(scenario)
     key = "partitioned-stats" if not per_partition else "partitioned-stats-per-partition"
@@ -159,7 +154,7 @@ def test_last_message_id_keys(each) -> None:
         p = s.client.create_producer(t)
         for i in range(3):
             p.send(f"m{i}".encode())
-        return s.rest_ok("GET", f"{_admin_path(t)}/lastMessageId")
+        return s.rest_ok("GET", f"{admin_path(t)}/lastMessageId")
 
     seen = each(scenario)
     assert sorted(seen["pulsarlab"]) == sorted(seen["pulsar"])

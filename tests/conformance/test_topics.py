@@ -7,12 +7,7 @@ import threading
 import pulsar
 import pytest
 
-from .conftest import WAIT_MS, drain, error_name, receive_n, values
-
-
-def _admin_path(topic: str) -> str:
-    domain, rest = topic.split("://")
-    return f"/admin/v2/{domain}/{rest}"
+from .conftest import WAIT_MS, admin_path, drain, error_name, receive_n, values
 
 
 def _mode(name: str):
@@ -24,7 +19,7 @@ def _mode(name: str):
 def test_partitioned_topic_key_routing_and_consumption(compare) -> None:
     def scenario(s):
         t = s.topic("part")
-        s.rest_ok("PUT", f"{_admin_path(t)}/partitions", 3)
+        s.rest_ok("PUT", f"{admin_path(t)}/partitions", 3)
         c = s.client.subscribe(t, "s")
         p = s.client.create_producer(t)
         for i in range(12):
@@ -43,17 +38,17 @@ def test_partitioned_topic_key_routing_and_consumption(compare) -> None:
 def test_partitioned_topic_admin(compare, step) -> None:
     def scenario(s):
         t = s.topic("partadm")
-        s.rest_ok("PUT", f"{_admin_path(t)}/partitions", 2)
+        s.rest_ok("PUT", f"{admin_path(t)}/partitions", 2)
         if step == "metadata":
-            return s.rest_ok("GET", f"{_admin_path(t)}/partitions").get("partitions")
+            return s.rest_ok("GET", f"{admin_path(t)}/partitions").get("partitions")
         if step == "create-twice":
-            return s.rest("PUT", f"{_admin_path(t)}/partitions", 2)[0]
+            return s.rest("PUT", f"{admin_path(t)}/partitions", 2)[0]
         if step == "list":
             listed = s.rest_ok("GET", "/admin/v2/persistent/public/default/partitioned")
             return [s.short(x) for x in listed if s.token in x]
         plain = s.topic("plain")
         s.client.create_producer(plain)
-        return s.rest_ok("GET", f"{_admin_path(plain)}/partitions").get("partitions")
+        return s.rest_ok("GET", f"{admin_path(plain)}/partitions").get("partitions")
 
     compare(scenario)
 
@@ -62,7 +57,7 @@ def test_partitioned_topic_admin(compare, step) -> None:
 def test_partitioned_round_robin_spreads_messages(compare) -> None:
     def scenario(s):
         t = s.topic("partrr")
-        s.rest_ok("PUT", f"{_admin_path(t)}/partitions", 4)
+        s.rest_ok("PUT", f"{admin_path(t)}/partitions", 4)
         c = s.client.subscribe(t, "s")
         p = s.client.create_producer(t, batching_enabled=False, message_routing_mode=pulsar
                                      .PartitionsRoutingMode.RoundRobinDistribution)
@@ -225,7 +220,7 @@ def test_terminate_refuses_producers_and_keeps_the_backlog(compare) -> None:
         p = s.client.create_producer(t)
         for i in range(3):
             p.send(f"m{i}".encode())
-        last = s.rest_ok("POST", f"{_admin_path(t)}/terminate")
+        last = s.rest_ok("POST", f"{admin_path(t)}/terminate")
         last.pop("ledgerId")
         return (last, error_name(lambda: p.send(b"late")),
                 error_name(lambda: s.client.create_producer(t)), values(drain(c)))
@@ -239,7 +234,7 @@ def test_subscribe_to_a_terminated_topic(compare) -> None:
         t = s.topic("termsub")
         p = s.client.create_producer(t)
         p.send(b"m0")
-        s.rest_ok("POST", f"{_admin_path(t)}/terminate")
+        s.rest_ok("POST", f"{admin_path(t)}/terminate")
         c = s.client.subscribe(t, "late", initial_position=pulsar.InitialPosition.Earliest)
         return values(drain(c))
 
@@ -251,8 +246,8 @@ def test_terminate_twice(compare) -> None:
     def scenario(s):
         t = s.topic("term2")
         s.client.create_producer(t).send(b"x")
-        first = s.rest("POST", f"{_admin_path(t)}/terminate")[0]
-        second = s.rest("POST", f"{_admin_path(t)}/terminate")[0]
+        first = s.rest("POST", f"{admin_path(t)}/terminate")[0]
+        second = s.rest("POST", f"{admin_path(t)}/terminate")[0]
         return first, second
 
     compare(scenario)
@@ -265,7 +260,7 @@ def test_peek_first_message_of_a_backlog(compare) -> None:
         s.client.subscribe(t, "s")
         p = s.client.create_producer(t)
         p.send(b"hello", properties={"a": "1"}, partition_key="k")
-        status, body = s.rest("GET", f"{_admin_path(t)}/subscription/s/position/1")
+        status, body = s.rest("GET", f"{admin_path(t)}/subscription/s/position/1")
         return status, body
 
     compare(scenario)
@@ -288,7 +283,7 @@ def test_cursor_actions_over_rest(compare, action) -> None:
             p.send(f"m{i}".encode())
         receive_n(c, 5, ack=False)
         c.close()
-        status = s.rest("POST", f"{_admin_path(t)}/subscription/s/{action}")[0]
+        status = s.rest("POST", f"{admin_path(t)}/subscription/s/{action}")[0]
         c = s.client.subscribe(t, "s")
         return status, values(drain(c))
 
@@ -305,7 +300,7 @@ def test_reset_cursor_to_a_message_id(compare) -> None:
         receive_n(c, 5)
         c.close()
         target = ids[2]
-        status = s.rest("POST", f"{_admin_path(t)}/subscription/s/resetcursor",
+        status = s.rest("POST", f"{admin_path(t)}/subscription/s/resetcursor",
                         {"ledgerId": target.ledger_id(), "entryId": target.entry_id(),
                          "partitionIndex": -1})[0]
         c = s.client.subscribe(t, "s")
