@@ -268,7 +268,12 @@ class AdminHandler:
                 )
                 for field in _SUMMED_SUBSCRIPTION_FIELDS:
                     agg[field] += sub[field]
-                agg["consumers"].extend(sub["consumers"])
+                # Pulsar sums consumers by their numbers (ConsumerStatsImpl.add): the
+                # connection's address, client version and metadata stay unset, left out
+                agg["consumers"].extend(
+                    {k: v for k, v in c.items() if k not in _PER_CONNECTION_FIELDS}
+                    for c in sub["consumers"]
+                )
                 agg["type"] = sub["type"]
         if per_partition:
             total["partitions"] = stats
@@ -303,6 +308,7 @@ _SUMMED_TOPIC_FIELDS = (
     "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "bytesInCounter",
     "msgInCounter", "bytesOutCounter", "msgOutCounter", "storageSize", "backlogSize",
 )
+_PER_CONNECTION_FIELDS = frozenset({"address", "clientVersion", "metadata"})
 _SUMMED_SUBSCRIPTION_FIELDS = (
     "msgRateOut", "msgThroughputOut", "bytesOutCounter", "msgOutCounter", "msgRateRedeliver",
     "messageAckRate", "msgBacklog", "backlogSize", "unackedMessages", "msgRateExpired",

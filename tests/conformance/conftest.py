@@ -1,7 +1,8 @@
 """Fixtures of the differential conformance suite: real Apache Pulsar beside pulsarlab.
 
-``line`` (session scope, "3.3" then "4.0") starts one real standalone broker of that release
-line (:mod:`.real_pulsar`: jars from Maven Central, its own JVM) and one pulsarlab broker
+``line`` ("3.3" then "4.0"; package scope, so both are stopped when tests/conformance ends)
+starts one real standalone broker of that release line (:mod:`.real_pulsar`: jars from Maven
+Central, its own JVM) and one pulsarlab broker
 with ``pulsar_version`` set to the same patch and the same settings; pytest orders the tests
 so only one real JVM runs at a time. ``compare(scenario)`` runs a scenario written once
 against both through the official ``pulsar-client`` and asserts that what a user observes is
@@ -176,7 +177,7 @@ def _real_target(line: str) -> tuple[RealPulsar | None, str]:
     return RealPulsar(assemble(line)), ""
 
 
-@pytest.fixture(scope="session", params=["3.3", "4.0"])
+@pytest.fixture(scope="package", params=["3.3", "4.0"])
 def line(request: pytest.FixtureRequest) -> Iterator[Pair]:
     real, why = _real_target(request.param)
     if real is None:
