@@ -52,9 +52,19 @@ def sync_figures(widget: ipywidgets.Widget) -> None:
     stale state, traces lose what the draws set (a colour, points) and plotly's defaults
     take their place. So a view publishes its figures' state when it is built and when it
     is displayed.
+
+    The state is *sent* even when the kernel's copy did not change: the browser's copy is
+    kept up to date by handlers that plotly's 5 MB front-end module installs only once it
+    has loaded, so the draws made before that (a figure built and drawn in one cell) never
+    reached it. A view opened from that copy was an empty plot (tutorial 06's first view,
+    on one Run All in three), and ◀/▶ — restyles of traces that view never had — did not
+    bring it back. Sent just before the display message, the full state is what the new
+    view starts from.
     """
     if isinstance(widget, go.FigureWidget):
         widget._repr_mimebundle_()  # plotly's own refresh of the state a new view reads
+        if widget.comm is not None:  # traitlets sends only a change: send it regardless
+            widget.send_state(["_widget_data", "_widget_layout"])
     for child in getattr(widget, "children", ()):
         sync_figures(child)
 

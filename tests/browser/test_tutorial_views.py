@@ -143,3 +143,29 @@ def test_scrubbing_back_redraws_the_previous_step_and_its_highlight(
     keys = int(kernel_eval(lab, notebook, f"len({view}.message_keys)"))
     expect(plot.locator(".scatterlayer path.point")).to_have_count(keys + moved)
     cell.screenshot(path=str(artifacts / "02_scrubbed_back.png"))
+
+
+FIGURE_DATA = """() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden)
+    .js-plotly-plot')].filter(gd => gd.offsetParent !== null).map(gd => (gd.data || [])
+    .filter(t => t.visible !== false && ['x', 'y', 'z', 'r'].some(k => (t[k] || []).length))
+    .length)"""
+"""For each visible plot of the shown notebook: how many of its traces carry points."""
+
+
+@pytest.mark.parametrize("run", range(3))
+def test_tutorial_06_every_figure_has_data_on_every_run_all(
+    lab: Lab, page: Any, artifacts: Path, run: int
+):
+    """One Run All in three once drew the first view as empty axes (a view opened from a
+    browser-side copy of the figure that missed the draws made before plotly's module
+    loaded); every visible plot must carry its traces' points, run after run."""
+    notebook = "06-failover.ipynb"
+    panel = open_and_run_all(page, lab, notebook)
+    plots = panel.locator(".js-plotly-plot")
+    expected = len(_view_cells(next(p for p in TUTORIALS if p.name == notebook)))
+    _expect()(plots).not_to_have_count(0)
+    counts = page.evaluate(FIGURE_DATA)
+    panel.screenshot(path=str(artifacts / f"06-run{run}.png"))
+    assert len(counts) >= expected - 1, counts  # stills are images, not plots
+    assert all(counts), f"run {run}: a plot without data: {counts}"
+    shutdown_kernel(lab, notebook)

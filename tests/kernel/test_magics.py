@@ -424,6 +424,11 @@ def test_broker_errors(run, broker) -> None:
     assert_one_line_error(run("%pulsar produce ftp://x/y/z x"),
                           "%pulsar produce: invalid topic name 'ftp://x/y/z': domain must be "
                           "'persistent' or 'non-persistent', not 'ftp'")
+    # Pulsar's NamedEntity characters for the topic's own name too: nothing is created
+    assert_one_line_error(run("%pulsar produce 'bad topic!' x"),
+                          "%pulsar produce: invalid topic name 'bad topic!': topic 'bad topic!' "
+                          "may only contain letters, digits and - _ = : .")
+    assert "bad topic" not in run("%pulsar topics").out
 
 
 def test_start_errors(run, runtime, tmp_path) -> None:

@@ -76,3 +76,23 @@ def test_non_partitioned_topic_shows_the_consumer_ring():
     assert (following[0] if following else view.ring[0][1]) == active
     assert view.ring_box.layout.display == "flex"
     assert len(view.ring_fig.data[0].theta) == 300
+
+
+def test_displaying_a_view_sends_its_figures_full_state_even_when_unchanged():
+    """The browser's copy of a figure misses every edit made before plotly's front-end
+    module loaded, so a view opened later drew empty axes (tutorial 06's first view, one
+    Run All in three): each display sends the whole current state, changed or not."""
+    two = WhatIf("Failover", partitions=2)
+    view = FailoverView(two)
+    for name in ("A", "B"):
+        two.add_consumer(name)
+    sent: list[dict] = []
+    view.fig.comm.send = lambda data=None, buffers=None, **_: sent.append(data)
+    for _ in range(2):  # the second display changes nothing in the kernel's copy
+        sent.clear()
+        view.pin()._repr_mimebundle_()
+        states = [m["state"] for m in sent if m.get("method") == "update"]
+        data = next(s["_widget_data"] for s in states if "_widget_data" in s)
+        assert [list(row) for row in data[0]["z"]] == [list(r) for r in view.fig.data[0].z]
+        assert data[0]["x"] == ["P0", "P1"]
+        assert any("_widget_layout" in s for s in states)
