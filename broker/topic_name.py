@@ -4,8 +4,8 @@
 ``persistent://public/default/t`` and ``tenant/namespace/t`` means the persistent topic in that
 namespace. Partition ``i`` of a partitioned topic ``T`` is the internal topic
 ``T-partition-i``. Tenant, namespace and topic take Pulsar's ``NamedEntity`` characters
-(letters, digits, ``- _ = : .``). Bad names raise :class:`~pulsarlab.broker.errors.InvalidTopicName` with a
-message that says what is wrong.
+(letters, digits, ``- _ = : .``). Bad names raise
+:class:`~pulsarlab.broker.errors.InvalidTopicName` with a message that says what is wrong.
 """
 
 from __future__ import annotations

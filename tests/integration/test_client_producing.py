@@ -15,9 +15,9 @@ from pulsarlab.broker.client import (
     ConsumerType,
     HashingScheme,
     InitialPosition,
+    InvalidTopicName,
     MessageTooBig,
     PartitionsRoutingMode,
-    InvalidTopicName,
     ProducerQueueIsFull,
     Result,
 )
