@@ -287,9 +287,10 @@ def _figure_svg(fig: Any, top: float) -> tuple[list[str], float]:
     out: list[str] = []
     title = _get(layout, "title", "text")
     lines = [part for line in re.split(r"<br\s*/?>", title or "", flags=re.IGNORECASE)
-             for part in textwrap.wrap(line, 100)]
-    for number, line in enumerate(lines):
-        out.append(_text(WIDTH / 2, top + 18 + 16 * number, line, 13, weight="bold"))
+             for part in textwrap.wrap(_TAG.sub("", line), 100)]
+    for number, line in enumerate(lines):  # a subtitle's lines are smaller, as plotly's
+        out.append(_text(WIDTH / 2, top + 18 + 16 * number, line, 11 if number else 13,
+                         weight="normal" if number else "bold"))
     top += 16 * max(0, len(lines) - 1)
     plot_top = top + max(m_t, 30)
     plot_bottom = top + height - m_b

@@ -145,11 +145,12 @@ def test_scrubbing_back_redraws_the_previous_step_and_its_highlight(
     cell.screenshot(path=str(artifacts / "02_scrubbed_back.png"))
 
 
-FIGURE_DATA = """() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden)
-    .js-plotly-plot')].filter(gd => gd.offsetParent !== null).map(gd => (gd.data || [])
-    .filter(t => t.visible !== false && ['x', 'y', 'z', 'r'].some(k => (t[k] || []).length))
-    .length)"""
-"""For each visible plot of the shown notebook: how many of its traces carry points."""
+FIGURE_DATA = """() => [...document.querySelectorAll('.jp-NotebookPanel .js-plotly-plot')]
+    .filter(gd => gd.offsetParent !== null).map(gd => [
+        (gd.layout && gd.layout.title && gd.layout.title.text || '').slice(0, 40),
+        (gd.data || []).filter(t => t.visible !== false
+            && ['x', 'y', 'z', 'r'].some(k => (t[k] || []).length)).length])"""
+"""For each visible plot of the shown notebook: its title and how many traces carry points."""
 
 
 @pytest.mark.parametrize("run", range(3))
@@ -162,10 +163,16 @@ def test_tutorial_06_every_figure_has_data_on_every_run_all(
     notebook = "06-failover.ipynb"
     panel = open_and_run_all(page, lab, notebook)
     plots = panel.locator(".js-plotly-plot")
-    expected = len(_view_cells(next(p for p in TUTORIALS if p.name == notebook)))
+    views = [m for m in _view_cells(next(p for p in TUTORIALS if p.name == notebook)).values()
+             if not m[1]]  # stills are images, not plots
     _expect()(plots).not_to_have_count(0)
+    for index in range(plots.count()):  # each plot drawn (newPlot done) before it is read
+        _expect()(plots.nth(index).locator(".main-svg").first).to_be_attached()
     counts = page.evaluate(FIGURE_DATA)
     panel.screenshot(path=str(artifacts / f"06-run{run}.png"))
-    assert len(counts) >= expected - 1, counts  # stills are images, not plots
-    assert all(counts), f"run {run}: a plot without data: {counts}"
+    titles = [title for title, _ in counts]
+    assert len(counts) >= len(views), counts
+    for line in views:
+        assert any(line[5].startswith(t) for t in titles if t), (line[0], titles)
+    assert all(n for _, n in counts), f"run {run}: a plot without data: {counts}"
     shutdown_kernel(lab, notebook)
