@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 
@@ -212,6 +213,12 @@ def test_produce_line_and_cell(run, broker) -> None:
     assert "6 messages from persistent://public/default/orders / s" in got.out
     html = messages._repr_html_()
     assert "<table>" in html and "hello world" in html
+    # the table shows publish_time as a UTC time as well as the message's epoch ms
+    when = datetime.datetime.fromtimestamp(messages[0]["publish_time"] / 1000,
+                                           tz=datetime.UTC)
+    shown = f"{when:%Y-%m-%d %H:%M:%S}.{messages[0]['publish_time'] % 1000:03d} UTC"
+    assert f"{shown} ({messages[0]['publish_time']})" in got.out
+    assert shown in html
 
 
 def test_produce_more_than_a_producer_queue_loses_nothing(run, broker) -> None:
