@@ -176,3 +176,38 @@ def test_tutorial_06_every_figure_has_data_on_every_run_all(
         assert any(line[5].startswith(t) for t in titles if t), (line[0], titles)
     assert all(n for _, n in counts), f"run {run}: a plot without data: {counts}"
     shutdown_kernel(lab, notebook)
+
+
+PINNED_STEPS = {
+    "06-failover.ipynb": [
+        "two_view.step_summary()['active'] == {0: 'A', 1: 'B'}",
+        "nine_view.step_summary()['by_consumer'] == nine_view.by_consumer()"
+        " == {'A': [0, 3, 6], 'B': [1, 4, 7], 'C': [2, 5, 8]}",
+        # the text's "active (the broker): B" — active, not still switching
+        "ring_view.step_summary()['active'] == {0: 'B'}"
+        " and not ring_view.step_summary()['switching']",
+        "sw_view.step_summary()['duplicates'] == 2",
+    ],
+    "07-acks-and-cursors.ipynb": [
+        "view.step_summary()['individually_acked'] == 1 and view.step_summary()['backlog'] == 5",
+        "bview.step_summary()['partial_batches'] == 1",
+    ],
+    "08-redelivery.ipynb": [
+        "timeline.step_summary()['lanes'] == 1"
+        " and timeline.step_summary()['max_redelivery_count'] == 3",
+    ],
+    "15-unacked-limits.ipynb": [
+        # section 3: the entries waiting behind the read position, as the cell printed them
+        "cursor.step_summary(blocked_step)['unread'] == 4"
+        " and cursor.step_summary(blocked_step)['read_position'] == '0:6'",
+        "sub_flow.step_summary()['subscription_blocked']",
+    ],
+}
+"""Per tutorial: what its pinned views' steps must show, in the numbers its cells print."""
+
+
+@pytest.mark.parametrize("notebook", sorted(PINNED_STEPS), ids=lambda name: name[:2])
+def test_pinned_steps_show_the_numbers_the_text_gives(lab: Lab, page: Any, notebook: str):
+    open_and_run_all(page, lab, notebook)
+    for check in PINNED_STEPS[notebook]:
+        assert kernel_eval(lab, notebook, f"bool({check})") == "True", (notebook, check)
