@@ -69,6 +69,35 @@ def sync_figures(widget: ipywidgets.Widget) -> None:
         sync_figures(child)
 
 
+def reopen_figures(widget: ipywidgets.Widget) -> bool:
+    """Give each plotly figure under ``widget`` that was never displayed a new comm whose
+    *opening* message carries its whole current state; re-send the boxes that hold them.
+
+    A figure's comm opens, in plotly's constructor, with empty data and layout; everything
+    after arrives as updates. In JupyterLab a view opened soon after (a view built and
+    displayed in one Run All) was at times drawn from that empty opening state — empty axes
+    with ``data=[]``, tutorial 06's blank first view, one Run All in three — and the
+    updates never reach a plot already drawn. Opened again just before the display, the
+    model is born with the data, so no update has to win that race. Returns whether a
+    figure was reopened (the caller re-sends the box's ``children``)."""
+    reopened = False
+    if isinstance(widget, go.FigureWidget):
+        if widget.comm is not None and not getattr(widget, "_pulsarlab_displayed", False):
+            widget._pulsarlab_displayed = True
+            widget._repr_mimebundle_()  # the state to open with: data and layout as drawn
+            widget.comm = None  # the old front-end model is left unused
+            widget._model_id = None
+            widget.open()
+            return True
+        return False
+    children = getattr(widget, "children", ())
+    for child in children:
+        reopened = reopen_figures(child) or reopened
+    if reopened and widget.comm is not None:
+        widget.send_state(["children"])
+    return reopened
+
+
 _WAITING = "waiting for the topic's first stats…"
 
 class View(ipywidgets.VBox):
@@ -313,6 +342,7 @@ class View(ipywidgets.VBox):
         return self.describe()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        reopen_figures(self)
         sync_figures(self)
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = self.describe()
