@@ -342,8 +342,9 @@ class View(ipywidgets.VBox):
         return self.describe()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        reopen_figures(self)
-        sync_figures(self)
+        with self._lock:  # a live binding's thread draws under the same lock
+            reopen_figures(self)
+            sync_figures(self)
         bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = self.describe()
         bundle.update(picture_bundle(self.picture(), bundle["text/plain"]))
