@@ -222,7 +222,7 @@ class CursorView(View):
             self.fig.layout.xaxis.dtick = 1 if n <= 30 else None
             # ticks name the entries that exist, as the text and the table do (no 6..9)
             self.fig.layout.xaxis.tickvals = list(range(n)) if n <= 30 else None
-            self.fig.layout.xaxis.ticktext = ([format_position(p) for p in self.positions]
+            self.fig.layout.xaxis.ticktext = ([format_position(p) for p in st.positions]
                                               if n <= 30 else None)
             self.fig.layout.yaxis.range = [-0.9, 0.9]
             self.fig.layout.shapes = shapes

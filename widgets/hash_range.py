@@ -316,7 +316,7 @@ class HashRangeView(View):
                 lookup_trace.x, lookup_trace.y = [self._x(st, info)], ["keys"]
                 lookup_trace.text = [f"{looked_up} → {info.owner or 'nobody'}"]
                 # beside the marker near an edge: centred, a long key ran off the plot
-                where = self._x(info) / self.space
+                where = self._x(st, info) / self.space
                 lookup_trace.textposition = ("top right" if where < 0.25 else
                                              "top left" if where > 0.75 else "top center")
                 lookup_trace.hovertext = [_describe(info)]
