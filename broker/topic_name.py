@@ -3,8 +3,9 @@
 ``{persistent|non-persistent}://tenant/namespace/topic``; a short name ``t`` means
 ``persistent://public/default/t`` and ``tenant/namespace/t`` means the persistent topic in that
 namespace. Partition ``i`` of a partitioned topic ``T`` is the internal topic
-``T-partition-i``. Bad names raise :class:`~pulsarlab.broker.errors.InvalidTopicName` with a
-message that says what is wrong.
+``T-partition-i``. Tenant, namespace and topic take Pulsar's ``NamedEntity`` characters
+(letters, digits, ``- _ = : .``). Bad names raise
+:class:`~pulsarlab.broker.errors.InvalidTopicName` with a message that says what is wrong.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ DEFAULT_TENANT = "public"
 DEFAULT_NAMESPACE = "default"
 DOMAINS = ("persistent", "non-persistent")
 
-_NAMED_ENTITY = re.compile(r"^[-=:.\w]+$")
+_NAMED_ENTITY = re.compile(r"^[-=:.\w]+$", re.ASCII)  # Java's \w: ASCII only
 _PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>0|[1-9][0-9]*)$")
 SYSTEM_TOPIC_PREFIXES = ("__change_events", "__transaction", "__")
 
@@ -77,6 +78,11 @@ class TopicName:
                 )
         if not local:
             raise InvalidTopicName(f"invalid topic name {name!r}: empty topic")
+        if not _NAMED_ENTITY.match(local):  # Pulsar's NamespaceName.getTopicName checks it too
+            raise InvalidTopicName(
+                f"invalid topic name {name!r}: topic {local!r} may only contain "
+                "letters, digits and - _ = : ."
+            )
         return TopicName(domain, tenant, namespace, local)
 
     @property

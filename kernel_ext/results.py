@@ -7,6 +7,7 @@ text (indented JSON for stats) or, for messages, an HTML table.
 
 from __future__ import annotations
 
+import datetime
 import html
 import json
 from collections.abc import Iterable, Mapping
@@ -107,6 +108,15 @@ def _cell(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _shown(column: str, value: Any, width: int = 60) -> str:
+    """A table cell: a publish time reads as a UTC time, with the epoch milliseconds the
+    message carries (the row itself keeps the number, as the client returns it)."""
+    if column == "publish_time" and isinstance(value, int) and value > 0:
+        moment = datetime.datetime.fromtimestamp(value / 1000, tz=datetime.UTC)
+        return f"{moment:%Y-%m-%d %H:%M:%S}.{value % 1000:03d} UTC ({value})"
+    return _cell(value, width)
+
+
 class MessageList(list):
     """Messages (dicts) from ``consume`` or ``peek``, shown as a table."""
 
@@ -128,7 +138,7 @@ class MessageList(list):
         if not self:
             p.text(self._header())
             return
-        rows = [list(_COLUMNS)] + [[_cell(m.get(c)) for c in _COLUMNS] for m in self]
+        rows = [list(_COLUMNS)] + [[_shown(c, m.get(c)) for c in _COLUMNS] for m in self]
         widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
         lines = [self._header()]
         lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
@@ -138,7 +148,7 @@ class MessageList(list):
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
         body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(_cell(m.get(c), 200))}</td>" for c in _COLUMNS)
+            "<tr>" + "".join(f"<td>{html.escape(_shown(c, m.get(c), 200))}</td>" for c in _COLUMNS)
             + "</tr>"
             for m in self
         )

@@ -49,12 +49,53 @@ def sync_figures(widget: ipywidgets.Widget) -> None:
     stale state, traces lose what the draws set (a colour, points) and plotly's defaults
     take their place. So a view publishes its figures' state when it is built and when it
     is displayed.
+
+    The state is *sent* even when the kernel's copy did not change: the browser's copy is
+    kept up to date by handlers that plotly's 5 MB front-end module installs only once it
+    has loaded, so the draws made before that (a figure built and drawn in one cell) never
+    reached it. A view opened from that copy was an empty plot (tutorial 06's first view,
+    on one Run All in three), and ◀/▶ — restyles of traces that view never had — did not
+    bring it back. Sent just before the display message, the full state is what the new
+    view starts from.
     """
     if isinstance(widget, go.FigureWidget):
         widget._repr_mimebundle_()  # plotly's own refresh of the state a new view reads
+        if widget.comm is not None:  # traitlets sends only a change: send it regardless
+            widget.send_state(["_widget_data", "_widget_layout"])
     for child in getattr(widget, "children", ()):
         sync_figures(child)
 
+
+def reopen_figures(widget: ipywidgets.Widget) -> bool:
+    """Give each plotly figure under ``widget`` that was never displayed a new comm whose
+    *opening* message carries its whole current state; re-send the boxes that hold them.
+
+    A figure's comm opens, in plotly's constructor, with empty data and layout; everything
+    after arrives as updates. In JupyterLab a view opened soon after (a view built and
+    displayed in one Run All) was at times drawn from that empty opening state — empty axes
+    with ``data=[]``, tutorial 06's blank first view, one Run All in three — and the
+    updates never reach a plot already drawn. Opened again just before the display, the
+    model is born with the data, so no update has to win that race. Returns whether a
+    figure was reopened (the caller re-sends the box's ``children``)."""
+    reopened = False
+    if isinstance(widget, go.FigureWidget):
+        if widget.comm is not None and not getattr(widget, "_pulsarlab_displayed", False):
+            widget._pulsarlab_displayed = True
+            widget._repr_mimebundle_()  # the state to open with: data and layout as drawn
+            widget.comm = None  # the old front-end model is left unused
+            widget._model_id = None
+            widget.open()
+            return True
+        return False
+    children = getattr(widget, "children", ())
+    for child in children:
+        reopened = reopen_figures(child) or reopened
+    if reopened and widget.comm is not None:
+        widget.send_state(["children"])
+    return reopened
+
+
+_WAITING = "waiting for the topic's first stats…"
 
 class View(ipywidgets.VBox):
     """A live-or-what-if picture of one topic/subscription."""
@@ -245,7 +286,9 @@ class View(ipywidgets.VBox):
         return self.describe()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        sync_figures(self)
+        with self.stepper.lock:  # a live binding's thread draws under the same lock
+            reopen_figures(self)
+            sync_figures(self)
         return self.stepper.bundle(self, super()._repr_mimebundle_(**kwargs) or {})
 
     def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:

@@ -44,6 +44,7 @@ from pulsarlab.broker.events import Acked, ConsumerRemoved, Dispatched, Redelive
 from .base import sync_figures
 from .pulsar_stats import Position
 from .source import BrokerEvent, Palette
+from .static import html_to_lines, picture_bundle, picture_svg
 from .whatif import WhatIf
 
 __all__ = ["CompareView", "Delivery", "KeyOrder", "Step", "find_moving_key"]
@@ -243,13 +244,16 @@ class CompareView(ipywidgets.VBox):
             first = self.first_out_of_order(version)
             if first is not None:
                 x = next(x for x, d in placed if d is first)
-                figure.add_trace(go.Scatter(
+                figure.add_trace(go.Scatter(  # a ring: the consumer's colour stays visible
                     x=[x], y=[labels[first.key]], mode="markers", name="first out of order",
                     legendgroup="ooo", showlegend=True,
-                    marker={"symbol": "x", "size": 18, "color": "#c62828"},
+                    marker={"symbol": "circle-open", "size": 17, "color": "#c62828",
+                            "line": {"width": 2}},
                     hovertext=[_describe(first)], hoverinfo="text",
                 ), row=row, col=1)
         figure.update_xaxes(title_text="scenario step", row=rows, col=1)
+        # room above the top key for its position labels (they touched the panel's top)
+        figure.update_yaxes(range=[-0.6, len(keys) - 0.1])
         figure.update_layout(
             height=200 + 160 * rows, margin={"l": 60, "r": 20, "t": 50, "b": 40},
             legend={"orientation": "h", "y": -0.2},
@@ -299,8 +303,15 @@ class CompareView(ipywidgets.VBox):
             bundle = bundle[0]
         bundle = dict(bundle)
         bundle["text/plain"] = self.summary_text()
-        bundle["text/html"] = self.summary_html()
+        bundle.update(picture_bundle(self.picture(), self.summary_text()))
         return bundle
+
+    def picture(self) -> str:
+        """An SVG of the chart and the summary table: what a notebook opened without a
+        kernel (or on GitHub) shows, like every other view's picture."""
+        return picture_svg([self.fig], html_to_lines(self.summary_html()),
+                           " vs ".join(f"Pulsar {v}" for v in self.versions)
+                           + ": per-key delivery order")
 
 
 def _core_factory(settings: Mapping[str, Any]) -> Callable[[str], WhatIf]:

@@ -88,14 +88,18 @@ class CursorView(View):
                 showscale=False,
                 hoverinfo="text", xgap=1,
             ), go.Scatter(
-                name="changed in this step", mode="markers", hoverinfo="skip",
+                name="changed in this step", mode="markers", hoverinfo="skip", meta="legend",
                 marker={"symbol": "square-open", "size": 18, "color": "#d50000",
                         "line": {"width": 2}},
-            )],
+            )] + [go.Scatter(  # colour keys of the cell states, in the legend only
+                name=name, x=[None], y=[None], mode="markers", meta="legend",
+                hoverinfo="skip", marker={"symbol": "square", "size": 12, "color": color},
+            ) for name, color in zip(CELL_STATES, _COLORS, strict=True)],
             layout=go.Layout(
-                height=220, margin={"l": 20, "r": 50, "t": 50, "b": 40}, showlegend=False,
+                height=270, margin={"l": 20, "r": 50, "t": 50, "b": 40}, showlegend=True,
+                legend={"orientation": "h", "y": -0.45, "x": 0, "font": {"size": 11}},
                 title={"text": "cursor", "font": {"size": 14}},
-                yaxis={"visible": False}, xaxis={"title": "entry"},
+                yaxis={"visible": False}, xaxis={"title": "entry (ledger:entry)"},
             ),
         )
         self.table = ipywidgets.HTML()
@@ -216,6 +220,10 @@ class CursorView(View):
             self.fig.data[1].y = [0] * len(st.changed)
             self.fig.layout.xaxis.range = [-0.5, max(n, 10) - 0.5]
             self.fig.layout.xaxis.dtick = 1 if n <= 30 else None
+            # ticks name the entries that exist, as the text and the table do (no 6..9)
+            self.fig.layout.xaxis.tickvals = list(range(n)) if n <= 30 else None
+            self.fig.layout.xaxis.ticktext = ([format_position(p) for p in st.positions]
+                                              if n <= 30 else None)
             self.fig.layout.yaxis.range = [-0.9, 0.9]
             self.fig.layout.shapes = shapes
             self.fig.layout.annotations = notes
@@ -239,13 +247,9 @@ class CursorView(View):
         return len(st.positions) - 0.5
 
     def _table_html(self, st: Any) -> str:
-        s = self.summary(st)
-        legend = " ".join(
-            f"<span style='background:{c};padding:0 6px'>&nbsp;</span> {name}"
-            for name, c in zip(CELL_STATES, _COLORS, strict=True)
-        )
+        s = self.summary(st)  # the cell states' colour keys are the figure's legend
         return (
-            f"{legend}<br>backlog <b>{s['backlog']}</b> · holes (individually acked ranges) "
+            f"backlog <b>{s['backlog']}</b> · holes (individually acked ranges) "
             f"<b>{s['holes']}</b> · partly acked batches <b>{s['partial_batches']}</b> · "
             f"delivered, unacked <b>{s['delivered_unacked']}</b> · awaiting redelivery "
             f"<b>{s['awaiting_redelivery']}</b> · unread <b>{s['unread']}</b>"

@@ -238,14 +238,37 @@ class FailoverView(View):
             heat.text = text
             heat.hovertext = hover
             self.fig.layout.shapes = outlines
-            self.fig.layout.height = max(220, 80 + 45 * len(rows))
-            active = ", ".join(f"P{i}→{n or 'nobody'}" for i, n in sorted(st.active.items()))
-            changed = f" — {len(outlines)} cell(s) changed (outlined)" if outlines else ""
-            self.fig.layout.title.text = f"Failover: active {active or 'nowhere'}{changed}"
+            self.fig.layout.height = max(220, 100 + 45 * len(rows))
+            self.fig.layout.margin.t = 64  # the title's two lines
+            self.fig.layout.title.text = self._title(st, len(outlines))
         self._draw_ring(st)
         self.table.value = self._table_html(st)
         if self.source.simulated and not self.stepper.picturing:
             self._sync_toggles(st)
+
+    def _title(self, st: Any, changed: int) -> str:
+        """Who delivers on each partition (a consumer still in its failover delay is
+        *switching*, not active), short enough for the figure's width; the cells that
+        changed on a second, smaller line."""
+        switching = [i for i in sorted(st.active) if i in st.switching]
+        delivering = {i: n for i, n in sorted(st.active.items()) if i not in switching}
+        if len(st.active) > 4:  # by consumer: "A on P0, P3, P6 · B on P1, P4, P7"
+            groups: dict[str, list[int]] = {}
+            for i, name in delivering.items():
+                groups.setdefault(name or "nobody", []).append(i)
+            active = " · ".join(f"{n} on " + ", ".join(f"P{i}" for i in ps)
+                                for n, ps in groups.items())
+        else:
+            active = ", ".join(f"P{i}→{n or 'nobody'}" for i, n in delivering.items())
+        moving = ", ".join(f"P{i}→{st.active[i]}" for i in switching)
+        line = f"Failover: active {active}" if active else "Failover: no active consumer"
+        if moving:
+            line += f"; switching {moving}"
+        notes = [f"{changed} cell(s) changed (outlined)"] if changed else []
+        if switching:
+            notes.append("switching: waiting out the failover delay")
+        return line + (f"<br><span style='font-size:11px'>{' · '.join(notes)}</span>"
+                       if notes else "")
 
     def figures(self, all_figures: bool = False) -> list[go.FigureWidget]:
         return [self.fig, self.ring_fig] if self.ring_shown or all_figures else [self.fig]

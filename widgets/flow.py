@@ -181,7 +181,10 @@ class FlowView(View):
             self.fig.data[1].x, self.fig.data[1].y = hold_x, hold_y
             if self.source.simulated:
                 self.fig.layout.xaxis.dtick = self.fig.layout.xaxis2.dtick = 1
-            self.fig.layout.title.text = self._title(st)
+            title = self._title(st)
+            self.fig.layout.title.text = title
+            # a second title line needs room above the first panel's own title
+            self.fig.layout.margin.t = 95 if "<br>" in title else 70
         self.table.value = self._table_html(st)
 
     def _title(self, st: Any) -> str:
@@ -193,7 +196,8 @@ class FlowView(View):
         if st.holding:
             notes.append("holding it back: " + ", ".join(st.holding))
         title = "flow — " + (" · ".join(parts) or "no consumers")
-        return title + ("<br>" + " · ".join(notes) if notes else "")
+        return title + ("<br><span style='font-size:11px'>" + " · ".join(notes) + "</span>"
+                        if notes else "")
 
     def _add_consumer_traces(self, name: str) -> None:
         color = self.source.palette.color(name)

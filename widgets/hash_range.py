@@ -92,7 +92,7 @@ class HashRangeView(View):
                 ),
                 go.Scatter(
                     name="looked-up key", mode="markers+text", hoverinfo="text",
-                    textposition="top center", showlegend=False,
+                    textposition="top center", showlegend=False, cliponaxis=False,
                     marker={"symbol": "triangle-down", "size": 14, "color": "#000000"},
                 ),
             ],
@@ -315,6 +315,10 @@ class HashRangeView(View):
                 info = self._lookup(st, looked_up)
                 lookup_trace.x, lookup_trace.y = [self._x(st, info)], ["keys"]
                 lookup_trace.text = [f"{looked_up} → {info.owner or 'nobody'}"]
+                # beside the marker near an edge: centred, a long key ran off the plot
+                where = self._x(st, info) / self.space
+                lookup_trace.textposition = ("top right" if where < 0.25 else
+                                             "top left" if where > 0.75 else "top center")
                 lookup_trace.hovertext = [_describe(info)]
             else:
                 lookup_trace.x, lookup_trace.y, lookup_trace.text = [], [], []

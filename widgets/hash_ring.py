@@ -67,6 +67,23 @@ _CHANGED_MIN_WIDTH = 1.0
 """Degrees: a changed stretch is often a sliver of a degree; drawn at least this wide —
 less when there are many (widened, they would cover more than a quarter of the track)."""
 _POINTS_R, _KEYS_R, _LOOKUP_R = 1.04, 0.55, 0.42
+_KEY_STEP, _KEY_GAP_DEG = 0.09, 6.0
+
+
+def _key_radii(angles: dict[str, float]) -> dict[str, float]:
+    """Each key's radius: keys whose hashes lie within a few degrees of each other step
+    inwards, so every key's diamond shows (eight keys overlapped to fewer on one circle)."""
+    radii: dict[str, float] = {}
+    placed: list[tuple[float, float]] = []
+    for key, angle in sorted(angles.items(), key=lambda item: item[1]):
+        taken = {r for a, r in placed
+                 if min(abs(a - angle), 360 - abs(a - angle)) < _KEY_GAP_DEG}
+        level = 0
+        while _KEYS_R - level * _KEY_STEP in taken and level < 3:
+            level += 1
+        radii[key] = _KEYS_R - level * _KEY_STEP
+        placed.append((angle, radii[key]))
+    return radii
 
 Arc = tuple[int, int, str]
 """``(start, end, owner)``: an inclusive stretch of the ring and who owns it."""
@@ -415,14 +432,15 @@ class HashRingView(View):
             pts.hovertext = [
                 f"{n} point at {h}" for n, h in zip(point_names, point_hashes, strict=True)
             ]
-            key_trace.r = [_KEYS_R] * len(keys)
+            radius = _key_radii({k.key: deg(k.hash) for k in keys})
+            key_trace.r = [radius[k.key] for k in keys]
             key_trace.theta = [deg(k.hash) for k in keys]
             key_trace.marker.color = [palette.color(k.owner) for k in keys]
             key_trace.hovertext = [f"{k.key!r}: hash {k.hash} → {k.owner}" for k in keys]
-            moving_trace.r = [_KEYS_R] * len(moving)
+            moving_trace.r = [radius.get(k.key, _KEYS_R) for k in moving]
             moving_trace.theta = [deg(k.hash) for k in moving]
             moving_trace.hovertext = [f"{k.key!r} would move" for k in moving]
-            moved_trace.r = [_KEYS_R] * len(moved)
+            moved_trace.r = [radius.get(k.key, _KEYS_R) for k in moved]
             moved_trace.theta = [deg(k.hash) for k in moved]
             moved_trace.hovertext = [f"{k.key!r} moved to {k.owner}" for k in moved]
             if looked_up:

@@ -287,9 +287,10 @@ def _figure_svg(fig: Any, top: float) -> tuple[list[str], float]:
     out: list[str] = []
     title = _get(layout, "title", "text")
     lines = [part for line in re.split(r"<br\s*/?>", title or "", flags=re.IGNORECASE)
-             for part in textwrap.wrap(line, 100)]
-    for number, line in enumerate(lines):
-        out.append(_text(WIDTH / 2, top + 18 + 16 * number, line, 13, weight="bold"))
+             for part in textwrap.wrap(_TAG.sub("", line), 100)]
+    for number, line in enumerate(lines):  # a subtitle's lines are smaller, as plotly's
+        out.append(_text(WIDTH / 2, top + 18 + 16 * number, line, 11 if number else 13,
+                         weight="normal" if number else "bold"))
     top += 16 * max(0, len(lines) - 1)
     plot_top = top + max(m_t, 30)
     plot_bottom = top + height - m_b
@@ -544,11 +545,23 @@ def _trace(trace: Any, xa: _Axis, ya: _Axis) -> list[str]:
         out += dots.svg()
     if "text" in mode:
         texts = _get(trace, "text")
+        places = _get(trace, "textposition") or "top center"
+        sizes = _get(trace, "marker", "size") or 8
         for i, (x, y) in enumerate(zip(xs, ys, strict=False)):
             px, py = xa(x), ya(y)
             label = _at(texts, i)
             if px is not None and py is not None and label not in (None, ""):
-                out.append(_text(px, py - 8, label, 9, color="#222", weight="bold"))
+                # plotly's textposition: above or below the marker, beside it or centred
+                place = str(_at(places, i, "top center"))
+                gap = (_num(_at(sizes, i, 8)) or 8) / 2 + 3
+                dy = gap + 8 if place.startswith("bottom") else -gap
+                dy = 3 if place.startswith("middle") else dy
+                anchor = ("start" if place.endswith("right") else
+                          "end" if place.endswith("left") else "middle")
+                dx = 0.0 if anchor == "middle" or not place.startswith("middle") else (
+                    gap if anchor == "start" else -gap)
+                out.append(_text(px + dx, py + dy, label, 9, anchor=anchor, color="#222",
+                                 weight="bold"))
     return out
 
 

@@ -481,8 +481,10 @@ class RedeliveryTimeline(View):
         kind = KINDS.get(name, DEFAULT_KIND)
         label = kind.label if kind is not DEFAULT_KIND else name
         self.fig.add_trace(go.Scattergl(
-            name=label, mode="markers+text", textposition="top center",
-            textfont={"size": 11, "color": "#b71c1c"},
+            # the count beside its mark: above it, it sat on the mark of the same instant
+            # drawn just above (a nack's ×)
+            name=label, mode="markers+text", textposition="middle right",
+            textfont={"size": 10, "color": "#b71c1c"},
             marker={"symbol": kind.symbol, "size": 9, "color": kind.color or "#000000"},
             hovertemplate=(
                 "%{customdata[0]}:%{customdata[1]} · " + label + " · %{customdata[3]}"
@@ -493,6 +495,11 @@ class RedeliveryTimeline(View):
 
     def _label_lanes(self, st: Any) -> None:
         yaxis = self.fig.layout.yaxis
+        lanes = len(self.model.consumer_names) if self.lanes == "consumer" else self.extent[1]
+        # a lane is a band of its own height, not the whole plot (one lane filled it)
+        self.fig.layout.height = max(240, min(420, 160 + 60 * lanes))
+        pad = max(0.0, (3 - lanes) / 2)
+        yaxis.range = [lanes - 0.5 + pad, -0.5 - pad] if lanes else None  # top to bottom
         if self.lanes == "consumer":
             names = [n or "—" for n in self.model.consumer_names]
             yaxis.tickvals, yaxis.ticktext = list(range(len(names))), names

@@ -143,3 +143,71 @@ def test_scrubbing_back_redraws_the_previous_step_and_its_highlight(
     keys = int(kernel_eval(lab, notebook, f"len({view}.message_keys)"))
     expect(plot.locator(".scatterlayer path.point")).to_have_count(keys + moved)
     cell.screenshot(path=str(artifacts / "02_scrubbed_back.png"))
+
+
+FIGURE_DATA = """() => [...document.querySelectorAll('.jp-NotebookPanel .js-plotly-plot')]
+    .filter(gd => gd.offsetParent !== null).map(gd => [
+        (gd.layout && gd.layout.title && gd.layout.title.text || '').slice(0, 40),
+        (gd.data || []).filter(t => t.visible !== false
+            && ['x', 'y', 'z', 'r'].some(k => (t[k] || []).length)).length])"""
+"""For each visible plot of the shown notebook: its title and how many traces carry points."""
+
+
+@pytest.mark.parametrize("run", range(3))
+def test_tutorial_06_every_figure_has_data_on_every_run_all(
+    lab: Lab, page: Any, artifacts: Path, run: int
+):
+    """One Run All in three once drew the first view as empty axes (a view opened from a
+    browser-side copy of the figure that missed the draws made before plotly's module
+    loaded); every visible plot must carry its traces' points, run after run."""
+    notebook = "06-failover.ipynb"
+    panel = open_and_run_all(page, lab, notebook)
+    plots = panel.locator(".js-plotly-plot")
+    views = [m for m in _view_cells(next(p for p in TUTORIALS if p.name == notebook)).values()
+             if not m[1]]  # stills are images, not plots
+    _expect()(plots).not_to_have_count(0)
+    for index in range(plots.count()):  # each plot drawn (newPlot done) before it is read
+        _expect()(plots.nth(index).locator(".main-svg").first).to_be_attached()
+    counts = page.evaluate(FIGURE_DATA)
+    panel.screenshot(path=str(artifacts / f"06-run{run}.png"))
+    titles = [title for title, _ in counts]
+    assert len(counts) >= len(views), counts
+    for line in views:
+        assert any(line[5].startswith(t) for t in titles if t), (line[0], titles)
+    assert all(n for _, n in counts), f"run {run}: a plot without data: {counts}"
+    shutdown_kernel(lab, notebook)
+
+
+PINNED_STEPS = {
+    "06-failover.ipynb": [
+        "two_view.step_summary()['active'] == {0: 'A', 1: 'B'}",
+        "nine_view.step_summary()['by_consumer'] == nine_view.by_consumer()"
+        " == {'A': [0, 3, 6], 'B': [1, 4, 7], 'C': [2, 5, 8]}",
+        # the text's "active (the broker): B" — active, not still switching
+        "ring_view.step_summary()['active'] == {0: 'B'}"
+        " and not ring_view.step_summary()['switching']",
+        "sw_view.step_summary()['duplicates'] == 2",
+    ],
+    "07-acks-and-cursors.ipynb": [
+        "view.step_summary()['individually_acked'] == 1 and view.step_summary()['backlog'] == 5",
+        "bview.step_summary()['partial_batches'] == 1",
+    ],
+    "08-redelivery.ipynb": [
+        "timeline.step_summary()['lanes'] == 1"
+        " and timeline.step_summary()['max_redelivery_count'] == 3",
+    ],
+    "15-unacked-limits.ipynb": [
+        # section 3: the entries waiting behind the read position, as the cell printed them
+        "cursor.step_summary(blocked_step)['unread'] == 4"
+        " and cursor.step_summary(blocked_step)['read_position'] == '0:6'",
+        "sub_flow.step_summary()['subscription_blocked']",
+    ],
+}
+"""Per tutorial: what its pinned views' steps must show, in the numbers its cells print."""
+
+
+@pytest.mark.parametrize("notebook", sorted(PINNED_STEPS), ids=lambda name: name[:2])
+def test_pinned_steps_show_the_numbers_the_text_gives(lab: Lab, page: Any, notebook: str):
+    open_and_run_all(page, lab, notebook)
+    for check in PINNED_STEPS[notebook]:
+        assert kernel_eval(lab, notebook, f"bool({check})") == "True", (notebook, check)

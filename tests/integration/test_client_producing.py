@@ -15,6 +15,7 @@ from pulsarlab.broker.client import (
     ConsumerType,
     HashingScheme,
     InitialPosition,
+    InvalidTopicName,
     MessageTooBig,
     PartitionsRoutingMode,
     ProducerQueueIsFull,
@@ -75,6 +76,15 @@ def test_round_robin_routes_keys_by_hash(broker, client, scheme):
     for i in range(20):
         key = f"key-{i}"
         assert producer.send(b"x", partition_key=key).partition() == hash_fn(key) % 4
+
+
+def test_a_topic_name_outside_pulsars_characters_is_refused_and_the_client_goes_on(client):
+    for call in (client.create_producer, lambda t: client.subscribe(t, "s")):
+        with pytest.raises(InvalidTopicName, match="topic 'bad topic!' may only contain"):
+            call("bad topic!")
+    producer = client.create_producer(unique("after-bad-name"))
+    producer.send(b"x")
+    producer.close()
 
 
 def test_round_robin_without_key_cycles_partitions(broker, client):

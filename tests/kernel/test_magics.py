@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 
@@ -287,6 +288,12 @@ def test_produce_line_and_cell(run, broker) -> None:
     assert "6 messages from persistent://public/default/orders / s" in got.out
     html = messages._repr_html_()
     assert "<table>" in html and "hello world" in html
+    # the table shows publish_time as a UTC time as well as the message's epoch ms
+    when = datetime.datetime.fromtimestamp(messages[0]["publish_time"] / 1000,
+                                           tz=datetime.UTC)
+    shown = f"{when:%Y-%m-%d %H:%M:%S}.{messages[0]['publish_time'] % 1000:03d} UTC"
+    assert f"{shown} ({messages[0]['publish_time']})" in got.out
+    assert shown in html
 
 
 def test_produce_more_than_a_producer_queue_loses_nothing(run, broker) -> None:
@@ -499,6 +506,11 @@ def test_broker_errors(run, broker) -> None:
     assert_one_line_error(run("%pulsar produce ftp://x/y/z x"),
                           "%pulsar produce: invalid topic name 'ftp://x/y/z': domain must be "
                           "'persistent' or 'non-persistent', not 'ftp'")
+    # Pulsar's NamedEntity characters for the topic's own name too: nothing is created
+    assert_one_line_error(run("%pulsar produce 'bad topic!' x"),
+                          "%pulsar produce: invalid topic name 'bad topic!': topic 'bad topic!' "
+                          "may only contain letters, digits and - _ = : .")
+    assert "bad topic" not in run("%pulsar topics").out
 
 
 def test_start_errors(run, runtime, tmp_path) -> None:

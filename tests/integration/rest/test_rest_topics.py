@@ -26,6 +26,9 @@ def test_create_list_and_delete_a_topic(rest):
     assert rest.get("/admin/v2/persistent/public/nowhere").status == 404
     bad = rest.put(f"{BASE}/bad%20name%20")
     assert bad.status == 412 and "invalid topic name" in bad.reason
+    refused = rest.put(f"{BASE}/bad%20topic%21")  # Pulsar's NamedEntity characters
+    assert refused.status == 412 and "may only contain letters, digits" in refused.reason
+    assert not [t for t in rest.get(BASE).json if "bad" in t]
 
 
 def test_delete_with_a_connected_consumer_needs_force(rest, client):

@@ -41,6 +41,9 @@ def test_partition_names():
         ("persistent:///ns/t", "empty tenant"),
         ("persistent://t/ns/", "empty topic"),
         ("bad\x00name", "control"),
+        ("bad topic!", "topic 'bad topic!' may only contain"),
+        ("persistent://public/default/a%20b", "may only contain"),
+        ("t\u00e9/ns/t", "tenant 't\u00e9' may only contain"),  # Java's \w is ASCII
     ],
 )
 def test_bad_names_are_rejected_with_reason(name, message):
@@ -56,3 +59,14 @@ def test_non_string_name():
 def test_system_topics_are_marked():
     assert TopicName.get("__change_events").is_system_topic
     assert not TopicName.get("orders").is_system_topic
+
+
+@pytest.mark.parametrize("name", ["a-b_c=d:e.f", "orders-partition-3", "tenant-1/ns.2/t:x=y"])
+def test_named_entity_characters_are_accepted_in_every_part(name):
+    assert TopicName.get(name).local_name == name.rsplit("/", 1)[-1]
+
+
+def test_a_bad_name_fails_with_one_line():
+    with pytest.raises(InvalidTopicName) as caught:
+        TopicName.get("bad topic!")
+    assert "\n" not in str(caught.value)

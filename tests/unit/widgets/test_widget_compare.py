@@ -53,6 +53,21 @@ def test_figure_marks_the_first_out_of_order_delivery_per_version():
     assert "Pulsar 4.0: 3 deliveries, in order" in text
 
 
+
+def test_the_view_carries_a_static_picture_of_its_chart_and_summary():
+    """Before a kernel runs (and on GitHub) the view is its picture, like every other view."""
+    key = find_moving_key("c1", "c3", ["c1", "c2"], make_core=make_core)
+    view = CompareView(_replay_before_join_mark(key), make_core=make_core)
+    bundle = view._repr_mimebundle_()
+    svg = bundle["image/svg+xml"]
+    assert svg.startswith("<svg") and bundle["text/html"].startswith("<img ")
+    for text in ("Pulsar 3.3", "Pulsar 4.0", key, "0:1", "first out of order",
+                 "first out-of-order delivery"):
+        assert text in svg, text
+    mark = next(t for t in view.fig.data if t.name == "first out of order")
+    assert mark.marker.symbol == "circle-open"  # the consumer's dot shows through it
+
+
 def test_4_0_look_ahead_limit_holds_a_fast_consumer_that_3_3_serves():
     """PIP-379's look-ahead limit: a slow consumer's backlog in replay stops reads for all."""
     def make(version):

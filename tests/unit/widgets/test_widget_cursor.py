@@ -93,3 +93,22 @@ def test_line_labels_at_the_ends_of_the_strip_hang_inside_it():
     assert "text-anchor='end' fill='#0d47a1'" in picture
     whatif.ack("B", positions[:6])
     assert view.fig.layout.annotations[0].xanchor == "center"  # after entry 6 of 12
+
+
+def test_the_legend_keys_every_state_and_the_change_marker_and_the_axis_names_entries():
+    """The picture had state words without colours and no key for the red squares, and its
+    axis counted 0..9 where the text names six entries."""
+    whatif = WhatIf("Shared")
+    view = CursorView(whatif)
+    whatif.add_consumer("B")
+    positions = whatif.publish(count=6)
+    whatif.receive("B")
+    whatif.ack("B", [positions[3]])
+    keyed = [t.name for t in view.fig.data if t.meta == "legend"]
+    assert keyed == ["changed in this step", *CELL_STATES]
+    assert list(view.fig.layout.xaxis.ticktext) == [f"{ledger}:{entry}"
+                                                    for ledger, entry in positions]
+    svg = view.picture()
+    for name in keyed:
+        assert f">{name}<" in svg.replace("&#x27;", "'"), name
+    assert ">0:5<" in svg and ">0:6<" not in svg

@@ -76,3 +76,51 @@ def test_non_partitioned_topic_shows_the_consumer_ring():
     assert (following[0] if following else view.ring[0][1]) == active
     assert view.ring_box.layout.display == "flex"
     assert len(view.ring_fig.data[0].theta) == 300
+
+
+def test_displaying_a_view_sends_its_figures_full_state_even_when_unchanged():
+    """The browser's copy of a figure misses every edit made before plotly's front-end
+    module loaded, so a view opened later drew empty axes (tutorial 06's first view, one
+    Run All in three): each display sends the whole current state, changed or not."""
+    two = WhatIf("Failover", partitions=2)
+    view = FailoverView(two)
+    for name in ("A", "B"):
+        two.add_consumer(name)
+    view._repr_mimebundle_()  # the first display opens the figure's comm anew (below)
+    sent: list[dict] = []
+    view.fig.comm.send = lambda data=None, buffers=None, **_: sent.append(data)
+    for _ in range(2):  # the second display changes nothing in the kernel's copy
+        sent.clear()
+        view.pin()._repr_mimebundle_()
+        states = [m["state"] for m in sent if m.get("method") == "update"]
+        data = next(s["_widget_data"] for s in states if "_widget_data" in s)
+        assert [list(row) for row in data[0]["z"]] == [list(r) for r in view.fig.data[0].z]
+        assert data[0]["x"] == ["P0", "P1"]
+        assert any("_widget_layout" in s for s in states)
+
+
+def test_a_figure_shown_for_the_first_time_opens_a_new_comm_that_carries_its_data(monkeypatch):
+    """The front-end model of a figure is born from its comm's opening message: on first
+    display that message holds the drawn data, so no later update has to arrive first."""
+    import ipywidgets.widgets.widget as widget_module
+
+    two = WhatIf("Failover", partitions=2)
+    view = FailoverView(two)
+    two.add_consumer("A")
+    opened: list[dict] = []
+    real = widget_module.comm.create_comm
+
+    def create_comm(**args):
+        opened.append(args["data"]["state"])
+        return real(**args)
+
+    monkeypatch.setattr(widget_module.comm, "create_comm", create_comm)
+    old_id = view.fig.model_id
+    view.pin()._repr_mimebundle_()
+    figures = [s for s in opened if "_widget_data" in s]
+    assert len(figures) == 2 and view.fig.model_id != old_id  # the grid and the ring
+    assert figures[0]["_widget_data"][0]["x"] == ["P0", "P1"]
+    assert figures[0]["_widget_layout"]["title"]["text"] == view.fig.layout.title.text
+    assert f"IPY_MODEL_{view.fig.model_id}" in view.get_state()["children"]
+    view._repr_mimebundle_()  # shown again: the same comm, its state re-sent
+    assert len([s for s in opened if "_widget_data" in s]) == 2

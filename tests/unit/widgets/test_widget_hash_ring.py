@@ -131,3 +131,12 @@ def test_many_changed_stretches_are_widened_less():
     assert len(widths) == len(view.changed) > 90
     widened = [w for w in widths if w == min(widths)]
     assert sum(widened) <= 90  # slivers shown, but no longer a solid black track
+
+
+def test_keys_with_close_hashes_step_inwards_so_every_diamond_shows():
+    from pulsarlab.widgets.hash_ring import _KEYS_R, _key_radii
+
+    radii = _key_radii({"a": 1.0, "b": 3.0, "c": 4.5, "d": 200.0, "e": 358.0})
+    assert radii["d"] == _KEYS_R and radii["a"] == _KEYS_R
+    assert len({radii["a"], radii["b"], radii["c"]}) == 3  # three near keys, three circles
+    assert radii["e"] != radii["a"]  # 3 degrees apart across 0
