@@ -235,6 +235,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sub", metavar="S",
                    help="subscription (default: the last one used, or the only one)")
 
+    p = sub.add_parser("why", help="why a subscription (or consumer) gets no messages",
+                       description="Explain, from the topic's stats and internal stats, why "
+                                   "a subscription or one of its consumers is not getting "
+                                   "messages, with the numbers and the tutorial of each rule "
+                                   "(Python: pulsarlab.diagnose).")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--sub", required=True, metavar="S", help="subscription name")
+    p.add_argument("--consumer", metavar="NAME", help="only what concerns this consumer")
+
     p = sub.add_parser("tutorials", help="copy the tutorial notebooks into a folder",
                        description="Copy the tutorials shipped with pulsarlab (and their "
                                    "data) into DIR, like 'pulsarlab tutorials'. A file you "

@@ -18,6 +18,7 @@ Load with ``%load_ext pulsarlab``. Every subcommand takes ``-h``/``--help``
     %pulsar peek TOPIC --sub S [-n N]     %pulsar stats TOPIC     %pulsar subs TOPIC
     %pulsar reset-cursor TOPIC --sub S (--earliest | --latest | --time MS)
     %pulsar show WIDGET [TOPIC] [--sub S] (a live view from pulsarlab.widgets.VIEWS)
+    %pulsar why TOPIC --sub S [--consumer NAME]  (why a subscription gets no messages)
     %pulsar spark [--master M] [--conf K=V]   (binds ``spark`` in the notebook)
     %pulsar tutorials [DIR] [--force]     (copies the tutorial notebooks into DIR)
     %pulsar help [SUBCOMMAND ...]         (the same as --help)
@@ -59,6 +60,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from .extras import MissingDependency, install_hint
 from .magic_grammar import build_parser, build_spark_cell_parser, subparsers
 from .magic_messages import MessageCommands
+from .magic_ops import OpsCommands
 from .magic_spark import SparkCommands
 from .magic_views import ViewCommands
 from .progress import Progress
@@ -111,7 +113,7 @@ def _split(line: str) -> list[str]:
 # -- the magics ----------------------------------------------------------------------------
 
 @magics_class
-class PulsarMagics(MessageCommands, ViewCommands, SparkCommands, Magics):
+class PulsarMagics(MessageCommands, ViewCommands, OpsCommands, SparkCommands, Magics):
     """The ``%pulsar`` / ``%%pulsar`` magics over one :class:`BrokerRuntime`."""
 
     def __init__(self, shell: Any, runtime: BrokerRuntime) -> None:

@@ -1,0 +1,58 @@
+"""``%pulsar why``: a stuck subscription on a broker running in the kernel, explained."""
+
+from __future__ import annotations
+
+import time
+
+import pulsarlab
+from pulsarlab.diagnosis import Diagnosis
+
+
+def _until(check, what: str, timeout: float = 30.0):
+    """Poll ``check`` until it returns something truthy (delivery is asynchronous)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_why_names_a_full_receiver_queue(run, broker) -> None:
+    client = pulsarlab.Client(broker.service_url)
+    try:
+        consumer = client.subscribe("stuck", "s", consumer_type=pulsarlab.ConsumerType.Shared,
+                                    receiver_queue_size=2, consumer_name="never-receives")
+        produced = run("%pulsar produce stuck hello --count 10")
+        assert produced.success, produced.out
+        admin = broker.admin().topics
+
+        def queue_full():
+            subs = admin.get_stats("stuck")["subscriptions"]["s"]
+            return subs["consumers"][0]["availablePermits"] == 0
+        _until(queue_full, "the receiver queue to fill")
+        ran = run("%pulsar why stuck --sub s")
+        assert ran.success, ran.out
+        d = ran.value
+        assert isinstance(d, Diagnosis) and d.codes == ["receiver-queue-full"]
+        assert d.source.endswith("the pulsarlab core's exact state")  # in-kernel broker
+        assert "never-receives has 0 available permits" in d.findings[0].text
+        assert "notebooks/08-redelivery.ipynb" in ran.out
+        one = run("%pulsar why stuck --sub s --consumer never-receives")
+        assert one.value.codes == ["receiver-queue-full"]
+        consumer.close()
+    finally:
+        client.close()
+
+
+def test_why_errors_are_one_line(run, broker) -> None:
+    run("%pulsar produce t2 x")
+    missing = run("%pulsar why t2 --sub nope")
+    assert missing.value.codes == ["no-subscription"]
+    run("%pulsar consume t2 --sub s --earliest -n 1 --timeout 300")
+    ghost = run("%pulsar why t2 --sub s --consumer ghost")
+    assert not ghost.success
+    assert "%pulsar why: subscription 's' has no consumer 'ghost'" in ghost.out
+    usage = run("%pulsar why t2")
+    assert not usage.success and "--sub" in usage.out
