@@ -184,7 +184,7 @@ def diagnose(
     ``stats``/``internal_stats`` are the admin API's JSON for one topic (or partition);
     ``policies`` its namespace policies; ``core`` what :func:`exact_state` returns."""
     sources = ["stats"] + (["internal stats"] if internal_stats else []) + (
-        ["namespace policies"] if policies else [])
+        ["namespace policies"] if policies is not None else [])
     if core is not None:
         sources.append("the pulsarlab core's exact state")
     diag = Diagnosis(topic, subscription, " + ".join(sources))

@@ -1,4 +1,5 @@
-"""The operator's ``%pulsar`` commands: ``why`` (a stuck subscription explained).
+"""The operator's ``%pulsar`` commands: ``why`` (a stuck subscription explained) and
+``browse`` (a read-only message browser, :mod:`.browse`).
 
 ``OpsCommands`` is a part of :class:`~.magics.PulsarMagics`; it uses the magics' ``runtime``
 and its ``_full`` / ``_partitions`` topic-name helpers. The reasoning itself lives in
@@ -10,7 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .browse import MessageFilter, browse_messages, parse_time
 from .diagnosis import Diagnosis, Finding, diagnose, exact_state
+from .results import MessageList
 from .runtime import BrokerRuntime, PulsarMagicError
 
 __all__ = ["OpsCommands", "diagnose_topic"]
@@ -49,9 +52,8 @@ def _policies(runtime: BrokerRuntime, topic: str) -> dict[str, Any] | None:
     """The topic's namespace policies, or None when the admin API refuses them."""
     from .broker import TopicName
 
-    name = TopicName.get(topic)
     try:
-        return runtime.admin().namespaces.get_policies(f"{name.tenant}/{name.namespace}")
+        return runtime.admin().namespaces.get_policies(TopicName.get(topic).namespace)
     except Exception:  # a cluster may not let this role read policies: stats still speak
         return None
 
@@ -74,3 +76,24 @@ class OpsCommands:
             return diagnose_topic(self.runtime, self._partitions(topic), args.sub, args.consumer)
         except ValueError as exc:
             raise PulsarMagicError(str(exc)) from None
+
+    def _cmd_browse(self, args: argparse.Namespace, cell: str | None) -> MessageList:
+        topic = self._full(args.topic)
+        try:
+            keep = MessageFilter(
+                key=args.key, properties=tuple(args.properties), contains=args.grep,
+                since_ms=parse_time(args.since) if args.since else None,
+                until_ms=parse_time(args.until) if args.until else None,
+                json_path=args.json_path,
+            )
+            rows, read = browse_messages(
+                self.runtime.admin().topics, self._partitions(topic), subscription=args.sub,
+                start="latest" if args.latest else "earliest", count=args.count,
+                page=args.page, scan=args.scan, keep=keep,
+            )
+        except ValueError as exc:
+            raise PulsarMagicError(str(exc)) from None
+        where = f"{args.sub}'s backlog" if args.sub else (
+            "the latest" if args.latest else "the earliest")
+        return MessageList(rows, f"on {topic} from {where}, page {args.page} "
+                                 f"({read} read)")

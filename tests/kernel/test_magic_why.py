@@ -56,3 +56,24 @@ def test_why_errors_are_one_line(run, broker) -> None:
     assert "%pulsar why: subscription 's' has no consumer 'ghost'" in ghost.out
     usage = run("%pulsar why t2")
     assert not usage.success and "--sub" in usage.out
+
+
+def test_browse_pages_and_filters_read_only(run, broker) -> None:
+    run("""%pulsar produce orders '{"id":1,"tier":"gold"}' --key a --property source=web""")
+    run("""%pulsar produce orders '{"id":2,"tier":"basic"}' --key b""")
+    run("%pulsar produce orders plain --key a")
+    ran = run("%pulsar browse orders -n 2")
+    assert ran.success, ran.out
+    assert [m["key"] for m in ran.value] == ["a", "b"]
+    assert ran.value[0]["value"] == {"id": 1, "tier": "gold"}
+    assert ran.value[0]["publish_time"].endswith("Z")
+    assert "from the earliest, page 0" in ran.out
+    assert [m["value"] for m in run("%pulsar browse orders -n 2 --page 1").value] == ["plain"]
+    assert run("%pulsar browse orders --latest -n 1").value[0]["value"] == "plain"
+    assert [m["value"]["id"] for m in run("%pulsar browse orders --json tier=basic").value] == [2]
+    assert len(run("%pulsar browse orders --key a").value) == 2
+    assert len(run("%pulsar browse orders --property source=web").value) == 1
+    assert run("%pulsar browse orders --grep lain").value[0]["value"] == "plain"
+    assert broker.admin().topics.get_subscriptions("orders") == []  # nothing subscribed
+    bad = run("%pulsar browse orders --since soon")
+    assert not bad.success and "%pulsar browse: not a time: 'soon'" in bad.out

@@ -70,9 +70,9 @@ def test_help_subcommand(run) -> None:
 def test_help_of_an_unknown_subcommand_is_one_line(run) -> None:
     assert_one_line_error(
         run("%pulsar help nosuch"),
-        "%pulsar help: no subcommand 'nosuch' under '%pulsar' (known: connect, consume, "
-        "create, help, peek, policies, produce, reset-cursor, show, spark, start, stats, "
-        "status, stop, subs, topics, tutorials, why)",
+        "%pulsar help: no subcommand 'nosuch' under '%pulsar' (known: browse, connect, "
+        "consume, create, help, peek, policies, produce, reset-cursor, show, spark, start, "
+        "stats, status, stop, subs, topics, tutorials, why)",
     )
 
 
@@ -141,7 +141,7 @@ def test_cell_help(run) -> None:
 def test_parser_lists_every_subcommand() -> None:
     text = build_parser().format_help()
     for sub in ("start", "stop", "status", "connect", "topics", "create", "produce", "consume",
-                "peek", "stats", "subs", "reset-cursor", "show", "spark", "why"):
+                "peek", "stats", "subs", "reset-cursor", "show", "spark", "why", "browse"):
         assert sub in text
 
 
