@@ -293,8 +293,9 @@ def _recently_joined(found: list[Finding], sub: Mapping[str, Any],
             if first is not None:
                 blame = (f"; the oldest unacked message, {first[0][0]}:{first[0][1]}, "
                          f"is held by {first[1]}")
-            if holders:
-                blame += f" (messages before {where} unacked by {_names(sorted(holders))})"
+            others = holders - {first[1]} if first is not None else holders
+            if others:
+                blame += f"; {_names(sorted(others))} also hold messages before {where}"
         else:
             unacked = {c.get("consumerName"): int(c.get("unackedMessages") or 0)
                        for c in consumers}
