@@ -227,8 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="a live widget of a topic/subscription",
                        description="Open a live view (pulsarlab.widgets) bound to the "
-                                   "current broker. WIDGET is one of the VIEWS names, or "
-                                   "'stats' for a snapshot of the topic's stats.")
+                                   "current broker. WIDGET is one of the VIEWS names, "
+                                   "'stats' for a snapshot of the topic's stats, or 'lag' "
+                                   "for backlog, unacked and rates over time.")
     p.add_argument("widget", metavar="WIDGET")
     p.add_argument("topic", nargs="?", metavar="TOPIC",
                    help="default: the topic the last magic used")

@@ -77,3 +77,18 @@ def test_browse_pages_and_filters_read_only(run, broker) -> None:
     assert broker.admin().topics.get_subscriptions("orders") == []  # nothing subscribed
     bad = run("%pulsar browse orders --since soon")
     assert not bad.success and "%pulsar browse: not a time: 'soon'" in bad.out
+
+
+def test_show_lag_polls_the_stats(run, broker) -> None:
+    run("%pulsar produce lagging x --count 3")
+    run("%pulsar consume lagging --sub s --earliest -n 1 --timeout 300")
+    run("%pulsar produce lagging y --count 4")
+    ran = run("%pulsar show lag lagging --sub s")
+    assert ran.success, ran.out
+    view = ran.value
+    assert type(view).__name__ == "BacklogView" and view.running
+    samples = _until(lambda: list(view.history.samples), "the first stats poll")
+    assert samples[0].backlog == 6  # 3 sent, 1 consumed and acked, 4 more sent
+    assert run("%pulsar status").value["live_views"] >= 1
+    run("%pulsar stop")
+    assert not view.running
