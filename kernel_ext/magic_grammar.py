@@ -258,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grep", metavar="TEXT", help="only values containing TEXT")
     p.add_argument("--json", dest="json_path", metavar="PATH[=VALUE]",
                    help="only JSON values where PATH (a.b.0) exists, or equals VALUE")
+    p.add_argument("--widget", action="store_true",
+                   help="a browser widget (filter boxes, previous/next page) instead")
 
     p = sub.add_parser("why", help="why a subscription (or consumer) gets no messages",
                        description="Explain, from the topic's stats and internal stats, why "

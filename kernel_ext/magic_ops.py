@@ -79,6 +79,11 @@ class OpsCommands:
 
     def _cmd_browse(self, args: argparse.Namespace, cell: str | None) -> MessageList:
         topic = self._full(args.topic)
+        if args.widget:
+            from .widgets.message_browser import MessageBrowser
+
+            return MessageBrowser(self.runtime.admin().topics, self._partitions(topic),
+                                  subscription=args.sub, count=args.count)
         try:
             keep = MessageFilter(
                 key=args.key, properties=tuple(args.properties), contains=args.grep,

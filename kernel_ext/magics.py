@@ -20,7 +20,9 @@ Load with ``%load_ext pulsarlab``. Every subcommand takes ``-h``/``--help``
     %pulsar show WIDGET [TOPIC] [--sub S] (a live view from pulsarlab.widgets.VIEWS)
     %pulsar why TOPIC --sub S [--consumer NAME]  (why a subscription gets no messages)
     %pulsar browse TOPIC [--sub S] [--latest] [-n N] [--page P] [--key K] [--property K=V]
-                   [--since T] [--until T] [--grep TEXT] [--json PATH[=VALUE]]  (read-only)
+                   [--since T] [--until T] [--grep TEXT] [--json PATH[=VALUE]] [--widget]
+                                          (read-only: examine-message / peek)
+    %pulsar show lag [TOPIC] [--sub S]    (backlog, unacked and rates over time)
     %pulsar spark [--master M] [--conf K=V]   (binds ``spark`` in the notebook)
     %pulsar tutorials [DIR] [--force]     (copies the tutorial notebooks into DIR)
     %pulsar help [SUBCOMMAND ...]         (the same as --help)

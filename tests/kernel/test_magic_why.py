@@ -74,6 +74,8 @@ def test_browse_pages_and_filters_read_only(run, broker) -> None:
     assert len(run("%pulsar browse orders --key a").value) == 2
     assert len(run("%pulsar browse orders --property source=web").value) == 1
     assert run("%pulsar browse orders --grep lain").value[0]["value"] == "plain"
+    widget = run("%pulsar browse orders --widget -n 2").value
+    assert [m["key"] for m in widget.rows] == ["a", "b"]
     assert broker.admin().topics.get_subscriptions("orders") == []  # nothing subscribed
     bad = run("%pulsar browse orders --since soon")
     assert not bad.success and "%pulsar browse: not a time: 'soon'" in bad.out

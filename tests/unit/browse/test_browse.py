@@ -91,3 +91,22 @@ def test_times_and_bad_input():
         browse_messages(orders(), [T], start="middle")
     with pytest.raises(RuntimeError):
         browse_messages(RecordedTopics([]), [T])
+
+
+def test_browser_widget_pages_and_filters():
+    from pulsarlab.widgets.message_browser import MessageBrowser
+
+    browser = MessageBrowser(orders(), [T], count=2)
+    assert [r["key"] for r in browser.rows] == ["a", "b"] and browser.previous.disabled
+    browser.next.click()
+    assert browser.page == 1 and [r["key"] for r in browser.rows] == ["a", "c"]
+    browser.key.value = "a"  # a new filter starts again at page 0
+    assert browser.page == 0 and [r["message_id"] for r in browser.rows] == [
+        "(12,0,-1,-1)", "(12,2,-1,-1)"]
+    browser.json_path.value = "customer.tier=basic"
+    assert [r["message_id"] for r in browser.rows] == ["(12,2,-1,-1)"] and browser.next.disabled
+    assert "&quot;tier&quot;: &quot;basic&quot;" in browser.table_html()
+    browser.newest.value = True
+    assert browser.status.value.startswith("page 0: 1 messages")
+    failing = MessageBrowser(RecordedTopics([]), [T])
+    assert "no messages to examine" in failing.status.value and failing.rows == []
