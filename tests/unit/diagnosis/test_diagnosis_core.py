@@ -190,3 +190,17 @@ def test_no_consumer_no_subscription_and_nothing_blocking(make_harness):
     with pytest.raises(ValueError, match="no consumer 'ghost'"):
         h.subscribe(T, "s", "c2", SubType.Shared)
         why(h, consumer="ghost")
+
+
+def test_exact_state_names_every_holder_of_older_messages(make_harness):
+    h = make_harness(pulsar_version="3.3")
+    a = h.subscribe(T, "s", "a", SubType.Key_Shared, permits=100)
+    b = h.subscribe(T, "s", "b", SubType.Key_Shared, permits=100)
+    for i in range(40):
+        h.publish(T, 1, key=f"k{i}")
+    assert h.take(a) and h.take(b)  # both hold older messages unacked
+    h.subscribe(T, "s", "late", SubType.Key_Shared, permits=100)
+    text = only(why(h, core=exact_state(h.service, FULL, "s")), "recently-joined").text
+    assert "is held by a" in text or "is held by b" in text
+    assert "also hold messages before" in text
+    assert exact_state(h.service, FULL, "nope") == {"pendingAcks": {}}

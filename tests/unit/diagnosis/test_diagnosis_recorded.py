@@ -111,3 +111,28 @@ def test_rendering():
     assert str(d).splitlines()[0] == "why payments on persistent://public/default/pay (from stats):"
     assert "(see notebooks/16-key-shared-3.3-vs-4.0.ipynb)" in str(d)
     assert "[16-key-shared-3.3-vs-4.0.ipynb](notebooks/16-" in d._repr_markdown_()
+
+
+def test_a_partitioned_topic_is_diagnosed_per_partition():
+    """``diagnose_topic`` (what ``%pulsar why`` runs) labels each partition's findings and
+    still answers when the role may not read the namespace policies."""
+    from types import SimpleNamespace
+
+    from pulsarlab.magic_ops import diagnose_topic
+
+    stats = load("partitioned-stats-3.3-failover.json")["partitions"]
+
+    def refuse(namespace):
+        raise PermissionError("403 Forbidden")
+
+    admin = SimpleNamespace(
+        topics=SimpleNamespace(get_stats=stats.__getitem__,
+                               get_internal_stats=lambda name: {}),
+        namespaces=SimpleNamespace(get_policies=refuse))
+    runtime = SimpleNamespace(mode="connected", broker=None, admin=lambda: admin)
+    sub = next(iter(next(iter(stats.values()))["subscriptions"]))
+    d = diagnose_topic(runtime, list(stats), sub)
+    assert d.source == "stats"
+    assert d.topic == next(iter(stats)).rsplit("-partition-", 1)[0]
+    labels = {f.text.split(":", 1)[0] for f in d.findings}
+    assert labels == {f"partition {n.rsplit('-', 1)[-1]}" for n in stats}
