@@ -457,7 +457,7 @@ def test_usage_errors(run, broker) -> None:
         "%pulsar start --set oops": "%pulsar start: argument --set: settings are NAME=VALUE, "
                                     "not 'oops' (see %pulsar start --help)",
         "%pulsar show nothing t": "%pulsar show: unknown widget 'nothing'; choose from ranges, "
-                                  "ring, failover, cursor, timeline, flow, dashboard, stats",
+                                  "ring, failover, cursor, timeline, flow, dashboard, stats, lag",
         "%pulsar spark stream status nope": "%pulsar spark: no streaming query named nope",
         "%pulsar spark stream stop nope": "%pulsar spark: no streaming query named nope",
         "%%pulsar stats t\nbody": "%%pulsar takes a cell only as 'produce TOPIC' or "
