@@ -9,6 +9,7 @@ registers the ``%pulsar`` magics (auto-load: ``pulsarlab kernel install``, or
 from .broker import BrokerService, BrokerSettings, MessageId
 from .broker.admin import Admin
 from .broker.server import Broker
+from .diagnosis import diagnose
 from .spark.worker_python import default_worker_python
 
 # Spark's Python workers must run this venv's interpreter even when it is not activated.
@@ -16,7 +17,9 @@ default_worker_python()
 
 __version__ = "0.1.0"
 
-__all__ = ["Admin", "Broker", "BrokerService", "BrokerSettings", "MessageId", "__version__"]
+__all__ = [
+    "Admin", "Broker", "BrokerService", "BrokerSettings", "MessageId", "__version__", "diagnose",
+]
 
 # -- client library (pulsar-client compatible), imported lazily ---------------------------
 

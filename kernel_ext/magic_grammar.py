@@ -227,13 +227,48 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="a live widget of a topic/subscription",
                        description="Open a live view (pulsarlab.widgets) bound to the "
-                                   "current broker. WIDGET is one of the VIEWS names, or "
-                                   "'stats' for a snapshot of the topic's stats.")
+                                   "current broker. WIDGET is one of the VIEWS names, "
+                                   "'stats' for a snapshot of the topic's stats, or 'lag' "
+                                   "for backlog, unacked and rates over time.")
     p.add_argument("widget", metavar="WIDGET")
     p.add_argument("topic", nargs="?", metavar="TOPIC",
                    help="default: the topic the last magic used")
     p.add_argument("--sub", metavar="S",
                    help="subscription (default: the last one used, or the only one)")
+
+    p = sub.add_parser("browse", help="page through a topic's messages, with filters",
+                       description="Read-only: page through the stored messages of TOPIC "
+                                   "from the earliest (or --latest, newest first), or a "
+                                   "subscription's next messages with --sub (with redelivery "
+                                   "counts), by the admin API; nothing is consumed or moved.")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--sub", metavar="S", help="browse this subscription's unacked backlog")
+    p.add_argument("--latest", action="store_true", help="newest first (default: oldest)")
+    p.add_argument("-n", type=_positive, default=20, dest="count", metavar="N",
+                   help="messages a page (default 20)")
+    p.add_argument("--page", type=_non_negative, default=0, metavar="P",
+                   help="which page of the matches (default 0, the first)")
+    p.add_argument("--scan", type=_positive, default=1000, metavar="N",
+                   help="read at most N messages a partition (default 1000)")
+    p.add_argument("--key", help="only messages with this key")
+    p.add_argument("--property", dest="properties", action="append", type=_property,
+                   default=[], metavar="KEY=VALUE", help="only messages with this property")
+    p.add_argument("--since", metavar="TIME", help="published at or after (ms or ISO date)")
+    p.add_argument("--until", metavar="TIME", help="published at or before (ms or ISO date)")
+    p.add_argument("--grep", metavar="TEXT", help="only values containing TEXT")
+    p.add_argument("--json", dest="json_path", metavar="PATH[=VALUE]",
+                   help="only JSON values where PATH (a.b.0) exists, or equals VALUE")
+    p.add_argument("--widget", action="store_true",
+                   help="a browser widget (filter boxes, previous/next page) instead")
+
+    p = sub.add_parser("why", help="why a subscription (or consumer) gets no messages",
+                       description="Explain, from the topic's stats and internal stats, why "
+                                   "a subscription or one of its consumers is not getting "
+                                   "messages, with the numbers and the tutorial of each rule "
+                                   "(Python: pulsarlab.diagnose).")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--sub", required=True, metavar="S", help="subscription name")
+    p.add_argument("--consumer", metavar="NAME", help="only what concerns this consumer")
 
     p = sub.add_parser("tutorials", help="copy the tutorial notebooks into a folder",
                        description="Copy the tutorials shipped with pulsarlab (and their "

@@ -44,7 +44,7 @@ class ViewCommands:
     def _cmd_show(self, args: argparse.Namespace, cell: str | None) -> Any:
         from .widgets import VIEWS, StatsView
 
-        names = [*VIEWS, "stats"]
+        names = [*VIEWS, "stats", "lag"]
         if args.widget not in names:
             raise PulsarMagicError(
                 f"unknown widget {args.widget!r}; choose from {', '.join(names)}"
@@ -57,9 +57,25 @@ class ViewCommands:
         if args.widget == "stats":
             stats = rt.admin().topics.get_stats(self._partitions(topic)[0])
             return StatsView(stats, subscription=args.sub)
+        if args.widget == "lag":
+            return self._show_lag(topic, args.sub)
         connection = rt.connection()
         subscription = self._pick_subscription(topic, args.sub)
         rt.last_subscription = subscription
         view = VIEWS[args.widget].for_subscription(connection, topic, subscription)
         rt.add_binding(view.source)
+        return view
+
+    def _show_lag(self, topic: str, sub: str | None) -> Any:
+        """Lag over time, polled from the admin API (pulsarlab's or a cluster's)."""
+        from .widgets.backlog import BacklogView
+        from .widgets.cluster_source import ClusterSource
+
+        rt = self.runtime
+        subscription = self._pick_subscription(topic, sub)
+        rt.last_subscription = subscription
+        source = ClusterSource(rt.admin(), topic, subscription)
+        view = BacklogView(source)
+        source.start()
+        rt.add_binding(source)
         return view

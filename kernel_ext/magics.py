@@ -18,6 +18,11 @@ Load with ``%load_ext pulsarlab``. Every subcommand takes ``-h``/``--help``
     %pulsar peek TOPIC --sub S [-n N]     %pulsar stats TOPIC     %pulsar subs TOPIC
     %pulsar reset-cursor TOPIC --sub S (--earliest | --latest | --time MS)
     %pulsar show WIDGET [TOPIC] [--sub S] (a live view from pulsarlab.widgets.VIEWS)
+    %pulsar why TOPIC --sub S [--consumer NAME]  (why a subscription gets no messages)
+    %pulsar browse TOPIC [--sub S] [--latest] [-n N] [--page P] [--key K] [--property K=V]
+                   [--since T] [--until T] [--grep TEXT] [--json PATH[=VALUE]] [--widget]
+                                          (read-only: examine-message / peek)
+    %pulsar show lag [TOPIC] [--sub S]    (backlog, unacked and rates over time)
     %pulsar spark [--master M] [--conf K=V]   (binds ``spark`` in the notebook)
     %pulsar tutorials [DIR] [--force]     (copies the tutorial notebooks into DIR)
     %pulsar help [SUBCOMMAND ...]         (the same as --help)
@@ -48,7 +53,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
-import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -59,10 +63,11 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from .extras import MissingDependency, install_hint
 from .magic_grammar import build_parser, build_spark_cell_parser, subparsers
 from .magic_messages import MessageCommands
+from .magic_ops import OpsCommands
 from .magic_spark import SparkCommands
 from .magic_views import ViewCommands
 from .progress import Progress
-from .results import JSONDict, Lines, MessageList, message_row
+from .results import JSONDict, Lines, MessageList, admin_message_row
 from .runtime import BrokerRuntime, PulsarMagicError, one_line
 
 __all__ = [
@@ -93,14 +98,6 @@ def _is_spark_error(exc: BaseException) -> bool:
     return any(cls.__module__.split(".")[0] in ("pyspark", "py4j") for cls in type(exc).__mro__)
 
 
-def _peek_id(text: Any) -> str:
-    """The admin API's ``ledger:entry:partition[:batch]`` as ``str(MessageId)`` prints ids."""
-    parts = str(text).split(":")
-    if len(parts) in (3, 4) and all(re.fullmatch(r"-?\d+", p) for p in parts):
-        return "(" + ",".join(parts + ["-1"] * (4 - len(parts))) + ")"
-    return str(text)
-
-
 def _split(line: str) -> list[str]:
     try:
         return shlex.split(line)
@@ -111,7 +108,7 @@ def _split(line: str) -> list[str]:
 # -- the magics ----------------------------------------------------------------------------
 
 @magics_class
-class PulsarMagics(MessageCommands, ViewCommands, SparkCommands, Magics):
+class PulsarMagics(MessageCommands, ViewCommands, OpsCommands, SparkCommands, Magics):
     """The ``%pulsar`` / ``%%pulsar`` magics over one :class:`BrokerRuntime`."""
 
     def __init__(self, shell: Any, runtime: BrokerRuntime) -> None:
@@ -335,16 +332,8 @@ class PulsarMagics(MessageCommands, ViewCommands, SparkCommands, Magics):
         for part in self._partitions(topic):
             if len(rows) >= args.count:
                 break
-            for m in topics.peek_messages(part, args.sub, args.count - len(rows)):
-                meta = m.get("metadata", {})
-                rows.append(message_row(
-                    topic=m.get("topic", part), message_id=_peek_id(m.get("messageId")),
-                    key=meta.get("partition_key"), data=m.get("payload"),
-                    properties=meta.get("properties"), publish_time=meta.get("publish_time"),
-                    event_time=meta.get("event_time"),
-                    redelivery_count=m.get("redeliveryCount"),
-                    producer_name=meta.get("producer_name"),
-                ))
+            rows += [admin_message_row(part, m)
+                     for m in topics.peek_messages(part, args.sub, args.count - len(rows))]
         return MessageList(rows, f"peeked on {topic} / {args.sub}")
 
     def _cmd_reset_cursor(self, args: argparse.Namespace, cell: str | None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import html
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -99,6 +100,26 @@ def message_row(
         "redelivery_count": redelivery_count,
         "producer_name": producer_name,
     }
+
+
+def _admin_id(text: Any) -> str:
+    """The admin API's ``ledger:entry:partition[:batch]`` as ``str(MessageId)`` prints ids."""
+    parts = str(text).split(":")
+    if len(parts) in (3, 4) and all(re.fullmatch(r"-?\d+", p) for p in parts):
+        return "(" + ",".join(parts + ["-1"] * (4 - len(parts))) + ")"
+    return str(text)
+
+
+def admin_message_row(topic: str, m: Mapping[str, Any]) -> dict[str, Any]:
+    """One message from the admin API's peek or examine-message, as a result row."""
+    meta = m.get("metadata", {})
+    return message_row(
+        topic=m.get("topic", topic), message_id=_admin_id(m.get("messageId")),
+        key=meta.get("partition_key"), data=m.get("payload"),
+        properties=meta.get("properties"), publish_time=meta.get("publish_time"),
+        event_time=meta.get("event_time"), redelivery_count=m.get("redeliveryCount"),
+        producer_name=meta.get("producer_name"),
+    )
 
 
 def _cell(value: Any, width: int = 60) -> str:

@@ -198,6 +198,16 @@ class RestTopics:
             out.append(_peeked(topic, body, headers))
         return out
 
+    def examine_message(self, topic: str, initial_position: str = "latest",
+                        message_position: int = 1) -> dict:
+        """The n-th stored message from the earliest or back from the latest (read-only)."""
+        query = urllib.parse.urlencode({"initialPosition": initial_position,
+                                        "messagePosition": message_position})
+        body, headers = self._admin.request(
+            "GET", f"{topic_path(topic)}/examinemessage?{query}", raw=True
+        )
+        return _peeked(topic, body, headers)
+
     # -- changing -----------------------------------------------------------------------
 
     def _sub(self, topic: str, subscription: str) -> str:

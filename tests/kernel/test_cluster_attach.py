@@ -128,3 +128,28 @@ def test_show_ranges_follows_the_cluster(run, attach) -> None:
     assert view.source.poll()
     assert view.source.label in view.children
     assert "cluster stats fetched" in view.source.label.value
+
+
+def test_browse_and_why_on_a_read_only_cluster(run, attach, cluster: Broker) -> None:
+    """Browsing and diagnosing only read (examinemessage, peek, stats): no --allow-writes."""
+    from pulsarlab import Client, ConsumerType, InitialPosition
+
+    client = Client(cluster.service_url)
+    try:
+        producer = client.create_producer("browse-ro")
+        for i in range(3):
+            producer.send(f'{{"n": {i}}}'.encode(), partition_key=f"k{i}")
+        consumer = client.subscribe("browse-ro", "ops", consumer_type=ConsumerType.Shared,
+                                    initial_position=InitialPosition.Earliest)
+        attach()
+        rows = run("%pulsar browse browse-ro --json n=1").value
+        assert [(m["key"], m["value"]) for m in rows] == [("k1", {"n": 1})]
+        assert run("%pulsar browse browse-ro --latest -n 1").value[0]["key"] == "k2"
+        peeked = run("%pulsar browse browse-ro --sub ops --key k0").value
+        assert [m["value"] for m in peeked] == [{"n": 0}]  # REST peek has no redelivery count
+        why = run("%pulsar why browse-ro --sub ops")
+        assert why.success, why.out
+        assert "from stats + internal stats + namespace policies" in why.out
+        consumer.close()
+    finally:
+        client.close()

@@ -71,9 +71,9 @@ def test_help_subcommand(run) -> None:
 def test_help_of_an_unknown_subcommand_is_one_line(run) -> None:
     assert_one_line_error(
         run("%pulsar help nosuch"),
-        "%pulsar help: no subcommand 'nosuch' under '%pulsar' (known: connect, consume, "
-        "create, help, peek, policies, produce, reset-cursor, show, spark, start, stats, "
-        "status, stop, subs, topics, tutorials)",
+        "%pulsar help: no subcommand 'nosuch' under '%pulsar' (known: browse, connect, "
+        "consume, create, help, peek, policies, produce, reset-cursor, show, spark, start, "
+        "stats, status, stop, subs, topics, tutorials, why)",
     )
 
 
@@ -142,7 +142,7 @@ def test_cell_help(run) -> None:
 def test_parser_lists_every_subcommand() -> None:
     text = build_parser().format_help()
     for sub in ("start", "stop", "status", "connect", "topics", "create", "produce", "consume",
-                "peek", "stats", "subs", "reset-cursor", "show", "spark"):
+                "peek", "stats", "subs", "reset-cursor", "show", "spark", "why", "browse"):
         assert sub in text
 
 
@@ -464,7 +464,7 @@ def test_usage_errors(run, broker) -> None:
         "%pulsar start --set oops": "%pulsar start: argument --set: settings are NAME=VALUE, "
                                     "not 'oops' (see %pulsar start --help)",
         "%pulsar show nothing t": "%pulsar show: unknown widget 'nothing'; choose from ranges, "
-                                  "ring, failover, cursor, timeline, flow, dashboard, stats",
+                                  "ring, failover, cursor, timeline, flow, dashboard, stats, lag",
         "%pulsar spark stream status nope": "%pulsar spark: no streaming query named nope",
         "%pulsar spark stream stop nope": "%pulsar spark: no streaming query named nope",
         "%%pulsar stats t\nbody": "%%pulsar takes a cell only as 'produce TOPIC' or "
