@@ -73,6 +73,8 @@ class AdminHandler:
             "topics.unload": self.unload,
             "topics.terminate_topic": self.terminate_topic,
             "topics.terminate_partitioned_topic": self.terminate_partitioned_topic,
+            "topics.compact": self.compact,
+            "topics.compaction_status": self.compaction_status,
             "topics.get_stats": self.get_stats,
             "topics.get_internal_stats": self.get_internal_stats,
             "topics.get_partitioned_stats": self.get_partitioned_stats,
@@ -81,6 +83,10 @@ class AdminHandler:
             "namespaces.set_message_ttl": self._policy_setter("message_ttl_in_seconds"),
             "namespaces.set_deduplication_status": self._policy_setter("deduplication_enabled"),
             "namespaces.set_backlog_quota": self._policy_setter("backlog_quota"),
+            "namespaces.set_compaction_threshold": self._policy_setter("compaction_threshold"),
+            "namespaces.remove_compaction_threshold": self._policy_remover(
+                "compaction_threshold"
+            ),
             "namespaces.remove_retention": self._policy_remover("retention_policies"),
             "namespaces.remove_message_ttl": self._policy_remover("message_ttl_in_seconds"),
             "namespaces.remove_deduplication_status": self._policy_remover(
@@ -243,6 +249,14 @@ class AdminHandler:
         """Terminate every partition: partition index -> its last message id."""
         ends = self.service.terminate_partitioned_topic(topic)
         return {str(index): _terminated_id(position) for index, position in ends.items()}
+
+    def compact(self, topic: str) -> None:
+        """Compact the topic now (each partition of a partitioned topic)."""
+        for part in self._partitions(topic):
+            self.service.compact_topic(part)
+
+    def compaction_status(self, topic: str) -> dict[str, str]:
+        return self.service.compaction_status(topic)
 
     def get_stats(self, topic: str) -> dict[str, Any]:
         return self.service.topic_stats(topic)

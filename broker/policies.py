@@ -24,6 +24,7 @@ POLICY_KEYS = (
     "message_ttl_in_seconds",
     "deduplication_enabled",
     "backlog_quota",
+    "compaction_threshold",
 )
 
 
@@ -37,6 +38,7 @@ class Policies:
     deduplication_enabled: bool = False
     backlog_quota_limit_bytes: int = -1  # -1 = no quota
     backlog_quota_policy: str = "producer_request_hold"
+    compaction_threshold: int = 0  # bytes; 0 = no automatic compaction
 
     @classmethod
     def resolve(cls, settings: BrokerSettings, namespace: dict[str, Any] | None) -> Policies:
@@ -62,6 +64,11 @@ class Policies:
             backlog_quota_policy=str(
                 quota.get("policy", settings.backlog_quota_default_retention_policy)
             ),
+            compaction_threshold=int(
+                ns.get(
+                    "compaction_threshold", settings.broker_service_compaction_threshold_in_bytes
+                )
+            ),
         )
 
 
@@ -80,6 +87,9 @@ def validate_policy(key: str, value: Any) -> Any:
     elif key == "deduplication_enabled":
         if not isinstance(value, bool):
             raise InvalidArgument(f"deduplication status must be a bool, not {value!r}")
+    elif key == "compaction_threshold":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidArgument(f"compaction threshold must be an int >= 0 bytes, not {value!r}")
     elif key == "backlog_quota":
         limit = value.get("limitSize") if isinstance(value, dict) else None
         policy = value.get("policy") if isinstance(value, dict) else None

@@ -398,6 +398,8 @@ class BrokerService:
             for subscription in t.subscriptions.values():
                 subscription.close()
             t.ledger.delete()
+            if t.compacted is not None:
+                t.compacted.delete()
             metadata.delete_topic(t.name)
             for sub_name in list(metadata.get_cursors(t.name)):
                 metadata.delete_cursor(t.name, sub_name)
@@ -431,6 +433,36 @@ class BrokerService:
         position = t.terminate()
         self.close_producers_of(t.name, "terminated")
         return position
+
+    def _persistent_partition(self, topic: str, what: str) -> PersistentTopic:
+        name = TopicName.get(topic)
+        key = str(name)
+        if not name.persistent:
+            raise NotAllowed(f"{what} of a non-persistent topic is not allowed: {key}")
+        partitions = self.storage.metadata.get_topic(key)
+        if partitions is None:
+            raise TopicNotFound(f"topic {key} not found")
+        if partitions > 0:
+            raise NotAllowed(f"{what} of a partitioned topic is not allowed: compact each "
+                             f"partition")
+        t = self.get_topic(key, create=False)
+        assert isinstance(t, PersistentTopic)
+        return t
+
+    def compact_topic(self, topic: str) -> dict[str, str]:
+        """Compact a persistent topic (or one partition) now, committing what was appended
+        first (admin ``topics compact``); return the compaction's status."""
+        t = self._persistent_partition(topic, "compaction")
+        self.commit()
+        t.compact()
+        assert t.compacted is not None
+        return t.compacted.status_json()
+
+    def compaction_status(self, topic: str) -> dict[str, str]:
+        """Pulsar's ``LongRunningProcessStatus`` of the topic's last compaction."""
+        t = self._persistent_partition(topic, "compaction")
+        assert t.compacted is not None
+        return t.compacted.status_json()
 
     def close_producers_of(self, topic: str, reason: str) -> None:
         """The broker closes every producer of ``topic`` (terminate; a producer taking the
@@ -579,6 +611,7 @@ class BrokerService:
         start_message_id_inclusive: bool = False,
         batch_index_ack_enabled: bool = False,
         is_reader: bool = False,
+        read_compacted: bool = False,
         conn: Any = None,
         address: str = "",
         client_version: str = "",
@@ -600,6 +633,8 @@ class BrokerService:
                 "key hash ranges are for Exclusive/Failover consumers and readers; "
                 "Key_Shared consumers declare sticky ranges in their key_shared_policy"
             )
+        if read_compacted and sub_type not in (SubType.Exclusive, SubType.Failover):
+            raise NotAllowed("readCompacted only allowed on failover or exclusive subscriptions")
         t = self.get_topic(topic)
         consumer_id = next(self._ids)
         consumer = ServerConsumer(
@@ -611,6 +646,7 @@ class BrokerService:
             key_shared_meta=key_shared_meta,
             key_hash_ranges=key_hash_ranges,
             is_reader=is_reader,
+            read_compacted=read_compacted and t.compacted is not None,
             connected_since_ms=self.now_ms(),
             address=address,
             client_version=client_version,

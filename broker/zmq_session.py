@@ -355,6 +355,7 @@ class ZmqProtocol:
             start_message_id_inclusive=bool(command.get("start_message_id_inclusive", False)),
             batch_index_ack_enabled=bool(command.get("batch_index_ack_enabled", False)),
             is_reader=bool(command.get("is_reader", False)),
+            read_compacted=bool(command.get("read_compacted", False)),
             conn=conn,
             address=conn.address,
             client_version=conn.client_version,

@@ -769,6 +769,7 @@ class PulsarSession:
             start_message_id_inclusive=inclusive,
             batch_index_ack_enabled=True,
             is_reader=not body.durable,
+            read_compacted=body.read_compacted,
             conn=self,
             address=self.peer,
             client_version=self.client_version,
@@ -853,8 +854,8 @@ class PulsarSession:
 
     def _get_last_message_id(self, body: api.CommandGetLastMessageId) -> None:
         core_id = self._core_consumer(body.consumer_id)
-        _consumer, sub = self.service.consumers[core_id]
-        ledger_id, entry_id, batch_index = sub.topic.last_message_id()
+        consumer, sub = self.service.consumers[core_id]
+        ledger_id, entry_id, batch_index = sub.topic.last_message_id_for(consumer)
         partition = sub.topic.partition_index
         md_ledger, md_entry = sub.cursor.mark_delete_position
         self._command(

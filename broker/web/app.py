@@ -41,6 +41,7 @@ ROUTES: list[tuple[str, type]] = [
     (f"{_TOPIC}/partitions", topics.PartitionsHandler),
     (f"{_TOPIC}/{_alternatives(topics.INFO_RESOURCES)}", topics.TopicInfoHandler),
     (f"{_TOPIC}/unload", topics.UnloadHandler),
+    (f"{_TOPIC}/compaction", topics.CompactionHandler),
     (f"{_TOPIC}/terminate(?:/(partitions))?", topics.TerminateHandler),
     (f"{_TOPIC}/examinemessage", topics.ExamineMessageHandler),
     (_SUB, topics.SubscriptionHandler),

@@ -34,6 +34,8 @@ def pulsar_policies(stored: dict[str, Any]) -> dict[str, Any]:
         out["message_ttl_in_seconds"] = stored["message_ttl_in_seconds"]
     if "deduplication_enabled" in stored:
         out["deduplicationEnabled"] = stored["deduplication_enabled"]
+    if "compaction_threshold" in stored:
+        out["compaction_threshold"] = stored["compaction_threshold"]
     return out
 
 
@@ -74,6 +76,7 @@ _POLICIES: dict[str, tuple[str, str, Any]] = {
     "retention": ("retention_policies", "retention", _retention),
     "messageTTL": ("message_ttl_in_seconds", "message_ttl", lambda v: v),
     "deduplication": ("deduplication_enabled", "deduplication_status", lambda v: v),
+    "compactionThreshold": ("compaction_threshold", "compaction_threshold", lambda v: v),
 }
 POLICY_RESOURCES = tuple(_POLICIES)
 
@@ -128,7 +131,8 @@ class NamespaceTopicsHandler(AdminResource):
 
 
 class PolicyHandler(NamespaceBase):
-    """``retention``, ``messageTTL`` and ``deduplication``: GET, POST sets, DELETE removes."""
+    """``retention``, ``messageTTL``, ``deduplication``, ``compactionThreshold``: GET, POST
+    sets, DELETE removes."""
 
     def _policy(self, resource: str) -> tuple[str, str, Any]:
         return _POLICIES[resource]

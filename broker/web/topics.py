@@ -167,6 +167,22 @@ class TerminateHandler(AdminResource):
         self.reply(await self.run("topics.terminate_partitioned_topic", topic=name))
 
 
+class CompactionHandler(AdminResource):
+    """PUT compaction compacts the topic now (204); GET its ``LongRunningProcessStatus``."""
+
+    @guarded
+    async def put(self, *path: str) -> None:
+        if path[0] != "persistent":
+            raise ApiError(405, "Compaction of a non-persistent topic is not allowed")
+        self.reply(await self.run("topics.compact", topic=_topic(*path)))
+
+    @guarded
+    async def get(self, *path: str) -> None:
+        if path[0] != "persistent":
+            raise ApiError(405, "Compaction of a non-persistent topic is not allowed")
+        self.reply(await self.run("topics.compaction_status", topic=_topic(*path)))
+
+
 class SubscriptionHandler(AdminResource):
     """PUT creates a subscription at the message id in the body (default latest), DELETE
     (``?force=true``) deletes it."""
