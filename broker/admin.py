@@ -307,6 +307,11 @@ class Namespaces:
         self._admin.call("namespaces.set_compaction_threshold", namespace=namespace,
                          value=threshold_bytes)
 
+    def set_encryption_required(self, namespace: str, required: bool) -> None:
+        """Refuse unencrypted producers and messages in ``namespace``."""
+        self._admin.call("namespaces.set_encryption_required", namespace=namespace,
+                         value=required)
+
     def remove_compaction_threshold(self, namespace: str) -> None:
         self._admin.call("namespaces.remove_compaction_threshold", namespace=namespace)
 

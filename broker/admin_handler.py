@@ -84,6 +84,10 @@ class AdminHandler:
             "namespaces.set_deduplication_status": self._policy_setter("deduplication_enabled"),
             "namespaces.set_backlog_quota": self._policy_setter("backlog_quota"),
             "namespaces.set_compaction_threshold": self._policy_setter("compaction_threshold"),
+            "namespaces.set_encryption_required": self._policy_setter("encryption_required"),
+            "namespaces.remove_encryption_required": self._policy_remover(
+                "encryption_required"
+            ),
             "namespaces.remove_compaction_threshold": self._policy_remover(
                 "compaction_threshold"
             ),

@@ -56,6 +56,12 @@ class ProducerBlockedQuotaExceeded(PulsarLabError):
     code = "ProducerBlockedQuotaExceededException"
 
 
+class MetadataError(PulsarLabError):
+    """Pulsar's ``ServerMetadataException``: e.g. a namespace that requires encryption."""
+
+    code = "MetadataError"
+
+
 class NotAllowed(PulsarLabError):
     code = "NotAllowedError"
 

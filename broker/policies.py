@@ -25,6 +25,7 @@ POLICY_KEYS = (
     "deduplication_enabled",
     "backlog_quota",
     "compaction_threshold",
+    "encryption_required",
 )
 
 
@@ -39,6 +40,7 @@ class Policies:
     backlog_quota_limit_bytes: int = -1  # -1 = no quota
     backlog_quota_policy: str = "producer_request_hold"
     compaction_threshold: int = 0  # bytes; 0 = no automatic compaction
+    encryption_required: bool = False  # producers and messages must be encrypted
 
     @classmethod
     def resolve(cls, settings: BrokerSettings, namespace: dict[str, Any] | None) -> Policies:
@@ -64,6 +66,7 @@ class Policies:
             backlog_quota_policy=str(
                 quota.get("policy", settings.backlog_quota_default_retention_policy)
             ),
+            encryption_required=bool(ns.get("encryption_required", False)),
             compaction_threshold=int(
                 ns.get(
                     "compaction_threshold", settings.broker_service_compaction_threshold_in_bytes
@@ -87,6 +90,9 @@ def validate_policy(key: str, value: Any) -> Any:
     elif key == "deduplication_enabled":
         if not isinstance(value, bool):
             raise InvalidArgument(f"deduplication status must be a bool, not {value!r}")
+    elif key == "encryption_required":
+        if not isinstance(value, bool):
+            raise InvalidArgument(f"encryption required must be a bool, not {value!r}")
     elif key == "compaction_threshold":
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InvalidArgument(f"compaction threshold must be an int >= 0 bytes, not {value!r}")

@@ -23,6 +23,7 @@ from .entry import MessageMetadata, check_ranges
 from .errors import (
     ConsumerNotFound,
     InvalidArgument,
+    MetadataError,
     NotAllowed,
     PartitionsNotIncreased,
     ProducerBusy,
@@ -492,12 +493,18 @@ class BrokerService:
 
     def create_producer(
         self, topic: str, producer_name: str | None = None, conn: Any = None, *,
-        address: str = "", client_version: str = "",
+        address: str = "", client_version: str = "", encrypted: bool = False,
     ) -> Producer:
-        """Attach a producer; ``address`` and ``client_version`` are for its stats."""
+        """Attach a producer; ``address`` and ``client_version`` are for its stats.
+
+        ``encrypted``: the producer says it encrypts its messages (``CommandProducer``'s
+        flag); a namespace with ``encryption_required`` refuses any other, as Pulsar's
+        ``ServerCnx.handleProducer`` does."""
         t = self.get_topic(topic)
         if t.terminated:
             raise TopicTerminated(f"topic {t.name} was already terminated")
+        if not encrypted and self.policies_for(t).encryption_required:
+            raise MetadataError(f"Encryption is required in {t.name}")
         if producer_name is not None and not isinstance(producer_name, str):
             raise InvalidArgument(f"producer_name must be a string, not {producer_name!r}")
         if producer_name:
@@ -527,15 +534,21 @@ class BrokerService:
         self.emit(EventType.PRODUCER_REMOVED, producer.topic.name, producer=producer.producer_name)
 
     def send(
-        self, producer_id: int, metadata: MessageMetadata, payload: bytes
+        self, producer_id: int, metadata: MessageMetadata, payload: bytes, *,
+        encrypted: bool = False,
     ) -> Position | None:
         """Append a message (or batch); its receipt comes out of the next :meth:`commit`.
 
         ``None``: the send is held by the backlog quota (``producer_request_hold``).
+        ``encrypted``: the message carries encryption keys; in a namespace with
+        ``encryption_required`` any other is refused (Pulsar's ``Producer``:
+        "Messages must be encrypted") and nothing is stored.
         """
         producer = self.producers.get(producer_id)
         if producer is None:
             raise ProducerNotFound(f"producer {producer_id} not found")
+        if not encrypted and self.policies_for(producer.topic).encryption_required:
+            raise MetadataError("Messages must be encrypted")
         if type(payload) is not bytes and not isinstance(payload, bytearray | memoryview):
             raise InvalidArgument(f"payload must be bytes, not {type(payload).__name__}")
         if not metadata.producer_name:

@@ -57,7 +57,7 @@ from .framing import (
     encode_command,
     encode_payload_command,
 )
-from .metadata import from_pulsar, raw_to_pulsar, to_pulsar
+from .metadata import from_pulsar, is_encrypted, raw_to_pulsar, to_pulsar
 from .schemas import SchemaInfo, SchemaRegistry
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
@@ -663,7 +663,8 @@ class PulsarSession:
             version = self._register_schema(body.topic, body.schema)
         name = body.producer_name if body.HasField("producer_name") else None
         producer = self.service.create_producer(
-            body.topic, name or None, self, address=self.peer, client_version=self.client_version
+            body.topic, name or None, self, address=self.peer, client_version=self.client_version,
+            encrypted=body.encrypted,
         )
         if mode != api.Shared:
             self.exclusive_producers[topic.name] = producer.producer_id
@@ -712,7 +713,12 @@ class PulsarSession:
         if body.highest_sequence_id > body.sequence_id:
             self._highest_sequence[(core_id, body.sequence_id)] = body.highest_sequence_id
         try:
-            self.service.send(core_id, metadata, frame.payload or b"")
+            # The metadata is parsed again only where the namespace requires encryption.
+            producer = self.service.producers.get(core_id)
+            encrypted = producer is None or not self.service.policies_for(
+                producer.topic
+            ).encryption_required or is_encrypted(frame.metadata)
+            self.service.send(core_id, metadata, frame.payload or b"", encrypted=encrypted)
         except PulsarLabError as exc:
             self._highest_sequence.pop((core_id, body.sequence_id), None)
             self._send_error(client_id, body.sequence_id, exc.code, str(exc))

@@ -34,6 +34,7 @@ def pulsar_policies(stored: dict[str, Any]) -> dict[str, Any]:
         out["message_ttl_in_seconds"] = stored["message_ttl_in_seconds"]
     if "deduplication_enabled" in stored:
         out["deduplicationEnabled"] = stored["deduplication_enabled"]
+    out["encryption_required"] = stored.get("encryption_required", False)
     if "compaction_threshold" in stored:
         out["compaction_threshold"] = stored["compaction_threshold"]
     return out
@@ -77,7 +78,10 @@ _POLICIES: dict[str, tuple[str, str, Any]] = {
     "messageTTL": ("message_ttl_in_seconds", "message_ttl", lambda v: v),
     "deduplication": ("deduplication_enabled", "deduplication_status", lambda v: v),
     "compactionThreshold": ("compaction_threshold", "compaction_threshold", lambda v: v),
+    "encryptionRequired": ("encryption_required", "encryption_required", lambda v: v),
 }
+# What GET answers for a policy that was never set (Pulsar's primitive default), else 204.
+_UNSET = {"encryption_required": False}
 POLICY_RESOURCES = tuple(_POLICIES)
 
 
@@ -131,8 +135,8 @@ class NamespaceTopicsHandler(AdminResource):
 
 
 class PolicyHandler(NamespaceBase):
-    """``retention``, ``messageTTL``, ``deduplication``, ``compactionThreshold``: GET, POST
-    sets, DELETE removes."""
+    """``retention``, ``messageTTL``, ``deduplication``, ``compactionThreshold``,
+    ``encryptionRequired``: GET, POST sets, DELETE removes."""
 
     def _policy(self, resource: str) -> tuple[str, str, Any]:
         return _POLICIES[resource]
@@ -140,7 +144,7 @@ class PolicyHandler(NamespaceBase):
     @guarded
     async def get(self, tenant: str, namespace: str, resource: str) -> None:
         key, _, _ = self._policy(resource)
-        self.reply((await self.stored_policies(f"{tenant}/{namespace}")).get(key))
+        self.reply((await self.stored_policies(f"{tenant}/{namespace}")).get(key, _UNSET.get(key)))
 
     @guarded
     async def post(self, tenant: str, namespace: str, resource: str) -> None:
