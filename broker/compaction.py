@@ -78,7 +78,7 @@ class CompactedTopic:
         self._store = store
         self._scope = f"{topic_name}#compactedLedger"
         self.horizon: Position | None = None
-        self.ledger_id = 0
+        self.ledger_id = -1
         self.entries: list[tuple[Position, bytes]] = []
         self._positions: list[Position] = []
         self.status = NOT_RUN
@@ -102,7 +102,7 @@ class CompactedTopic:
             return False
         total = len(prior) + ledger.count_entries(first, horizon)
         self.removed = total - len(kept)
-        self.ledger_id += 1
+        self.ledger_id = self._store.next_ledger_id()
         self.horizon = horizon
         self._set_entries(kept)
         self._store.put_policies(self._scope, self._state())
@@ -137,15 +137,6 @@ class CompactedTopic:
     def status_json(self) -> dict[str, Any]:
         """Pulsar's ``LongRunningProcessStatus``."""
         return {"status": self.status, "lastError": self.last_error}
-
-    def stats(self) -> dict[str, Any]:
-        h = self.horizon
-        return {
-            "compactedLedger": self.ledger_id if h is not None else -1,
-            "compactionHorizon": f"{h[0]}:{h[1]}" if h is not None else None,
-            "entries": len(self.entries),
-            "removedByLastCompaction": self.removed,
-        }
 
     # -- persistence ----------------------------------------------------------------------
 

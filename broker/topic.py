@@ -560,6 +560,21 @@ class AbstractTopic:
                 name: s.cursor.internal_stats() for name, s in self.subscriptions.items()
             },
             "state": "Terminated" if self.terminated else "LedgerOpened",
+            "compactedLedger": self._compacted_ledger_stats(),
+        }
+
+    def _compacted_ledger_stats(self) -> dict[str, Any]:
+        """Pulsar's ``compactedLedger`` of the internal stats (ledger -1: none yet)."""
+        compacted = self.compacted
+        if compacted is None or compacted.horizon is None:
+            return {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False,
+                    "underReplicated": False}
+        return {
+            "ledgerId": compacted.ledger_id,
+            "entries": len(compacted.entries),
+            "size": sum(len(data) for _, data in compacted.entries),
+            "offloaded": False,
+            "underReplicated": False,
         }
 
 

@@ -443,8 +443,11 @@ class ZmqProtocol:
 
     def _cmd_get_last_message_id(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
-        _consumer, sub = self.service.consumers[core_id]
-        ledger_id, entry_id = sub.topic.last_entry_position()  # empty ledgers skipped
+        consumer, sub = self.service.consumers[core_id]
+        if consumer.read_compacted:  # the last entry it can reach
+            ledger_id, entry_id, _ = sub.topic.last_message_id_for(consumer)
+        else:
+            ledger_id, entry_id = sub.topic.last_entry_position()  # empty ledgers skipped
         result = [ledger_id, entry_id, sub.topic.partition_index, -1]
         md = sub.cursor.mark_delete_position
         self._send(

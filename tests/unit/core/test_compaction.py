@@ -83,11 +83,14 @@ def test_compaction_keeps_earlier_results_after_trimming_and_recompacts(harness)
     h = harness
     pos = publish_table(h)
     h.service.compact_topic(T)
+    first_ledger = h.service.topics[T].compacted.ledger_id
     more = h.publish(T, 1, key="k3", payload=b"g") + h.publish(T, 1, key="k4", payload=b"h")
     h.service.compact_topic(T)
     compacted = h.service.topics[T].compacted
     assert [p for p, _ in compacted.entries] == [pos[2], *more]
-    assert compacted.ledger_id == 2
+    assert compacted.ledger_id not in (-1, first_ledger)
+    stats = h.service.internal_stats(T)["compactedLedger"]
+    assert (stats["ledgerId"], stats["entries"]) == (compacted.ledger_id, 3)
 
 
 @pytest.mark.parametrize("sub_type", [SubType.Shared, SubType.Key_Shared])
