@@ -13,6 +13,8 @@ from .authorization import Authorizer
 from .entry import decode_entry
 from .errors import InvalidArgument, NotAllowed
 from .message_id import MessageId
+from .pulsar_protocol.schemas import SchemaRegistry
+from .schema_admin import SchemaAdmin
 from .service import BrokerService
 from .tenants import Tenants
 from .topic_name import TopicName
@@ -41,6 +43,9 @@ class AdminHandler:
         self.authorizer = Authorizer(service.settings, service.storage.metadata)
         self.tenants = Tenants(service, self.authorizer)
         tenants = self.tenants
+        # Topic schemas, saved with the topics' metadata (pulsar:// sessions share it).
+        self.schemas = SchemaRegistry(service.storage.metadata)
+        schema_admin = SchemaAdmin(self.schemas, service.now_ms)
         self._ops: dict[str, Callable[..., Any]] = {
             "clusters.get_clusters": tenants.get_clusters,
             "clusters.get_cluster": tenants.get_cluster,
@@ -73,6 +78,10 @@ class AdminHandler:
             "topics.unload": self.unload,
             "topics.terminate_topic": self.terminate_topic,
             "topics.terminate_partitioned_topic": self.terminate_partitioned_topic,
+            "schemas.get_schema": schema_admin.get_schema,
+            "schemas.get_all_versions": schema_admin.get_all_versions,
+            "schemas.post_schema": schema_admin.post_schema,
+            "schemas.delete_schema": schema_admin.delete_schema,
             "topics.compact": self.compact,
             "topics.compaction_status": self.compaction_status,
             "topics.get_stats": self.get_stats,

@@ -42,6 +42,8 @@ ROUTES: list[tuple[str, type]] = [
     (f"{_TOPIC}/{_alternatives(topics.INFO_RESOURCES)}", topics.TopicInfoHandler),
     (f"{_TOPIC}/unload", topics.UnloadHandler),
     (f"{_TOPIC}/compaction", topics.CompactionHandler),
+    (f"/admin/v2/schemas/{_SEG}/{_SEG}/{_SEG}/(schema|schemas)(?:/{_SEG})?",
+     topics.SchemaHandler),
     (f"{_TOPIC}/terminate(?:/(partitions))?", topics.TerminateHandler),
     (f"{_TOPIC}/examinemessage", topics.ExamineMessageHandler),
     (_SUB, topics.SubscriptionHandler),

@@ -183,6 +183,45 @@ class CompactionHandler(AdminResource):
         self.reply(await self.run("topics.compaction_status", topic=_topic(*path)))
 
 
+class SchemaHandler(AdminResource):
+    """``/admin/v2/schemas/{t}/{ns}/{topic}/schema[/{version}]``: GET the latest or one
+    version, POST a ``PostSchemaPayload``, DELETE the schema; ``.../schemas``: every
+    version."""
+
+    @guarded
+    async def get(self, tenant: str, namespace: str, topic: str, resource: str,
+                  version: str | None = None) -> None:
+        name = _topic("persistent", tenant, namespace, topic)
+        if resource == "schemas":
+            self.reply(await self.run("schemas.get_all_versions", topic=name))
+            return
+        number = None
+        if version is not None:
+            number = integer(version, "schema version")
+        self.reply(await self.run("schemas.get_schema", topic=name, version=number))
+
+    async def _write(self, op: str, path: tuple[str, str, str, str, str | None],
+                     **args: Any) -> None:
+        tenant, namespace, topic, resource, version = path
+        if resource != "schema" or version is not None:
+            raise ApiError(405, f"{self.request.method} applies to .../schema only")
+        self.reply(await self.run(op, topic=_topic("persistent", tenant, namespace, topic),
+                                  **args))
+
+    @guarded
+    async def post(self, *path: str) -> None:
+        await self._write("schemas.post_schema", _schema_path(path), payload=self.body())
+
+    @guarded
+    async def delete(self, *path: str) -> None:
+        await self._write("schemas.delete_schema", _schema_path(path))
+
+
+def _schema_path(path: tuple[str, ...]) -> tuple[str, str, str, str, str | None]:
+    tenant, namespace, topic, resource, *rest = path
+    return tenant, namespace, topic, resource, rest[0] if rest else None
+
+
 class SubscriptionHandler(AdminResource):
     """PUT creates a subscription at the message id in the body (default latest), DELETE
     (``?force=true``) deletes it."""

@@ -3,21 +3,16 @@ readers and consumers, and the TableView built on them."""
 
 from __future__ import annotations
 
-import json
 import urllib.error
-import urllib.request
 
 import pytest
 
-from .conftest import WAIT_MS, drain, pulsar, unique
+from .conftest import WAIT_MS, drain, pulsar, rest, unique
 
 
-def _rest(broker, method: str, topic: str, resource: str) -> dict | None:
+def _rest(broker, method: str, topic: str, resource: str) -> object:
     path = topic.replace("persistent://", "/admin/v2/persistent/")
-    request = urllib.request.Request(f"{broker.web_url}{path}/{resource}", method=method)
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        body = answer.read()
-    return json.loads(body) if body else None
+    return rest(broker, method, f"{path}/{resource}")
 
 
 def _publish_table(client, topic: str) -> None:

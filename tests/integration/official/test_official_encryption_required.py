@@ -7,25 +7,11 @@ timeout. Nothing unencrypted is stored."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
-
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from .conftest import WAIT_MS, pulsar, quiet_logger, unique
-
-
-def _rest(broker, method: str, path: str, body: object = None) -> object:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        f"{broker.web_url}{path}", data=data, method=method,
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        raw = answer.read()
-    return json.loads(raw) if raw else None
+from .conftest import WAIT_MS, pulsar, quiet_logger, rest, unique
 
 
 @pytest.fixture
@@ -45,12 +31,12 @@ def key_reader(tmp_path) -> pulsar.CryptoKeyReader:
 
 def test_encryption_required_namespace(broker, client: pulsar.Client, key_reader) -> None:
     namespace = f"public/{unique('sealed')}"
-    _rest(broker, "PUT", f"/admin/v2/namespaces/{namespace}")
+    rest(broker, "PUT", f"/admin/v2/namespaces/{namespace}")
     path = f"/admin/v2/namespaces/{namespace}/encryptionRequired"
-    assert _rest(broker, "GET", path) is False
-    _rest(broker, "POST", path, True)
-    assert _rest(broker, "GET", path) is True
-    assert _rest(broker, "GET", f"/admin/v2/namespaces/{namespace}")["encryption_required"]
+    assert rest(broker, "GET", path) is False
+    rest(broker, "POST", path, True)
+    assert rest(broker, "GET", path) is True
+    assert rest(broker, "GET", f"/admin/v2/namespaces/{namespace}")["encryption_required"]
     topic = f"persistent://{namespace}/{unique('t')}"
     topic_path = topic.replace("persistent://", "/admin/v2/persistent/")
 
@@ -69,15 +55,15 @@ def test_encryption_required_namespace(broker, client: pulsar.Client, key_reader
     producer.send(b"secret")
     assert consumer.receive(WAIT_MS).data() == b"secret"
 
-    stats = _rest(broker, "GET", f"{topic_path}/stats")
+    stats = rest(broker, "GET", f"{topic_path}/stats")
     assert [p["producerName"] for p in stats["publishers"]] == [producer.producer_name()]
     assert stats["msgInCounter"] == 1
 
-    _rest(broker, "POST", path, False)
+    rest(broker, "POST", path, False)
     plain = client.create_producer(topic, send_timeout_millis=1500, batching_enabled=False)
     plain.send(b"clear again")
     assert consumer.receive(WAIT_MS).data() == b"clear again"
-    _rest(broker, "POST", path, True)  # the plain producer's next message is refused
+    rest(broker, "POST", path, True)  # the plain producer's next message is refused
     with pytest.raises(pulsar.Timeout):
         plain.send(b"clear, refused")
-    assert _rest(broker, "GET", f"{topic_path}/stats")["msgInCounter"] == 2
+    assert rest(broker, "GET", f"{topic_path}/stats")["msgInCounter"] == 2
