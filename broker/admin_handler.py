@@ -45,7 +45,12 @@ class AdminHandler:
         tenants = self.tenants
         # Topic schemas, saved with the topics' metadata (pulsar:// sessions share it).
         self.schemas = SchemaRegistry(service.storage.metadata)
-        schema_admin = SchemaAdmin(self.schemas, service.now_ms)
+        schema_admin = SchemaAdmin(
+            self.schemas, service.now_ms,
+            lambda topic: service.namespace_policies(
+                TopicName.get(topic).namespace
+            ).schema_compatibility_strategy,
+        )
         self._ops: dict[str, Callable[..., Any]] = {
             "clusters.get_clusters": tenants.get_clusters,
             "clusters.get_cluster": tenants.get_cluster,
@@ -82,6 +87,7 @@ class AdminHandler:
             "schemas.get_all_versions": schema_admin.get_all_versions,
             "schemas.post_schema": schema_admin.post_schema,
             "schemas.delete_schema": schema_admin.delete_schema,
+            "schemas.test_compatibility": schema_admin.test_compatibility,
             "topics.compact": self.compact,
             "topics.compaction_status": self.compaction_status,
             "topics.get_stats": self.get_stats,
@@ -94,6 +100,12 @@ class AdminHandler:
             "namespaces.set_backlog_quota": self._policy_setter("backlog_quota"),
             "namespaces.set_compaction_threshold": self._policy_setter("compaction_threshold"),
             "namespaces.set_encryption_required": self._policy_setter("encryption_required"),
+            "namespaces.set_schema_compatibility_strategy": self._policy_setter(
+                "schema_compatibility_strategy"
+            ),
+            "namespaces.remove_schema_compatibility_strategy": self._policy_remover(
+                "schema_compatibility_strategy"
+            ),
             "namespaces.remove_encryption_required": self._policy_remover(
                 "encryption_required"
             ),

@@ -12,6 +12,10 @@ from typing import Any
 from .errors import InvalidArgument
 from .settings import BrokerSettings
 
+SCHEMA_COMPATIBILITY_STRATEGIES = (
+    "ALWAYS_COMPATIBLE", "ALWAYS_INCOMPATIBLE", "BACKWARD", "FORWARD", "FULL",
+    "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE",
+)
 BACKLOG_QUOTA_POLICIES = (
     "producer_request_hold",
     "producer_exception",
@@ -26,6 +30,7 @@ POLICY_KEYS = (
     "backlog_quota",
     "compaction_threshold",
     "encryption_required",
+    "schema_compatibility_strategy",
 )
 
 
@@ -41,6 +46,7 @@ class Policies:
     backlog_quota_policy: str = "producer_request_hold"
     compaction_threshold: int = 0  # bytes; 0 = no automatic compaction
     encryption_required: bool = False  # producers and messages must be encrypted
+    schema_compatibility_strategy: str = "FULL"
 
     @classmethod
     def resolve(cls, settings: BrokerSettings, namespace: dict[str, Any] | None) -> Policies:
@@ -67,6 +73,11 @@ class Policies:
                 quota.get("policy", settings.backlog_quota_default_retention_policy)
             ),
             encryption_required=bool(ns.get("encryption_required", False)),
+            schema_compatibility_strategy=str(
+                (ns.get("schema_compatibility_strategy", "UNDEFINED") != "UNDEFINED"
+                and ns["schema_compatibility_strategy"])
+                or settings.schema_compatibility_strategy
+            ),
             compaction_threshold=int(
                 ns.get(
                     "compaction_threshold", settings.broker_service_compaction_threshold_in_bytes
@@ -90,6 +101,12 @@ def validate_policy(key: str, value: Any) -> Any:
     elif key == "deduplication_enabled":
         if not isinstance(value, bool):
             raise InvalidArgument(f"deduplication status must be a bool, not {value!r}")
+    elif key == "schema_compatibility_strategy":
+        if value != "UNDEFINED" and value not in SCHEMA_COMPATIBILITY_STRATEGIES:
+            raise InvalidArgument(
+                f"schema compatibility strategy must be one of "
+                f"{', '.join(SCHEMA_COMPATIBILITY_STRATEGIES)}, not {value!r}"
+            )
     elif key == "encryption_required":
         if not isinstance(value, bool):
             raise InvalidArgument(f"encryption required must be a bool, not {value!r}")

@@ -2,11 +2,13 @@
 schema (latest or one version), every version, post one, delete it, as Pulsar's
 ``GetSchemaResponse`` / ``PostSchemaResponse`` / ``DeleteSchemaResponse`` JSON.
 
-Only the ALWAYS_COMPATIBLE strategy exists so far: a posted schema is always accepted.
+A posted schema passes the namespace's compatibility strategy as a producer's does;
+``compatibility`` answers whether one would, without adding it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .errors import InvalidArgument, TopicNotFound
@@ -32,9 +34,13 @@ def _response(info: SchemaInfo, version: bytes) -> dict[str, Any]:
 class SchemaAdmin:
     """``schemas.*`` admin operations over one :class:`SchemaRegistry`."""
 
-    def __init__(self, registry: SchemaRegistry, now_ms: Any) -> None:
+    def __init__(
+        self, registry: SchemaRegistry, now_ms: Callable[[], int],
+        strategy_for: Callable[[str], str],
+    ) -> None:
         self.registry = registry
         self._now_ms = now_ms
+        self._strategy_for = strategy_for
 
     def get_schema(self, topic: str, version: int | None = None) -> dict[str, Any]:
         found = self.registry.get(
@@ -53,6 +59,17 @@ class SchemaAdmin:
 
     def post_schema(self, topic: str, payload: Any) -> dict[str, Any]:
         """``PostSchemaPayload``: ``{"type", "schema", "properties"}``."""
+        info = self._schema(topic, payload)
+        version = self.registry.get_or_create(topic, info, self._strategy_for(topic))
+        return {"version": {"version": SchemaRegistry.version_number(version)}}
+
+    def test_compatibility(self, topic: str, payload: Any) -> dict[str, Any]:
+        """``IsCompatibilityResponse``: would the namespace's strategy accept the schema."""
+        strategy = self._strategy_for(topic)
+        reason = self.registry.incompatibility(topic, self._schema(topic, payload), strategy)
+        return {"compatibility": reason is None, "schemaCompatibilityStrategy": strategy}
+
+    def _schema(self, topic: str, payload: Any) -> SchemaInfo:
         if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
             raise InvalidArgument('the schema must be a JSON object with "type" and "schema"')
         try:
@@ -63,12 +80,10 @@ class SchemaAdmin:
         properties = payload.get("properties") or {}
         if not isinstance(definition, str) or not isinstance(properties, dict):
             raise InvalidArgument('"schema" must be a string and "properties" an object')
-        info = SchemaInfo(
+        return SchemaInfo(
             number, TopicName.get(topic).local_name, definition.encode("utf-8"),
             tuple(sorted((str(k), str(v)) for k, v in properties.items())), self._now_ms(),
         )
-        version = self.registry.get_or_create(topic, info)
-        return {"version": {"version": SchemaRegistry.version_number(version)}}
 
     def delete_schema(self, topic: str) -> dict[str, Any]:
         version = self.registry.delete(topic, self._now_ms())

@@ -859,7 +859,10 @@ class BrokerService:
 
     def policies_for(self, topic: AbstractTopic) -> Policies:
         """Policies in force for ``topic`` (namespace policies over broker defaults)."""
-        namespace = topic.namespace
+        return self.namespace_policies(topic.namespace)
+
+    def namespace_policies(self, namespace: str) -> Policies:
+        """Policies in force in ``namespace`` (its policies over broker defaults)."""
         policies = self._policies.get(namespace)
         if policies is None:
             stored = self.storage.metadata.get_policies(namespace)

@@ -64,6 +64,9 @@ class BrokerSettings:
     broker_deduplication_enabled: bool = False
     # Compact a topic whose backlog not yet compacted exceeds this many bytes (0 = never);
     # checked every brokerServiceCompactionMonitorIntervalInSeconds.
+    # A new schema version must pass this check (Pulsar's schemaCompatibilityStrategy, FULL)
+    # unless the namespace sets its own.
+    schema_compatibility_strategy: str = "FULL"
     broker_service_compaction_threshold_in_bytes: int = 0
     broker_service_compaction_monitor_interval_in_seconds: int = 60
     backlog_quota_default_limit_bytes: int = -1

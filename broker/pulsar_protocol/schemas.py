@@ -2,7 +2,8 @@
 GET_OR_CREATE_SCHEMA, producers and consumers that declare one, ``/admin/v2/schemas``).
 
 Each topic keeps its schema versions in order; a schema equal to a stored one gets that
-version back, any other is added (the ALWAYS_COMPATIBLE strategy). A version travels as
+version back, any other is added if the namespace's compatibility strategy accepts it
+(:mod:`.schema_compat`). A version travels as
 8 big-endian bytes, as Pulsar's broker writes it. Schemas of a partition live with the
 partitioned topic, so every partition reports the same version. Deleting a topic's schema
 adds a deleted version (Pulsar's tombstone): the topic then has no schema until one is
@@ -17,8 +18,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import IncompatibleSchema
 from ..storage.base import MetadataStore
 from ..topic_name import TopicName
+from .schema_compat import incompatibility
 
 __all__ = ["SCHEMA_TYPES", "SchemaInfo", "SchemaRegistry"]
 
@@ -74,7 +77,7 @@ def schema_type_number(name: str) -> int:
 
 
 class SchemaRegistry:
-    """Schema versions per topic (ALWAYS_COMPATIBLE), saved through ``store`` if given."""
+    """Schema versions per topic, saved through ``store`` if given."""
 
     def __init__(self, store: MetadataStore | None = None) -> None:
         self._store = store
@@ -103,14 +106,27 @@ class SchemaRegistry:
             )
         return _VERSION.pack(len(versions) - 1)
 
-    def get_or_create(self, topic: str, schema: SchemaInfo) -> bytes:
-        """The version of ``schema`` on ``topic``, added if it is new."""
+    def get_or_create(
+        self, topic: str, schema: SchemaInfo, strategy: str = "ALWAYS_COMPATIBLE"
+    ) -> bytes:
+        """The version of ``schema`` on ``topic``, added if it is new and ``strategy``
+        accepts it after the live versions (``IncompatibleSchema`` otherwise)."""
         versions = self.versions(topic)
         deleted_at = max((i for i, v in enumerate(versions) if v.deleted), default=-1)
         for index, known in enumerate(versions):
             if index > deleted_at and known.same_as(schema):
                 return _VERSION.pack(index)
+        reason = self.incompatibility(topic, schema, strategy)
+        if reason is not None:
+            raise IncompatibleSchema(f"Incompatible schema for {self._key(topic)}: {reason}")
         return self._add(topic, schema)
+
+    def incompatibility(self, topic: str, schema: SchemaInfo, strategy: str) -> str | None:
+        """Why ``strategy`` refuses ``schema`` after the topic's live versions, or ``None``."""
+        versions = self.versions(topic)
+        deleted_at = max((i for i, v in enumerate(versions) if v.deleted), default=-1)
+        history = [(i, v.type, v.data) for i, v in enumerate(versions) if i > deleted_at]
+        return incompatibility(strategy, history, (schema.type, schema.data))
 
     def delete(self, topic: str, now_ms: int = 0) -> bytes | None:
         """Delete the topic's schema (a deleted version); ``None`` if it has none."""

@@ -602,7 +602,10 @@ class PulsarSession:
             schema.type, schema.name, schema.schema_data,
             tuple((kv.key, kv.value) for kv in schema.properties),
         )
-        return self.schemas.get_or_create(topic, info)
+        strategy = self.service.namespace_policies(
+            TopicName.get(topic).namespace
+        ).schema_compatibility_strategy
+        return self.schemas.get_or_create(topic, info, strategy)
 
     def _get_schema(self, body: api.CommandGetSchema) -> None:
         self.authorizer.check_topic(self.role, body.topic, "lookup")

@@ -42,7 +42,7 @@ ROUTES: list[tuple[str, type]] = [
     (f"{_TOPIC}/{_alternatives(topics.INFO_RESOURCES)}", topics.TopicInfoHandler),
     (f"{_TOPIC}/unload", topics.UnloadHandler),
     (f"{_TOPIC}/compaction", topics.CompactionHandler),
-    (f"/admin/v2/schemas/{_SEG}/{_SEG}/{_SEG}/(schema|schemas)(?:/{_SEG})?",
+    (f"/admin/v2/schemas/{_SEG}/{_SEG}/{_SEG}/(schema|schemas|compatibility)(?:/{_SEG})?",
      topics.SchemaHandler),
     (f"{_TOPIC}/terminate(?:/(partitions))?", topics.TerminateHandler),
     (f"{_TOPIC}/examinemessage", topics.ExamineMessageHandler),

@@ -79,9 +79,12 @@ _POLICIES: dict[str, tuple[str, str, Any]] = {
     "deduplication": ("deduplication_enabled", "deduplication_status", lambda v: v),
     "compactionThreshold": ("compaction_threshold", "compaction_threshold", lambda v: v),
     "encryptionRequired": ("encryption_required", "encryption_required", lambda v: v),
+    "schemaCompatibilityStrategy": (
+        "schema_compatibility_strategy", "schema_compatibility_strategy", lambda v: v
+    ),
 }
 # What GET answers for a policy that was never set (Pulsar's primitive default), else 204.
-_UNSET = {"encryption_required": False}
+_UNSET = {"encryption_required": False, "schema_compatibility_strategy": "UNDEFINED"}
 POLICY_RESOURCES = tuple(_POLICIES)
 
 
@@ -153,6 +156,10 @@ class PolicyHandler(NamespaceBase):
         if body is None:
             raise ApiError(400, f"POST {resource} needs a JSON body")
         await self.set_policy(f"{tenant}/{namespace}", f"namespaces.set_{op}", read(body))
+
+    async def put(self, tenant: str, namespace: str, resource: str) -> None:
+        """PUT sets too (Pulsar sets ``schemaCompatibilityStrategy`` with PUT)."""
+        await self.post(tenant, namespace, resource)
 
     @guarded
     async def delete(self, tenant: str, namespace: str, resource: str) -> None:

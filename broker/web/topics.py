@@ -192,6 +192,8 @@ class SchemaHandler(AdminResource):
     async def get(self, tenant: str, namespace: str, topic: str, resource: str,
                   version: str | None = None) -> None:
         name = _topic("persistent", tenant, namespace, topic)
+        if resource == "compatibility":
+            raise ApiError(405, "POST a schema to .../compatibility to test it")
         if resource == "schemas":
             self.reply(await self.run("schemas.get_all_versions", topic=name))
             return
@@ -203,18 +205,25 @@ class SchemaHandler(AdminResource):
     async def _write(self, op: str, path: tuple[str, str, str, str, str | None],
                      **args: Any) -> None:
         tenant, namespace, topic, resource, version = path
-        if resource != "schema" or version is not None:
+        if resource not in ("schema", "compatibility") or version is not None:
             raise ApiError(405, f"{self.request.method} applies to .../schema only")
         self.reply(await self.run(op, topic=_topic("persistent", tenant, namespace, topic),
                                   **args))
 
     @guarded
     async def post(self, *path: str) -> None:
-        await self._write("schemas.post_schema", _schema_path(path), payload=self.body())
+        parts = _schema_path(path)
+        op = "schemas.test_compatibility" if parts[3] == "compatibility" else (
+            "schemas.post_schema"
+        )
+        await self._write(op, parts, payload=self.body())
 
     @guarded
     async def delete(self, *path: str) -> None:
-        await self._write("schemas.delete_schema", _schema_path(path))
+        parts = _schema_path(path)
+        if parts[3] != "schema":
+            raise ApiError(405, "DELETE applies to .../schema only")
+        await self._write("schemas.delete_schema", parts)
 
 
 def _schema_path(path: tuple[str, ...]) -> tuple[str, str, str, str, str | None]:

@@ -51,3 +51,39 @@ def test_post_then_delete_over_rest(broker, client: pulsar.Client) -> None:
     with pytest.raises(urllib.error.HTTPError) as info:
         _rest(broker, "GET", topic, "schema")
     assert info.value.code == 404
+
+
+class Renamed(Record):
+    id = Integer()
+    colour = String()  # no default: older readers' data lacks it
+
+
+def test_an_incompatible_schema_is_refused_under_the_default_full(
+    broker, client: pulsar.Client
+) -> None:
+    topic = f"persistent://public/default/{unique('schema-full')}"
+    client.create_producer(topic, schema=JsonSchema(Order)).close()
+    with pytest.raises(pulsar.IncompatibleSchema):
+        client.create_producer(topic, schema=JsonSchema(Renamed))
+    with pytest.raises(pulsar.IncompatibleSchema):
+        client.subscribe(topic, unique("s"), schema=JsonSchema(Renamed))
+    answer = _rest(broker, "POST", topic, "compatibility",
+                   {"type": "JSON", "schema": JsonSchema(Renamed).schema_info().schema()})
+    assert answer == {"compatibility": False, "schemaCompatibilityStrategy": "FULL"}
+    assert len(_rest(broker, "GET", topic, "schemas")["getSchemaResponses"]) == 1
+
+
+def test_namespace_strategy_over_rest(broker, client: pulsar.Client) -> None:
+    namespace = f"public/{unique('schema-ns')}"
+    rest(broker, "PUT", f"/admin/v2/namespaces/{namespace}")
+    path = f"/admin/v2/namespaces/{namespace}/schemaCompatibilityStrategy"
+    assert rest(broker, "GET", path) == "UNDEFINED"
+    rest(broker, "PUT", path, "ALWAYS_COMPATIBLE")
+    assert rest(broker, "GET", path) == "ALWAYS_COMPATIBLE"
+    topic = f"persistent://{namespace}/{unique('t')}"
+    client.create_producer(topic, schema=JsonSchema(Order)).close()
+    client.create_producer(topic, schema=JsonSchema(Renamed)).close()
+    assert len(_rest(broker, "GET", topic, "schemas")["getSchemaResponses"]) == 2
+    with pytest.raises(urllib.error.HTTPError) as info:
+        rest(broker, "PUT", path, "SOMETIMES")
+    assert info.value.code == 412  # an invalid policy value, as the other policies answer

@@ -12,8 +12,8 @@ T = "persistent://public/default/orders"
 JSON_DEF = '{"type":"record","name":"Order","fields":[{"name":"id","type":"int"}]}'
 
 
-def admin(store=None) -> SchemaAdmin:
-    return SchemaAdmin(SchemaRegistry(store), lambda: 1234)
+def admin(store=None, strategy: str = "ALWAYS_COMPATIBLE") -> SchemaAdmin:
+    return SchemaAdmin(SchemaRegistry(store), lambda: 1234, lambda topic: strategy)
 
 
 def test_post_get_versions_and_delete():
