@@ -100,6 +100,12 @@ class AdminHandler:
             "namespaces.set_backlog_quota": self._policy_setter("backlog_quota"),
             "namespaces.set_compaction_threshold": self._policy_setter("compaction_threshold"),
             "namespaces.set_encryption_required": self._policy_setter("encryption_required"),
+            "namespaces.set_schema_validation_enforced": self._policy_setter(
+                "schema_validation_enforced"
+            ),
+            "namespaces.remove_schema_validation_enforced": self._policy_remover(
+                "schema_validation_enforced"
+            ),
             "namespaces.set_schema_compatibility_strategy": self._policy_setter(
                 "schema_compatibility_strategy"
             ),

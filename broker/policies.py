@@ -31,6 +31,7 @@ POLICY_KEYS = (
     "compaction_threshold",
     "encryption_required",
     "schema_compatibility_strategy",
+    "schema_validation_enforced",
 )
 
 
@@ -47,6 +48,7 @@ class Policies:
     compaction_threshold: int = 0  # bytes; 0 = no automatic compaction
     encryption_required: bool = False  # producers and messages must be encrypted
     schema_compatibility_strategy: str = "FULL"
+    schema_validation_enforced: bool = False
 
     @classmethod
     def resolve(cls, settings: BrokerSettings, namespace: dict[str, Any] | None) -> Policies:
@@ -73,6 +75,9 @@ class Policies:
                 quota.get("policy", settings.backlog_quota_default_retention_policy)
             ),
             encryption_required=bool(ns.get("encryption_required", False)),
+            schema_validation_enforced=bool(
+                ns.get("schema_validation_enforced", settings.is_schema_validation_enforced)
+            ),
             schema_compatibility_strategy=str(
                 (ns.get("schema_compatibility_strategy", "UNDEFINED") != "UNDEFINED"
                 and ns["schema_compatibility_strategy"])
@@ -107,9 +112,9 @@ def validate_policy(key: str, value: Any) -> Any:
                 f"schema compatibility strategy must be one of "
                 f"{', '.join(SCHEMA_COMPATIBILITY_STRATEGIES)}, not {value!r}"
             )
-    elif key == "encryption_required":
+    elif key in ("encryption_required", "schema_validation_enforced"):
         if not isinstance(value, bool):
-            raise InvalidArgument(f"encryption required must be a bool, not {value!r}")
+            raise InvalidArgument(f"{key} must be a bool, not {value!r}")
     elif key == "compaction_threshold":
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InvalidArgument(f"compaction threshold must be an int >= 0 bytes, not {value!r}")

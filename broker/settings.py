@@ -67,6 +67,8 @@ class BrokerSettings:
     # A new schema version must pass this check (Pulsar's schemaCompatibilityStrategy, FULL)
     # unless the namespace sets its own.
     schema_compatibility_strategy: str = "FULL"
+    # Refuse producers without a schema on a topic that has one (isSchemaValidationEnforced).
+    is_schema_validation_enforced: bool = False
     broker_service_compaction_threshold_in_bytes: int = 0
     broker_service_compaction_monitor_interval_in_seconds: int = 60
     backlog_quota_default_limit_bytes: int = -1

@@ -36,6 +36,7 @@ from ..entry import MessageMetadata, decode_entry, read_header
 from ..errors import (
     AuthenticationError,
     ConsumerNotFound,
+    IncompatibleSchema,
     InvalidArgument,
     PulsarLabError,
     TopicNotFound,
@@ -664,6 +665,13 @@ class PulsarSession:
         version = None
         if body.HasField("schema"):
             version = self._register_schema(body.topic, body.schema)
+        elif self.schemas.get(body.topic) is not None and self.service.namespace_policies(
+            TopicName.get(body.topic).namespace
+        ).schema_validation_enforced:
+            raise IncompatibleSchema(
+                "Producers cannot connect or send message without a schema to topics with a "
+                "schema if SchemaValidationEnforced is enabled"
+            )
         name = body.producer_name if body.HasField("producer_name") else None
         producer = self.service.create_producer(
             body.topic, name or None, self, address=self.peer, client_version=self.client_version,

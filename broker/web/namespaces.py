@@ -79,12 +79,16 @@ _POLICIES: dict[str, tuple[str, str, Any]] = {
     "deduplication": ("deduplication_enabled", "deduplication_status", lambda v: v),
     "compactionThreshold": ("compaction_threshold", "compaction_threshold", lambda v: v),
     "encryptionRequired": ("encryption_required", "encryption_required", lambda v: v),
+    "schemaValidationEnforced": (
+        "schema_validation_enforced", "schema_validation_enforced", lambda v: v
+    ),
     "schemaCompatibilityStrategy": (
         "schema_compatibility_strategy", "schema_compatibility_strategy", lambda v: v
     ),
 }
 # What GET answers for a policy that was never set (Pulsar's primitive default), else 204.
-_UNSET = {"encryption_required": False, "schema_compatibility_strategy": "UNDEFINED"}
+_UNSET = {"encryption_required": False, "schema_compatibility_strategy": "UNDEFINED",
+          "schema_validation_enforced": False}
 POLICY_RESOURCES = tuple(_POLICIES)
 
 

@@ -87,3 +87,21 @@ def test_namespace_strategy_over_rest(broker, client: pulsar.Client) -> None:
     with pytest.raises(urllib.error.HTTPError) as info:
         rest(broker, "PUT", path, "SOMETIMES")
     assert info.value.code == 412  # an invalid policy value, as the other policies answer
+
+
+def test_schema_validation_enforced_refuses_a_producer_without_schema(
+    broker, client: pulsar.Client
+) -> None:
+    namespace = f"public/{unique('schema-enforced')}"
+    rest(broker, "PUT", f"/admin/v2/namespaces/{namespace}")
+    path = f"/admin/v2/namespaces/{namespace}/schemaValidationEnforced"
+    assert rest(broker, "GET", path) is False
+    topic = f"persistent://{namespace}/{unique('t')}"
+    client.create_producer(topic).close()  # no schema on the topic yet: accepted
+    client.create_producer(topic, schema=JsonSchema(Order)).close()
+    client.create_producer(topic).close()  # not enforced yet
+    rest(broker, "POST", path, True)
+    assert rest(broker, "GET", path) is True
+    with pytest.raises(pulsar.IncompatibleSchema):
+        client.create_producer(topic)
+    client.create_producer(topic, schema=JsonSchema(Order)).close()

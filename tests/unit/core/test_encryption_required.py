@@ -39,5 +39,5 @@ def test_switching_the_policy_off_lets_everyone_in_again(harness):
 
 
 def test_a_non_boolean_policy_value_is_a_clear_error(harness):
-    with pytest.raises(InvalidArgument, match="encryption required must be a bool"):
+    with pytest.raises(InvalidArgument, match="encryption_required must be a bool"):
         harness.service.set_namespace_policy("public/default", "encryption_required", "yes")
