@@ -229,6 +229,14 @@ class Topics:
         """
         return self._admin.call("topics.terminate_topic", topic=topic)
 
+    def compact(self, topic: str) -> None:
+        """Compact ``topic`` now (``pulsar-admin topics compact``)."""
+        self._admin.call("topics.compact", topic=topic)
+
+    def compaction_status(self, topic: str) -> dict[str, str]:
+        """``{"status": "NOT_RUN|RUNNING|SUCCESS|ERROR", "lastError": ...}``."""
+        return self._admin.call("topics.compaction_status", topic=topic)
+
     def terminate_partitioned_topic(self, topic: str) -> dict[str, dict[str, int]]:
         """Terminate every partition; partition index (a string) -> its last message id."""
         return self._admin.call("topics.terminate_partitioned_topic", topic=topic)
@@ -294,6 +302,18 @@ class Namespaces:
     def set_deduplication_status(self, namespace: str, enabled: bool) -> None:
         self._admin.call("namespaces.set_deduplication_status", namespace=namespace,
                          value=enabled)
+
+    def set_compaction_threshold(self, namespace: str, threshold_bytes: int) -> None:
+        self._admin.call("namespaces.set_compaction_threshold", namespace=namespace,
+                         value=threshold_bytes)
+
+    def set_encryption_required(self, namespace: str, required: bool) -> None:
+        """Refuse unencrypted producers and messages in ``namespace``."""
+        self._admin.call("namespaces.set_encryption_required", namespace=namespace,
+                         value=required)
+
+    def remove_compaction_threshold(self, namespace: str) -> None:
+        self._admin.call("namespaces.remove_compaction_threshold", namespace=namespace)
 
     def set_backlog_quota(self, namespace: str, limit_size: int,
                           policy: str = "producer_request_hold") -> None:

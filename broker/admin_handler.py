@@ -13,6 +13,8 @@ from .authorization import Authorizer
 from .entry import decode_entry
 from .errors import InvalidArgument, NotAllowed
 from .message_id import MessageId
+from .pulsar_protocol.schemas import SchemaRegistry
+from .schema_admin import SchemaAdmin
 from .service import BrokerService
 from .tenants import Tenants
 from .topic_name import TopicName
@@ -41,6 +43,14 @@ class AdminHandler:
         self.authorizer = Authorizer(service.settings, service.storage.metadata)
         self.tenants = Tenants(service, self.authorizer)
         tenants = self.tenants
+        # Topic schemas, saved with the topics' metadata (pulsar:// sessions share it).
+        self.schemas = SchemaRegistry(service.storage.metadata)
+        schema_admin = SchemaAdmin(
+            self.schemas, service.now_ms,
+            lambda topic: service.namespace_policies(
+                TopicName.get(topic).namespace
+            ).schema_compatibility_strategy,
+        )
         self._ops: dict[str, Callable[..., Any]] = {
             "clusters.get_clusters": tenants.get_clusters,
             "clusters.get_cluster": tenants.get_cluster,
@@ -73,6 +83,13 @@ class AdminHandler:
             "topics.unload": self.unload,
             "topics.terminate_topic": self.terminate_topic,
             "topics.terminate_partitioned_topic": self.terminate_partitioned_topic,
+            "schemas.get_schema": schema_admin.get_schema,
+            "schemas.get_all_versions": schema_admin.get_all_versions,
+            "schemas.post_schema": schema_admin.post_schema,
+            "schemas.delete_schema": schema_admin.delete_schema,
+            "schemas.test_compatibility": schema_admin.test_compatibility,
+            "topics.compact": self.compact,
+            "topics.compaction_status": self.compaction_status,
             "topics.get_stats": self.get_stats,
             "topics.get_internal_stats": self.get_internal_stats,
             "topics.get_partitioned_stats": self.get_partitioned_stats,
@@ -81,6 +98,26 @@ class AdminHandler:
             "namespaces.set_message_ttl": self._policy_setter("message_ttl_in_seconds"),
             "namespaces.set_deduplication_status": self._policy_setter("deduplication_enabled"),
             "namespaces.set_backlog_quota": self._policy_setter("backlog_quota"),
+            "namespaces.set_compaction_threshold": self._policy_setter("compaction_threshold"),
+            "namespaces.set_encryption_required": self._policy_setter("encryption_required"),
+            "namespaces.set_schema_validation_enforced": self._policy_setter(
+                "schema_validation_enforced"
+            ),
+            "namespaces.remove_schema_validation_enforced": self._policy_remover(
+                "schema_validation_enforced"
+            ),
+            "namespaces.set_schema_compatibility_strategy": self._policy_setter(
+                "schema_compatibility_strategy"
+            ),
+            "namespaces.remove_schema_compatibility_strategy": self._policy_remover(
+                "schema_compatibility_strategy"
+            ),
+            "namespaces.remove_encryption_required": self._policy_remover(
+                "encryption_required"
+            ),
+            "namespaces.remove_compaction_threshold": self._policy_remover(
+                "compaction_threshold"
+            ),
             "namespaces.remove_retention": self._policy_remover("retention_policies"),
             "namespaces.remove_message_ttl": self._policy_remover("message_ttl_in_seconds"),
             "namespaces.remove_deduplication_status": self._policy_remover(
@@ -243,6 +280,14 @@ class AdminHandler:
         """Terminate every partition: partition index -> its last message id."""
         ends = self.service.terminate_partitioned_topic(topic)
         return {str(index): _terminated_id(position) for index, position in ends.items()}
+
+    def compact(self, topic: str) -> None:
+        """Compact the topic now (each partition of a partitioned topic)."""
+        for part in self._partitions(topic):
+            self.service.compact_topic(part)
+
+    def compaction_status(self, topic: str) -> dict[str, str]:
+        return self.service.compaction_status(topic)
 
     def get_stats(self, topic: str) -> dict[str, Any]:
         return self.service.topic_stats(topic)

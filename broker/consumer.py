@@ -75,6 +75,7 @@ class ServerConsumer:
         key_shared_meta: KeySharedMeta | None = None,
         key_hash_ranges: list[tuple[int, int]] | None = None,
         is_reader: bool = False,
+        read_compacted: bool = False,
         connected_since_ms: int = 0,
         address: str = "",
         client_version: str = "",
@@ -94,6 +95,8 @@ class ServerConsumer:
         )
         self.key_hash_filter: HashRangeExclusiveStickyKeyConsumerSelector | None = None
         self.is_reader = is_reader
+        # Reads the compacted ledger up to its horizon (Exclusive/Failover only).
+        self.read_compacted = read_compacted
         # Told that its terminated topic has nothing left for it (REACHED_END_OF_TOPIC).
         self.reached_end_of_topic = False
         # Where it consumes (set when it joins a subscription; for messages and stats).

@@ -11,11 +11,14 @@ saved: after a restart, reading resumes just after the mark-delete.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .entry import read_header
 from .range_set import PositionRangeSet
 from .storage.base import ManagedLedger, MetadataStore, Position
+
+if TYPE_CHECKING:
+    from .compaction import CompactedTopic
 
 
 class ManagedCursor:
@@ -127,6 +130,27 @@ class ManagedCursor:
                 result += [e for e in batch if e[0] > md]
             self.read_position = self.ledger.next_position(batch[-1][0])
         return result
+
+    def read_compacted_entries(
+        self, compacted: CompactedTopic, max_entries: int
+    ) -> list[tuple[Position, bytes | None]]:
+        """Like :meth:`read_entries`, from the compacted ledger while the read position is
+        at or before its horizon (``CompactedTopicImpl``), then from the log after it.
+
+        A read position at the start of the log reads the compacted ledger from its first
+        entry, whose ledgers may be trimmed already."""
+        if not compacted.covers(self.read_position):
+            return self.read_entries(max_entries)
+        start = self.read_position
+        if start <= self.ledger.first_position():
+            start = (-1, -1)
+        entries, last = compacted.read(start, max_entries, self.is_deleted)
+        assert compacted.horizon is not None
+        if last is None or last >= compacted.entries[-1][0]:
+            self.read_position = self.ledger.next_position(compacted.horizon)
+        else:  # a position between compacted entries: the next read starts after ``last``
+            self.read_position = (last[0], last[1] + 1)
+        return list(entries)
 
     def is_deleted(self, position: Position) -> bool:
         return position <= self.mark_delete_position or position in self.individually_deleted

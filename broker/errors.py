@@ -56,6 +56,19 @@ class ProducerBlockedQuotaExceeded(PulsarLabError):
     code = "ProducerBlockedQuotaExceededException"
 
 
+class IncompatibleSchema(PulsarLabError):
+    """A schema the topic's compatibility strategy refuses (Pulsar's
+    ``IncompatibleSchemaException``)."""
+
+    code = "IncompatibleSchema"
+
+
+class MetadataError(PulsarLabError):
+    """Pulsar's ``ServerMetadataException``: e.g. a namespace that requires encryption."""
+
+    code = "MetadataError"
+
+
 class NotAllowed(PulsarLabError):
     code = "NotAllowedError"
 

@@ -37,6 +37,8 @@ class EventType(StrEnum):
     CURSOR_MOVED = "cursor_moved"
     CURSOR_REWOUND = "cursor_rewound"
     LEDGER_ROLLED_OVER = "ledger_rolled_over"
+    COMPACTED = "compacted"
+    COMPACTION_FAILED = "compaction_failed"
     LEDGERS_TRIMMED = "ledgers_trimmed"
     CORRUPT_ENTRY_SKIPPED = "corrupt_entry_skipped"
     DELAYED = "delayed"
@@ -204,6 +206,20 @@ class CursorRewound(BrokerEvent):
 class LedgerRolledOver(BrokerEvent):
     closed: int | None = None
     opened: int | None = None
+
+
+@event_class(EventType.COMPACTED)
+class Compacted(BrokerEvent):
+    """A compaction finished: its horizon, and how many entries it kept and removed."""
+
+    horizon: PositionList | None = None
+    kept: int | None = None
+    removed: int | None = None
+
+
+@event_class(EventType.COMPACTION_FAILED)
+class CompactionFailed(BrokerEvent):
+    error: str | None = None
 
 
 @event_class(EventType.LEDGERS_TRIMMED)

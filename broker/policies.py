@@ -12,6 +12,10 @@ from typing import Any
 from .errors import InvalidArgument
 from .settings import BrokerSettings
 
+SCHEMA_COMPATIBILITY_STRATEGIES = (
+    "ALWAYS_COMPATIBLE", "ALWAYS_INCOMPATIBLE", "BACKWARD", "FORWARD", "FULL",
+    "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE",
+)
 BACKLOG_QUOTA_POLICIES = (
     "producer_request_hold",
     "producer_exception",
@@ -24,6 +28,10 @@ POLICY_KEYS = (
     "message_ttl_in_seconds",
     "deduplication_enabled",
     "backlog_quota",
+    "compaction_threshold",
+    "encryption_required",
+    "schema_compatibility_strategy",
+    "schema_validation_enforced",
 )
 
 
@@ -37,6 +45,10 @@ class Policies:
     deduplication_enabled: bool = False
     backlog_quota_limit_bytes: int = -1  # -1 = no quota
     backlog_quota_policy: str = "producer_request_hold"
+    compaction_threshold: int = 0  # bytes; 0 = no automatic compaction
+    encryption_required: bool = False  # producers and messages must be encrypted
+    schema_compatibility_strategy: str = "FULL"
+    schema_validation_enforced: bool = False
 
     @classmethod
     def resolve(cls, settings: BrokerSettings, namespace: dict[str, Any] | None) -> Policies:
@@ -62,6 +74,20 @@ class Policies:
             backlog_quota_policy=str(
                 quota.get("policy", settings.backlog_quota_default_retention_policy)
             ),
+            encryption_required=bool(ns.get("encryption_required", False)),
+            schema_validation_enforced=bool(
+                ns.get("schema_validation_enforced", settings.is_schema_validation_enforced)
+            ),
+            schema_compatibility_strategy=str(
+                (ns.get("schema_compatibility_strategy", "UNDEFINED") != "UNDEFINED"
+                and ns["schema_compatibility_strategy"])
+                or settings.schema_compatibility_strategy
+            ),
+            compaction_threshold=int(
+                ns.get(
+                    "compaction_threshold", settings.broker_service_compaction_threshold_in_bytes
+                )
+            ),
         )
 
 
@@ -80,6 +106,18 @@ def validate_policy(key: str, value: Any) -> Any:
     elif key == "deduplication_enabled":
         if not isinstance(value, bool):
             raise InvalidArgument(f"deduplication status must be a bool, not {value!r}")
+    elif key == "schema_compatibility_strategy":
+        if value != "UNDEFINED" and value not in SCHEMA_COMPATIBILITY_STRATEGIES:
+            raise InvalidArgument(
+                f"schema compatibility strategy must be one of "
+                f"{', '.join(SCHEMA_COMPATIBILITY_STRATEGIES)}, not {value!r}"
+            )
+    elif key in ("encryption_required", "schema_validation_enforced"):
+        if not isinstance(value, bool):
+            raise InvalidArgument(f"{key} must be a bool, not {value!r}")
+    elif key == "compaction_threshold":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidArgument(f"compaction threshold must be an int >= 0 bytes, not {value!r}")
     elif key == "backlog_quota":
         limit = value.get("limitSize") if isinstance(value, dict) else None
         policy = value.get("policy") if isinstance(value, dict) else None

@@ -392,7 +392,6 @@ class Broker:
             url_tls=(f"pulsar+ssl://{advertised}:{self.pulsar_port_tls}"
                      if self.pulsar_ssl_url else None),
         )
-        self.schemas = SchemaRegistry()
         self._exclusive_producers: dict[str, int] = {}
         self.zmq = ZmqProtocol(
             self.service, self.settings, self.authenticator,
@@ -400,6 +399,8 @@ class Broker:
             open_connections=lambda: len(self.zmq.connections) + self._pulsar_connections(),
         )
         self.admin = self.zmq.admin
+        # Saved with the topics' metadata; shared by pulsar:// sessions and REST.
+        self.schemas: SchemaRegistry = self.admin.schemas
         self._event_subscribers = 0
         self._publishing_events = False
         self._next_ping = self.clock.now_ms() + self.keep_alive_ms

@@ -23,6 +23,7 @@ from .entry import MessageMetadata, check_ranges
 from .errors import (
     ConsumerNotFound,
     InvalidArgument,
+    MetadataError,
     NotAllowed,
     PartitionsNotIncreased,
     ProducerBusy,
@@ -398,6 +399,8 @@ class BrokerService:
             for subscription in t.subscriptions.values():
                 subscription.close()
             t.ledger.delete()
+            if t.compacted is not None:
+                t.compacted.delete()
             metadata.delete_topic(t.name)
             for sub_name in list(metadata.get_cursors(t.name)):
                 metadata.delete_cursor(t.name, sub_name)
@@ -432,6 +435,36 @@ class BrokerService:
         self.close_producers_of(t.name, "terminated")
         return position
 
+    def _persistent_partition(self, topic: str, what: str) -> PersistentTopic:
+        name = TopicName.get(topic)
+        key = str(name)
+        if not name.persistent:
+            raise NotAllowed(f"{what} of a non-persistent topic is not allowed: {key}")
+        partitions = self.storage.metadata.get_topic(key)
+        if partitions is None:
+            raise TopicNotFound(f"topic {key} not found")
+        if partitions > 0:
+            raise NotAllowed(f"{what} of a partitioned topic is not allowed: compact each "
+                             f"partition")
+        t = self.get_topic(key, create=False)
+        assert isinstance(t, PersistentTopic)
+        return t
+
+    def compact_topic(self, topic: str) -> dict[str, str]:
+        """Compact a persistent topic (or one partition) now, committing what was appended
+        first (admin ``topics compact``); return the compaction's status."""
+        t = self._persistent_partition(topic, "compaction")
+        self.commit()
+        t.compact()
+        assert t.compacted is not None
+        return t.compacted.status_json()
+
+    def compaction_status(self, topic: str) -> dict[str, str]:
+        """Pulsar's ``LongRunningProcessStatus`` of the topic's last compaction."""
+        t = self._persistent_partition(topic, "compaction")
+        assert t.compacted is not None
+        return t.compacted.status_json()
+
     def close_producers_of(self, topic: str, reason: str) -> None:
         """The broker closes every producer of ``topic`` (terminate; a producer taking the
         topic with ExclusiveWithFencing fences the others, as Pulsar's AbstractTopic does)."""
@@ -460,12 +493,18 @@ class BrokerService:
 
     def create_producer(
         self, topic: str, producer_name: str | None = None, conn: Any = None, *,
-        address: str = "", client_version: str = "",
+        address: str = "", client_version: str = "", encrypted: bool = False,
     ) -> Producer:
-        """Attach a producer; ``address`` and ``client_version`` are for its stats."""
+        """Attach a producer; ``address`` and ``client_version`` are for its stats.
+
+        ``encrypted``: the producer says it encrypts its messages (``CommandProducer``'s
+        flag); a namespace with ``encryption_required`` refuses any other, as Pulsar's
+        ``ServerCnx.handleProducer`` does."""
         t = self.get_topic(topic)
         if t.terminated:
             raise TopicTerminated(f"topic {t.name} was already terminated")
+        if not encrypted and self.policies_for(t).encryption_required:
+            raise MetadataError(f"Encryption is required in {t.name}")
         if producer_name is not None and not isinstance(producer_name, str):
             raise InvalidArgument(f"producer_name must be a string, not {producer_name!r}")
         if producer_name:
@@ -495,15 +534,21 @@ class BrokerService:
         self.emit(EventType.PRODUCER_REMOVED, producer.topic.name, producer=producer.producer_name)
 
     def send(
-        self, producer_id: int, metadata: MessageMetadata, payload: bytes
+        self, producer_id: int, metadata: MessageMetadata, payload: bytes, *,
+        encrypted: bool = False,
     ) -> Position | None:
         """Append a message (or batch); its receipt comes out of the next :meth:`commit`.
 
         ``None``: the send is held by the backlog quota (``producer_request_hold``).
+        ``encrypted``: the message carries encryption keys; in a namespace with
+        ``encryption_required`` any other is refused (Pulsar's ``Producer``:
+        "Messages must be encrypted") and nothing is stored.
         """
         producer = self.producers.get(producer_id)
         if producer is None:
             raise ProducerNotFound(f"producer {producer_id} not found")
+        if not encrypted and self.policies_for(producer.topic).encryption_required:
+            raise MetadataError("Messages must be encrypted")
         if type(payload) is not bytes and not isinstance(payload, bytearray | memoryview):
             raise InvalidArgument(f"payload must be bytes, not {type(payload).__name__}")
         if not metadata.producer_name:
@@ -579,6 +624,7 @@ class BrokerService:
         start_message_id_inclusive: bool = False,
         batch_index_ack_enabled: bool = False,
         is_reader: bool = False,
+        read_compacted: bool = False,
         conn: Any = None,
         address: str = "",
         client_version: str = "",
@@ -600,6 +646,8 @@ class BrokerService:
                 "key hash ranges are for Exclusive/Failover consumers and readers; "
                 "Key_Shared consumers declare sticky ranges in their key_shared_policy"
             )
+        if read_compacted and sub_type not in (SubType.Exclusive, SubType.Failover):
+            raise NotAllowed("readCompacted only allowed on failover or exclusive subscriptions")
         t = self.get_topic(topic)
         consumer_id = next(self._ids)
         consumer = ServerConsumer(
@@ -611,6 +659,7 @@ class BrokerService:
             key_shared_meta=key_shared_meta,
             key_hash_ranges=key_hash_ranges,
             is_reader=is_reader,
+            read_compacted=read_compacted and t.compacted is not None,
             connected_since_ms=self.now_ms(),
             address=address,
             client_version=client_version,
@@ -810,7 +859,10 @@ class BrokerService:
 
     def policies_for(self, topic: AbstractTopic) -> Policies:
         """Policies in force for ``topic`` (namespace policies over broker defaults)."""
-        namespace = topic.namespace
+        return self.namespace_policies(topic.namespace)
+
+    def namespace_policies(self, namespace: str) -> Policies:
+        """Policies in force in ``namespace`` (its policies over broker defaults)."""
         policies = self._policies.get(namespace)
         if policies is None:
             stored = self.storage.metadata.get_policies(namespace)

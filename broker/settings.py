@@ -62,6 +62,15 @@ class BrokerSettings:
     ttl_duration_default_in_seconds: int = 0
     message_expiry_check_interval_minutes: int = 5
     broker_deduplication_enabled: bool = False
+    # Compact a topic whose backlog not yet compacted exceeds this many bytes (0 = never);
+    # checked every brokerServiceCompactionMonitorIntervalInSeconds.
+    # A new schema version must pass this check (Pulsar's schemaCompatibilityStrategy, FULL)
+    # unless the namespace sets its own.
+    schema_compatibility_strategy: str = "FULL"
+    # Refuse producers without a schema on a topic that has one (isSchemaValidationEnforced).
+    is_schema_validation_enforced: bool = False
+    broker_service_compaction_threshold_in_bytes: int = 0
+    broker_service_compaction_monitor_interval_in_seconds: int = 60
     backlog_quota_default_limit_bytes: int = -1
     backlog_quota_default_retention_policy: str = "producer_request_hold"
     backlog_quota_check_interval_seconds: int = 60

@@ -12,6 +12,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .actions import SendError
+from .compaction import (
+    COMPACTED_TOPIC_LEDGER_PROPERTY,
+    COMPACTION_SUBSCRIPTION,
+    SUCCESS,
+    CompactedTopic,
+)
 from .consumer import ServerConsumer, SubType
 from .cursor import ManagedCursor
 from .deduplication import MessageDeduplication
@@ -99,6 +105,8 @@ class AbstractTopic:
 
     # Non-persistent topics acknowledge on dispatch and drop what nobody can take.
     acks_on_dispatch = False
+    # The compacted ledger (persistent topics only).
+    compacted: CompactedTopic | None = None
 
     def __init__(
         self, context: CoreContext, name: TopicName, ledger: ManagedLedger,
@@ -156,6 +164,21 @@ class AbstractTopic:
             header = None
         batch_index = header.num_messages - 1 if header is not None and header.batched else -1
         return ledger_id, entry_id, batch_index
+
+    def last_message_id_for(self, consumer: ServerConsumer) -> tuple[int, int, int]:
+        """:meth:`last_message_id` as a consumer can reach it: for a ``read_compacted``
+        consumer, when the topic's last entry is within the compaction horizon, the last
+        entry of the compacted ledger (``(-1, -1, -1)`` when it is empty), so a reader's
+        ``has_message_available`` does not wait for a message compaction removed."""
+        last = self.last_message_id()
+        compacted = self.compacted
+        if not consumer.read_compacted or compacted is None or not compacted.covers(last[:2]):
+            return last
+        if not compacted.entries:
+            return -1, -1, -1
+        position, data = compacted.entries[-1]
+        header = read_header(data)
+        return position[0], position[1], header.num_messages - 1 if header.batched else -1
 
     # -- publishing -----------------------------------------------------------------------
 
@@ -537,6 +560,21 @@ class AbstractTopic:
                 name: s.cursor.internal_stats() for name, s in self.subscriptions.items()
             },
             "state": "Terminated" if self.terminated else "LedgerOpened",
+            "compactedLedger": self._compacted_ledger_stats(),
+        }
+
+    def _compacted_ledger_stats(self) -> dict[str, Any]:
+        """Pulsar's ``compactedLedger`` of the internal stats (ledger -1: none yet)."""
+        compacted = self.compacted
+        if compacted is None or compacted.horizon is None:
+            return {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False,
+                    "underReplicated": False}
+        return {
+            "ledgerId": compacted.ledger_id,
+            "entries": len(compacted.entries),
+            "size": sum(len(data) for _, data in compacted.entries),
+            "offloaded": False,
+            "underReplicated": False,
         }
 
 
@@ -549,10 +587,71 @@ class PersistentTopic(AbstractTopic):
     ) -> None:
         super().__init__(context, name, ledger, metadata)
         self._last_cursor_persist_ms = 0
+        self.compacted = CompactedTopic(self.name, metadata)
+        self._next_compaction_check_ms = 0
 
     def housekeeping(self, now_ms: int) -> None:
         super().housekeeping(now_ms)
+        self.check_compaction(now_ms)
         self.persist_cursors(now_ms)
+
+    # -- compaction -----------------------------------------------------------------------
+
+    def compact(self) -> bool:
+        """Compact everything confirmed so far (``PersistentTopic.triggerCompaction``);
+        return whether it succeeded. The ``__compaction`` subscription's mark-delete moves
+        to the horizon and its ``CompactedTopicLedger`` property names the new ledger."""
+        assert self.compacted is not None
+        horizon = self.last_entry_position()
+        if horizon[1] < 0:  # nothing stored yet: nothing to compact
+            self.compacted.status, self.compacted.last_error = SUCCESS, ""
+            return True
+        if not self.compacted.run(self.ledger, self.ledger.first_position(), horizon):
+            self.context.emit(
+                EventType.COMPACTION_FAILED, self.name, None, None,
+                error=self.compacted.last_error,
+            )
+            return False
+        subscription, created = self.get_or_create_subscription(
+            COMPACTION_SUBSCRIPTION, durable=True, earliest=True
+        )
+        if created:
+            self.subscriptions[COMPACTION_SUBSCRIPTION] = subscription
+        cursor = subscription.cursor
+        cursor.properties[COMPACTED_TOPIC_LEDGER_PROPERTY] = self.compacted.ledger_id
+        cursor.mark_delete(horizon)
+        cursor.dirty = True
+        cursor.persist()
+        self.context.emit(
+            EventType.COMPACTED, self.name, None, None,
+            horizon=list(horizon), kept=len(self.compacted.entries),
+            removed=self.compacted.removed,
+        )
+        self.trim_ledgers()
+        return True
+
+    def compaction_backlog_bytes(self) -> int:
+        """What compaction has not seen yet: the ``__compaction`` subscription's backlog, or
+        the whole topic before the first compaction."""
+        subscription = self.subscriptions.get(COMPACTION_SUBSCRIPTION)
+        if subscription is None:
+            return self.ledger.total_size
+        return self.estimated_backlog_size(subscription.cursor.mark_delete_position)
+
+    def check_compaction(self, now_ms: int) -> None:
+        """``checkCompaction``: compact when the backlog compaction has not seen exceeds
+        the threshold (``compactionThreshold`` policy, else
+        ``brokerServiceCompactionThresholdInBytes``; 0 = never), at most once per
+        ``brokerServiceCompactionMonitorIntervalInSeconds``."""
+        if now_ms < self._next_compaction_check_ms:
+            return
+        settings = self.context.settings
+        self._next_compaction_check_ms = (
+            now_ms + settings.broker_service_compaction_monitor_interval_in_seconds * 1000
+        )
+        threshold = self.context.policies_for(self).compaction_threshold
+        if threshold > 0 and self.compaction_backlog_bytes() > threshold:
+            self.compact()
 
     def persist_cursors(self, now_ms: int, force: bool = False) -> None:
         interval = self.context.settings.managed_ledger_cursor_persist_interval_ms

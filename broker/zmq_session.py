@@ -355,6 +355,7 @@ class ZmqProtocol:
             start_message_id_inclusive=bool(command.get("start_message_id_inclusive", False)),
             batch_index_ack_enabled=bool(command.get("batch_index_ack_enabled", False)),
             is_reader=bool(command.get("is_reader", False)),
+            read_compacted=bool(command.get("read_compacted", False)),
             conn=conn,
             address=conn.address,
             client_version=conn.client_version,
@@ -442,8 +443,11 @@ class ZmqProtocol:
 
     def _cmd_get_last_message_id(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
-        _consumer, sub = self.service.consumers[core_id]
-        ledger_id, entry_id = sub.topic.last_entry_position()  # empty ledgers skipped
+        consumer, sub = self.service.consumers[core_id]
+        if consumer.read_compacted:  # the last entry it can reach
+            ledger_id, entry_id, _ = sub.topic.last_message_id_for(consumer)
+        else:
+            ledger_id, entry_id = sub.topic.last_entry_position()  # empty ledgers skipped
         result = [ledger_id, entry_id, sub.topic.partition_index, -1]
         md = sub.cursor.mark_delete_position
         self._send(

@@ -374,6 +374,7 @@ class Client:
             key_shared_policy=key_shared_policy,
             key_hash_ranges=key_hash_ranges,
             batch_index_ack_enabled=batch_index_ack_enabled,
+            read_compacted=is_read_compacted,
             priority_level=priority_level,
             max_pending_chunked_message=max_pending_chunked_message,
             auto_ack_oldest_chunked_message_on_queue_full=(
@@ -483,6 +484,7 @@ class Client:
             start_message_id_inclusive=start_message_id_inclusive,
             key_hash_ranges=key_hash_ranges,
             deliver_entries=deliver_entries,
+            read_compacted=is_read_compacted,
         )
         self._conn.ensure_connected()
         listener = reader_listener_adapter(reader_listener) if reader_listener else None

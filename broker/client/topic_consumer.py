@@ -89,6 +89,7 @@ class ConsumerConfig:
     key_shared_policy: Any = None
     key_hash_ranges: list[tuple[int, int]] | None = None
     batch_index_ack_enabled: bool = False
+    read_compacted: bool = False
     priority_level: int = 0
     max_pending_chunked_message: int = 10
     auto_ack_oldest_chunked_message_on_queue_full: bool = False
@@ -204,6 +205,8 @@ class TopicConsumer:
             "batch_index_ack_enabled": c.batch_index_ack_enabled,
             "is_reader": c.is_reader,
         }
+        if c.read_compacted:
+            fields["read_compacted"] = True
         if c.consumer_name:
             fields["consumer_name"] = c.consumer_name
         policy = c.key_shared_policy

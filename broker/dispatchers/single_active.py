@@ -164,7 +164,12 @@ class SingleActiveConsumerDispatcher(Dispatcher):
                     return
                 if not self.can_receive(consumer) or not self.cursor.has_more_entries():
                     return
-                entries = self.cursor.read_entries(self.entries_to_read(consumer.permits))
+                count = self.entries_to_read(consumer.permits)
+                compacted = self.subscription.topic.compacted
+                if consumer.read_compacted and compacted is not None:
+                    entries = self.cursor.read_compacted_entries(compacted, count)
+                else:
+                    entries = self.cursor.read_entries(count)
                 batch = []
                 filtered: list[Position] = []
                 for position, data in entries:

@@ -23,6 +23,7 @@ from .PulsarApi_pb2 import MessageMetadata as PulsarMetadata
 
 __all__ = [
     "from_pulsar",
+    "is_encrypted",
     "pulsar_entry_for_zmq",
     "raw_for_zmq",
     "raw_to_pulsar",
@@ -34,6 +35,17 @@ _CODECS = {value: name for name, value in CompressionType.items()}
 _CODEC_NUMBERS = dict(CompressionType.items())
 _INT32_MAX = (1 << 31) - 1
 _U64 = (1 << 64) - 1
+
+
+def is_encrypted(raw: bytes) -> bool:
+    """Whether a serialized Pulsar ``MessageMetadata`` carries encryption keys (the
+    producer encrypted the payload); ``False`` if it does not parse."""
+    pm = PulsarMetadata()
+    try:
+        pm.ParseFromString(raw)
+    except DecodeError:
+        return False
+    return len(pm.encryption_keys) > 0
 
 
 def from_pulsar(raw: bytes) -> MessageMetadata:

@@ -36,6 +36,7 @@ from ..entry import MessageMetadata, decode_entry, read_header
 from ..errors import (
     AuthenticationError,
     ConsumerNotFound,
+    IncompatibleSchema,
     InvalidArgument,
     PulsarLabError,
     TopicNotFound,
@@ -57,7 +58,7 @@ from .framing import (
     encode_command,
     encode_payload_command,
 )
-from .metadata import from_pulsar, raw_to_pulsar, to_pulsar
+from .metadata import from_pulsar, is_encrypted, raw_to_pulsar, to_pulsar
 from .schemas import SchemaInfo, SchemaRegistry
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
@@ -602,7 +603,10 @@ class PulsarSession:
             schema.type, schema.name, schema.schema_data,
             tuple((kv.key, kv.value) for kv in schema.properties),
         )
-        return self.schemas.get_or_create(topic, info)
+        strategy = self.service.namespace_policies(
+            TopicName.get(topic).namespace
+        ).schema_compatibility_strategy
+        return self.schemas.get_or_create(topic, info, strategy)
 
     def _get_schema(self, body: api.CommandGetSchema) -> None:
         self.authorizer.check_topic(self.role, body.topic, "lookup")
@@ -661,9 +665,17 @@ class PulsarSession:
         version = None
         if body.HasField("schema"):
             version = self._register_schema(body.topic, body.schema)
+        elif self.schemas.get(body.topic) is not None and self.service.namespace_policies(
+            TopicName.get(body.topic).namespace
+        ).schema_validation_enforced:
+            raise IncompatibleSchema(
+                "Producers cannot connect or send message without a schema to topics with a "
+                "schema if SchemaValidationEnforced is enabled"
+            )
         name = body.producer_name if body.HasField("producer_name") else None
         producer = self.service.create_producer(
-            body.topic, name or None, self, address=self.peer, client_version=self.client_version
+            body.topic, name or None, self, address=self.peer, client_version=self.client_version,
+            encrypted=body.encrypted,
         )
         if mode != api.Shared:
             self.exclusive_producers[topic.name] = producer.producer_id
@@ -712,7 +724,12 @@ class PulsarSession:
         if body.highest_sequence_id > body.sequence_id:
             self._highest_sequence[(core_id, body.sequence_id)] = body.highest_sequence_id
         try:
-            self.service.send(core_id, metadata, frame.payload or b"")
+            # The metadata is parsed again only where the namespace requires encryption.
+            producer = self.service.producers.get(core_id)
+            encrypted = producer is None or not self.service.policies_for(
+                producer.topic
+            ).encryption_required or is_encrypted(frame.metadata)
+            self.service.send(core_id, metadata, frame.payload or b"", encrypted=encrypted)
         except PulsarLabError as exc:
             self._highest_sequence.pop((core_id, body.sequence_id), None)
             self._send_error(client_id, body.sequence_id, exc.code, str(exc))
@@ -769,6 +786,7 @@ class PulsarSession:
             start_message_id_inclusive=inclusive,
             batch_index_ack_enabled=True,
             is_reader=not body.durable,
+            read_compacted=body.read_compacted,
             conn=self,
             address=self.peer,
             client_version=self.client_version,
@@ -853,8 +871,8 @@ class PulsarSession:
 
     def _get_last_message_id(self, body: api.CommandGetLastMessageId) -> None:
         core_id = self._core_consumer(body.consumer_id)
-        _consumer, sub = self.service.consumers[core_id]
-        ledger_id, entry_id, batch_index = sub.topic.last_message_id()
+        consumer, sub = self.service.consumers[core_id]
+        ledger_id, entry_id, batch_index = sub.topic.last_message_id_for(consumer)
         partition = sub.topic.partition_index
         md_ledger, md_entry = sub.cursor.mark_delete_position
         self._command(

@@ -167,6 +167,70 @@ class TerminateHandler(AdminResource):
         self.reply(await self.run("topics.terminate_partitioned_topic", topic=name))
 
 
+class CompactionHandler(AdminResource):
+    """PUT compaction compacts the topic now (204); GET its ``LongRunningProcessStatus``."""
+
+    @guarded
+    async def put(self, *path: str) -> None:
+        if path[0] != "persistent":
+            raise ApiError(405, "Compaction of a non-persistent topic is not allowed")
+        self.reply(await self.run("topics.compact", topic=_topic(*path)))
+
+    @guarded
+    async def get(self, *path: str) -> None:
+        if path[0] != "persistent":
+            raise ApiError(405, "Compaction of a non-persistent topic is not allowed")
+        self.reply(await self.run("topics.compaction_status", topic=_topic(*path)))
+
+
+class SchemaHandler(AdminResource):
+    """``/admin/v2/schemas/{t}/{ns}/{topic}/schema[/{version}]``: GET the latest or one
+    version, POST a ``PostSchemaPayload``, DELETE the schema; ``.../schemas``: every
+    version."""
+
+    @guarded
+    async def get(self, tenant: str, namespace: str, topic: str, resource: str,
+                  version: str | None = None) -> None:
+        name = _topic("persistent", tenant, namespace, topic)
+        if resource == "compatibility":
+            raise ApiError(405, "POST a schema to .../compatibility to test it")
+        if resource == "schemas":
+            self.reply(await self.run("schemas.get_all_versions", topic=name))
+            return
+        number = None
+        if version is not None:
+            number = integer(version, "schema version")
+        self.reply(await self.run("schemas.get_schema", topic=name, version=number))
+
+    async def _write(self, op: str, path: tuple[str, str, str, str, str | None],
+                     **args: Any) -> None:
+        tenant, namespace, topic, resource, version = path
+        if resource not in ("schema", "compatibility") or version is not None:
+            raise ApiError(405, f"{self.request.method} applies to .../schema only")
+        self.reply(await self.run(op, topic=_topic("persistent", tenant, namespace, topic),
+                                  **args))
+
+    @guarded
+    async def post(self, *path: str) -> None:
+        parts = _schema_path(path)
+        op = "schemas.test_compatibility" if parts[3] == "compatibility" else (
+            "schemas.post_schema"
+        )
+        await self._write(op, parts, payload=self.body())
+
+    @guarded
+    async def delete(self, *path: str) -> None:
+        parts = _schema_path(path)
+        if parts[3] != "schema":
+            raise ApiError(405, "DELETE applies to .../schema only")
+        await self._write("schemas.delete_schema", parts)
+
+
+def _schema_path(path: tuple[str, ...]) -> tuple[str, str, str, str, str | None]:
+    tenant, namespace, topic, resource, *rest = path
+    return tenant, namespace, topic, resource, rest[0] if rest else None
+
+
 class SubscriptionHandler(AdminResource):
     """PUT creates a subscription at the message id in the body (default latest), DELETE
     (``?force=true``) deletes it."""

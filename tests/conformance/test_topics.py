@@ -308,8 +308,6 @@ def test_reset_cursor_to_a_message_id(compare) -> None:
 
 
 # SchemaTest / SimpleSchemaTest: a second, incompatible schema is refused
-@pytest.mark.xfail(strict=True, reason="pulsarlab does not check schema compatibility "
-                   "(tests/conformance/README.md, 'schemas')")
 def test_incompatible_schema_is_refused(compare) -> None:
     def scenario(s):
         t = s.topic("schema")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -51,3 +53,16 @@ def drain(consumer: object, quiet_ms: int = QUIET_MS, ack: bool = True) -> list:
         if ack:
             consumer.acknowledge(msg)
         out.append(msg)
+
+
+def rest(broker: Broker, method: str, path: str, body: object = None) -> object:
+    """One admin REST call (``path`` from ``/admin/...``); its JSON answer, ``None`` if
+    empty. An error status raises ``urllib.error.HTTPError``."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        f"{broker.web_url}{path}", data=data, method=method,
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        raw = answer.read()
+    return json.loads(raw) if raw else None

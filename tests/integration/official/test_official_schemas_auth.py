@@ -32,17 +32,28 @@ def test_schema_records_round_trip(client: pulsar.Client, schema_type: type) -> 
     consumer.acknowledge(msg)
 
 
-def test_a_changed_schema_gets_a_new_version(client: pulsar.Client) -> None:
-    class OrderV2(Record):
+def _order_v2() -> type:
+    """A FULL-compatible change of ``Order`` (the broker's default strategy, as Pulsar's):
+    the same record name, one more field with a default."""
+
+    class Order(Record):
         order_id = String()
-        note = String()
+        quantity = Integer()
+        price = Float()
+        note = String(required_default=True)
+
+    return Order
+
+
+def test_a_changed_schema_gets_a_new_version(client: pulsar.Client) -> None:
+    OrderV2 = _order_v2()
 
     topic = unique("off-schema-versions")
     consumer = client.subscribe(topic, "s")
     first = client.create_producer(topic, schema=JsonSchema(Order))
     second = client.create_producer(topic, schema=JsonSchema(OrderV2))
     first.send(Order(order_id="a", quantity=1, price=1.0))
-    second.send(OrderV2(order_id="b", note="n"))
+    second.send(OrderV2(order_id="b", quantity=2, price=2.0, note="n"))
     versions = [consumer.receive(timeout_millis=WAIT_MS).schema_version() for _ in range(2)]
     assert versions[0] != versions[1]
 
