@@ -5,23 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pulsarlab import Admin, Broker
-from pulsarlab.broker.client import Client, ConsumerType, MessageId
+from pulsarlab import Admin
+from pulsarlab.broker.client import ConsumerType, MessageId
 
 from .client_support import unique
-
-
-@pytest.fixture(scope="module")
-def broker():
-    with Broker(storage="memory") as b:
-        yield b
-
-
-@pytest.fixture
-def client(broker):
-    c = Client(broker.service_url, operation_timeout_seconds=10)
-    yield c
-    c.close()
 
 
 def test_read_compacted_reader_over_zeromq(broker, client):

@@ -5,27 +5,11 @@ from __future__ import annotations
 import re
 import time
 
-import pytest
-
-from pulsarlab import Broker
-from pulsarlab.broker.client import Client, InitialPosition, Timeout
+from pulsarlab.broker.client import InitialPosition, Timeout
 
 from .client_support import WAIT_MS, receive_n, unique
 
 EARLIEST = InitialPosition.Earliest
-
-
-@pytest.fixture(scope="module")
-def broker():
-    with Broker(storage="memory") as b:
-        yield b
-
-
-@pytest.fixture
-def client(broker):
-    c = Client(broker.service_url, operation_timeout_seconds=10)
-    yield c
-    c.close()
 
 
 def test_list_of_topics(client):

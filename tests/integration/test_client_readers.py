@@ -4,24 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pulsarlab import Broker
-from pulsarlab.broker.client import Client, MessageId, Timeout
+from pulsarlab.broker.client import MessageId, Timeout
 from pulsarlab.broker.selectors.hashing import murmur3_32_hash
 
 from .client_support import QUIET_MS, WAIT_MS, read_all, unique
-
-
-@pytest.fixture(scope="module")
-def broker():
-    with Broker(storage="memory") as b:
-        yield b
-
-
-@pytest.fixture
-def client(broker):
-    c = Client(broker.service_url, operation_timeout_seconds=10)
-    yield c
-    c.close()
 
 
 def fill(client, topic, n, batching=False):

@@ -8,23 +8,10 @@ import sys
 
 import pytest
 
-from pulsarlab import Admin, Broker
-from pulsarlab.broker.client import Client, MessageId, TopicTerminated
+from pulsarlab import Admin
+from pulsarlab.broker.client import MessageId, TopicTerminated
 
 from .client_support import receive_n, unique
-
-
-@pytest.fixture(scope="module")
-def broker():
-    with Broker(storage="memory") as b:
-        yield b
-
-
-@pytest.fixture
-def client(broker):
-    c = Client(broker.service_url, operation_timeout_seconds=10)
-    yield c
-    c.close()
 
 
 def test_sends_fail_and_late_consumers_see_the_end(broker, client):
