@@ -18,7 +18,8 @@ from .conftest import Pair, Target, drain
 
 
 def _magics_session(cell: Any, target: Target, topic: str) -> dict[str, Any]:
-    """Connect with writes allowed; produce, consume one, peek, stats, reset; disconnect."""
+    """Connect with writes allowed; produce, consume one, peek, stats, reset, why, browse;
+    disconnect."""
     ran = cell(f"%pulsar connect {target.service_url} --admin-url {target.web_url} "
                "--allow-writes")
     assert ran.success, ran.out
@@ -39,6 +40,11 @@ def _magics_session(cell: Any, target: Target, topic: str) -> dict[str, Any]:
         assert reset.success, reset.out
         seen["backlog_after_reset"] = cell(f"%pulsar stats {topic}").value["subscriptions"][
             "billing"]["msgBacklog"]
+        why = cell(f"%pulsar why {topic} --sub billing")
+        seen["why"] = (why.success, "from stats + internal stats + namespace policies"
+                       in why.out, "Traceback" in why.out)
+        browsed = cell(f"%pulsar browse {topic} --latest -n 1")
+        seen["browsed"] = [m["value"] for m in browsed.value] if browsed.success else browsed.out
         missing = cell("%pulsar stats no-such-topic-ops")
         seen["missing"] = (missing.success, "Traceback" in missing.out,
                            missing.out.split(":")[0])
@@ -53,6 +59,7 @@ def test_pulsar_connect_magics(line: Pair, run: Any, runtime: Any) -> None:  # n
     real = _magics_session(run, line.real, topic)
     assert real == {"status": "cluster", "consumed": ["one"], "peeked": ["two", "three"],
                     "backlog": 2, "subs": ["billing"], "backlog_after_reset": 3,
+                    "why": (True, True, False), "browsed": ["three"],
                     "missing": (False, False, "%pulsar stats")}
     assert _magics_session(run, line.lab, topic) == real
 
