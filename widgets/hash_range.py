@@ -32,6 +32,16 @@ from .stepper import Stepper
 __all__ = ["HashRangeView", "parse_hash_ranges"]
 
 DEFAULT_KEYS = tuple(f"key-{i}" for i in range(16))
+"""The keys a view draws when neither the caller nor a what-if core's messages name any."""
+
+
+def view_keys(source: Source, keys: Sequence[str | None] | None) -> list[str | None]:
+    """The keys a view draws: ``keys`` when given; else the keys a what-if core has
+    published (each once, in order; tutorial 02's ``A B C D``); else :data:`DEFAULT_KEYS`."""
+    if keys is not None:
+        return list(keys)
+    published = getattr(source, "published_keys", ()) if source.simulated else ()
+    return list(published or DEFAULT_KEYS)
 _HIGHLIGHT = "#d50000"
 _MOVED = "#ff6d00"
 
@@ -56,14 +66,14 @@ class HashRangeView(View):
     def __init__(
         self,
         source: Source,
-        keys: Sequence[str | None] = DEFAULT_KEYS,
+        keys: Sequence[str | None] | None = None,
         *,
         topic: str | None = None,
         controls: bool = True,
         stepper: Stepper | None = None,
     ) -> None:
         super().__init__(source, stepper=stepper)
-        self.message_keys: list[str | None] = list(keys)
+        self.message_keys = view_keys(source, keys)
         self.topic = topic
         self.ranges: dict[str, list[tuple[int, int]]] = {}
         self.space = SLOT_SPACE
