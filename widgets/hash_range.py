@@ -42,6 +42,8 @@ def view_keys(source: Source, keys: Sequence[str | None] | None) -> list[str | N
         return list(keys)
     published = getattr(source, "published_keys", ()) if source.simulated else ()
     return list(published or DEFAULT_KEYS)
+_NAMED_KEYS = 8
+"""At most this many keys are labelled with their names on the plot."""
 _HIGHLIGHT = "#d50000"
 _MOVED = "#ff6d00"
 
@@ -55,6 +57,20 @@ def parse_hash_ranges(text: str) -> list[tuple[int, int]]:
             start, _, end = part.partition("-")
             out.append((int(start), int(end)))
     return out
+
+
+def _key_label(key: str | None) -> str:
+    return "(no key)" if key is None else key
+
+
+def _alternating(xs: Sequence[float]) -> list[str]:
+    """Text positions above and below in turn, left to right, so neighbours' names do
+    not overlap."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    places = [""] * len(xs)
+    for rank, i in enumerate(order):
+        places[i] = "top center" if rank % 2 == 0 else "bottom center"
+    return places
 
 
 class HashRangeView(View):
@@ -315,6 +331,12 @@ class HashRangeView(View):
             keys_trace.y = ["keys"] * len(infos)
             keys_trace.marker.color = [palette.color(i.owner) for i in infos]
             keys_trace.hovertext = [_describe(i) for i in infos]
+            # a few keys are named on the plot (tutorial 02: "every A goes to one consumer");
+            # sixteen sample keys would only be a smudge of letters
+            named = len(infos) <= _NAMED_KEYS
+            keys_trace.mode = "markers+text" if named else "markers"
+            keys_trace.text = [_key_label(i.key) for i in infos] if named else None
+            keys_trace.textposition = _alternating([self._x(st, i) for i in infos])
             moving_trace.x = [self._x(st, i) for i in moving]
             moving_trace.y = ["keys"] * len(moving)
             moving_trace.hovertext = [f"{i.key} would move" for i in moving]
