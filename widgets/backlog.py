@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .base import prepare_display
 from .source import Snapshot
 
 __all__ = ["BacklogView", "LagHistory", "LagSample", "lag_sample"]
@@ -141,7 +142,9 @@ class BacklogView:
                 f"<table><tr><th>UTC</th>{head}</tr>{body}</table>")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Mapping[str, Any]:
-        bundle = dict(self.widget()._repr_mimebundle_(**kwargs))
+        widget = self.widget()
+        prepare_display(widget)
+        bundle = dict(widget._repr_mimebundle_(**kwargs))
         bundle["text/html"] = self.static_html()
         bundle["text/plain"] = f"BacklogView({self.history.subscription!r}, " \
                                f"{len(self.history.samples)} samples)"

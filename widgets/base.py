@@ -32,7 +32,8 @@ from .stepper import WAITING, State, Stepper, Still
 if TYPE_CHECKING:
     from .whatif import WhatIf
 
-__all__ = ["State", "Still", "View", "error_html", "sync_figures"]
+__all__ = ["State", "Still", "View", "error_html", "prepare_display", "reopen_figures",
+           "sync_figures"]
 
 
 def error_html(message: str) -> str:
@@ -93,6 +94,15 @@ def reopen_figures(widget: ipywidgets.Widget) -> bool:
     if reopened and widget.comm is not None:
         widget.send_state(["children"])
     return reopened
+
+
+def prepare_display(widget: ipywidgets.Widget) -> None:
+    """What every holder of plotly figures does just before its display message: reopen
+    the figures never shown (:func:`reopen_figures`), publish the state of the others
+    (:func:`sync_figures`). A :class:`View`, the :class:`~.compare.CompareView` and the
+    backlog chart all go through here, so none of them opens blank."""
+    reopen_figures(widget)
+    sync_figures(widget)
 
 
 _WAITING = "waiting for the topic's first stats…"
@@ -287,8 +297,7 @@ class View(ipywidgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         with self.stepper.lock:  # a live binding's thread draws under the same lock
-            reopen_figures(self)
-            sync_figures(self)
+            prepare_display(self)
         return self.stepper.bundle(self, super()._repr_mimebundle_(**kwargs) or {})
 
     def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:

@@ -41,7 +41,7 @@ from plotly.subplots import make_subplots
 
 from pulsarlab.broker.events import Acked, ConsumerRemoved, Dispatched, RedeliveryRequested
 
-from .base import sync_figures
+from .base import prepare_display
 from .pulsar_stats import Position
 from .source import BrokerEvent, Palette
 from .static import html_to_lines, picture_bundle, picture_svg
@@ -297,7 +297,7 @@ class CompareView(ipywidgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         """The widget, plus a text summary and a static HTML table for non-live renderers."""
-        sync_figures(self)
+        prepare_display(self)
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         if isinstance(bundle, tuple):
             bundle = bundle[0]

@@ -19,7 +19,7 @@ from .base import View
 from .cursor import CursorView
 from .failover import FailoverView
 from .flow import FlowView
-from .hash_range import DEFAULT_KEYS, HashRangeView
+from .hash_range import HashRangeView, view_keys
 from .hash_ring import HashRingView
 from .source import BrokerEvent, Snapshot, Source
 from .static import html_to_lines
@@ -36,9 +36,11 @@ class Dashboard(View):
 
     _history_fields = ("sub_type", "numbers")
 
-    def __init__(self, source: Source, keys: Sequence[str | None] = DEFAULT_KEYS) -> None:
+    def __init__(self, source: Source, keys: Sequence[str | None] | None = None) -> None:
+        """``keys``: the keys the hash views draw (default: those the what-if core has
+        published, else sixteen sample keys)."""
         super().__init__(source)
-        self.message_keys = list(keys)
+        self.message_keys = view_keys(source, keys)
         self.sub_type: str | None = None
         self.views: dict[str, View] = {}
         self.header = ipywidgets.HTML()

@@ -32,6 +32,18 @@ from .stepper import Stepper
 __all__ = ["HashRangeView", "parse_hash_ranges"]
 
 DEFAULT_KEYS = tuple(f"key-{i}" for i in range(16))
+"""The keys a view draws when neither the caller nor a what-if core's messages name any."""
+
+
+def view_keys(source: Source, keys: Sequence[str | None] | None) -> list[str | None]:
+    """The keys a view draws: ``keys`` when given; else the keys a what-if core has
+    published (each once, in order; tutorial 02's ``A B C D``); else :data:`DEFAULT_KEYS`."""
+    if keys is not None:
+        return list(keys)
+    published = getattr(source, "published_keys", ()) if source.simulated else ()
+    return list(published or DEFAULT_KEYS)
+_NAMED_KEYS = 8
+"""At most this many keys are labelled with their names on the plot."""
 _HIGHLIGHT = "#d50000"
 _MOVED = "#ff6d00"
 
@@ -47,6 +59,20 @@ def parse_hash_ranges(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def _key_label(key: str | None) -> str:
+    return "(no key)" if key is None else key
+
+
+def _alternating(xs: Sequence[float]) -> list[str]:
+    """Text positions above and below in turn, left to right, so neighbours' names do
+    not overlap."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    places = [""] * len(xs)
+    for rank, i in enumerate(order):
+        places[i] = "top center" if rank % 2 == 0 else "bottom center"
+    return places
+
+
 class HashRangeView(View):
     """Hash ranges per consumer (AUTO_SPLIT or STICKY) with keys coloured by owner."""
 
@@ -56,14 +82,14 @@ class HashRangeView(View):
     def __init__(
         self,
         source: Source,
-        keys: Sequence[str | None] = DEFAULT_KEYS,
+        keys: Sequence[str | None] | None = None,
         *,
         topic: str | None = None,
         controls: bool = True,
         stepper: Stepper | None = None,
     ) -> None:
         super().__init__(source, stepper=stepper)
-        self.message_keys: list[str | None] = list(keys)
+        self.message_keys = view_keys(source, keys)
         self.topic = topic
         self.ranges: dict[str, list[tuple[int, int]]] = {}
         self.space = SLOT_SPACE
@@ -305,6 +331,12 @@ class HashRangeView(View):
             keys_trace.y = ["keys"] * len(infos)
             keys_trace.marker.color = [palette.color(i.owner) for i in infos]
             keys_trace.hovertext = [_describe(i) for i in infos]
+            # a few keys are named on the plot (tutorial 02: "every A goes to one consumer");
+            # sixteen sample keys would only be a smudge of letters
+            named = len(infos) <= _NAMED_KEYS
+            keys_trace.mode = "markers+text" if named else "markers"
+            keys_trace.text = [_key_label(i.key) for i in infos] if named else None
+            keys_trace.textposition = _alternating([self._x(st, i) for i in infos])
             moving_trace.x = [self._x(st, i) for i in moving]
             moving_trace.y = ["keys"] * len(moving)
             moving_trace.hovertext = [f"{i.key} would move" for i in moving]

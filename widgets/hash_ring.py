@@ -40,7 +40,7 @@ from pulsarlab.broker.selectors import (
 )
 
 from .base import View
-from .hash_range import DEFAULT_KEYS
+from .hash_range import view_keys
 from .keys import (
     HashRing,
     key_info,
@@ -161,7 +161,7 @@ class HashRingView(View):
     def __init__(
         self,
         source: Source,
-        keys: Sequence[str | None] = DEFAULT_KEYS,
+        keys: Sequence[str | None] | None = None,
         *,
         points: int | None = None,
         topic: str | None = None,
@@ -176,7 +176,7 @@ class HashRingView(View):
         super().__init__(source, stepper=stepper)
         self.pulsar_version: PulsarVersion | None = override
         """The release asked for in the constructor (``None``: the source's)."""
-        self.message_keys: list[str | None] = list(keys)
+        self.message_keys = view_keys(source, keys)
         self.topic = topic
         self.points_per_consumer = points
         self.consumers: list[str] = []

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .history import History, HistoryBar, Step
-from .static import picture_bundle, picture_svg
+from .static import html_to_lines, picture_bundle, picture_svg
 
 if TYPE_CHECKING:
     from .base import View
@@ -202,6 +202,7 @@ class Stepper:
             step = self.step
         figs = view.figures()
         title = figs[0].layout.title.text if figs and figs[0].layout.title.text else ""
+        title = " · ".join(html_to_lines(title))  # text/plain: no <br>, <span>, &amp;
         where = f" step {step.index} ({step.label!r})" if step else ""
         return f"<{type(view).__name__}{where}: {title}>"
 

@@ -121,6 +121,8 @@ class WhatIf:
         # pulsar-client numbers each producer's messages 0, 1, 2, ...
         self._sequence_ids: dict[str, Iterator[int]] = {}
         self._round_robin = itertools.count()
+        self.published_keys: list[str | None] = []
+        """Each key published so far, once, in first-published order (``None``: key-less)."""
         self._callbacks: list[Callable[[], None]] = []
         self._batch_depth = 0
         self._changed_in_batch = False
@@ -303,6 +305,7 @@ class WhatIf:
         if keys is None or isinstance(keys, str):
             keys = [keys] * (count if keys is None else 1)
         keys = list(keys)
+        self.published_keys += [k for k in dict.fromkeys(keys) if k not in self.published_keys]
         positions: list[Position] = []
         for key in keys:
             topic = self._route(key)

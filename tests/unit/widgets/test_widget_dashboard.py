@@ -6,6 +6,7 @@ import ipywidgets
 import pytest
 
 from pulsarlab.widgets import VIEWS, Dashboard, View, WhatIf, WhatIfControls
+from pulsarlab.widgets.hash_ring import HashRingView
 from pulsarlab.widgets.history import HistoryBar
 
 
@@ -99,3 +100,15 @@ def test_the_new_consumer_box_offers_a_free_name():
     controls.new_name.value = "orders-worker"  # a name being typed is left alone
     whatif.add_consumer("C4")
     assert controls.new_name.value == "orders-worker"
+
+
+def test_the_hash_views_draw_the_keys_the_what_if_core_published():
+    whatif = WhatIf("Key_Shared", key_shared_use_consistent_hashing=False)
+    whatif.add_consumer("C1")
+    whatif.publish(["A", "B", "A", "C", None, "B", "D"])
+    board = Dashboard(whatif)
+    assert board.message_keys == ["A", "B", "C", None, "D"]
+    assert board.views["hash ranges"].message_keys == ["A", "B", "C", None, "D"]
+    assert Dashboard(whatif, keys=["x"]).views["hash ranges"].message_keys == ["x"]
+    fresh = WhatIf("Key_Shared")  # nothing published yet: sixteen sample keys
+    assert HashRingView(fresh).message_keys == [f"key-{i}" for i in range(16)]

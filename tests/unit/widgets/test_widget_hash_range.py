@@ -125,3 +125,17 @@ def test_a_browser_view_opened_after_the_steps_starts_from_the_latest_one():
     assert list(moved["x"]) == list(view.fig.data[3].x) and len(moved["x"]) == 1
     assert list(published[1]["marker"]["color"]) == list(view.fig.data[1].marker.color)
     assert view.fig._widget_layout["title"]["text"] == view.fig.layout.title.text
+
+
+def test_a_few_keys_are_named_on_the_plot_neighbours_above_and_below():
+    whatif = WhatIf("Key_Shared", key_shared_use_consistent_hashing=False)
+    view = HashRangeView(whatif, ["A", "B", "C", "D", None])
+    whatif.add_consumer("C1")
+    keys = view.fig.data[1]
+    assert "text" in keys.mode and list(keys.text) == ["A", "B", "C", "D", "(no key)"]
+    by_x = [place for _, place in sorted(zip(keys.x, keys.textposition, strict=True))]
+    assert by_x == ["top center", "bottom center"] * 2 + ["top center"]
+    assert "<text" in view.picture() and ">D</text>" in view.picture()
+    crowded = HashRangeView(whatif)  # sixteen sample keys: ticks only
+    crowded.follow()
+    assert crowded.fig.data[1].mode == "markers" and not crowded.fig.data[1].text
