@@ -89,7 +89,7 @@ def test_show_lag_polls_the_stats(run, broker) -> None:
     assert ran.success, ran.out
     view = ran.value
     assert type(view).__name__ == "BacklogView" and view.running
-    samples = _until(lambda: list(view.history.samples), "the first stats poll")
+    samples = _until(lambda: list(view.lag.samples), "the first stats poll")
     assert samples[0].backlog == 6  # 3 sent, 1 consumed and acked, 4 more sent
     assert run("%pulsar status").value["live_views"] >= 1
     run("%pulsar stop")
