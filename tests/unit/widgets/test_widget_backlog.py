@@ -72,6 +72,16 @@ def _draining():
     return stats, slower
 
 
+def _two_polls():
+    """A view over a source that polled twice (backlog 5, then 9)."""
+    stats, slower = _draining()
+    source = FakeSource()
+    view = BacklogView(source)
+    source.push(1733913620000, stats)
+    source.push(1733913622000, slower)
+    return view, source, slower
+
+
 def test_view_follows_the_source_and_draws_a_static_table():
     stats, slower = _draining()
     source = FakeSource()
@@ -88,11 +98,7 @@ def test_view_follows_the_source_and_draws_a_static_table():
 
 
 def test_a_pinned_step_shows_that_steps_numbers_while_polls_go_on():
-    stats, slower = _draining()
-    source = FakeSource()
-    view = BacklogView(source)
-    source.push(1733913620000, stats)
-    source.push(1733913622000, slower)
+    view, source, slower = _two_polls()
     view.at(0)
     source.push(1733913624000, slower)  # recorded, but the picture stays on step 0
     assert len(view.history) == 3 and view.pinned == 0
@@ -106,11 +112,7 @@ def test_a_pinned_step_shows_that_steps_numbers_while_polls_go_on():
 
 
 def test_the_mimebundle_carries_the_picture_of_the_step_shown():
-    stats, slower = _draining()
-    source = FakeSource()
-    view = BacklogView(source)
-    source.push(1733913620000, stats)
-    source.push(1733913622000, slower)
+    view, _, _ = _two_polls()
     bundle = view.at(0)._repr_mimebundle_()
     svg = bundle["image/svg+xml"]
     assert "<svg" in svg and "step 0: 10:40:20" in svg and "lag of payments" in svg
