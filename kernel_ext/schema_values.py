@@ -20,7 +20,7 @@ from typing import Any
 from .extras import require
 from .results import decode_value
 
-__all__ = ["SchemaDecoder", "schema_version_number"]
+__all__ = ["SchemaDecoder", "admin_lookup", "schema_version_number"]
 
 SchemaLookup = Callable[[str, int | None], Mapping[str, Any] | None]
 """``(topic, version or None for the latest)`` → a ``GetSchemaResponse`` dict, or None."""
@@ -76,3 +76,18 @@ def _prepared(info: Mapping[str, Any]) -> tuple[str, Any]:
         return kind, None
     fastavro = require("fastavro", "decoding an Avro value")
     return kind, fastavro.parse_schema(json.loads(info.get("data") or "{}"))
+
+
+def admin_lookup(admin: Any) -> SchemaLookup:
+    """Schema lookups through ``admin.schemas`` (pulsarlab's admin or a cluster's REST
+    admin); a topic without a schema (404, "Schema not found") gives None."""
+
+    def lookup(topic: str, version: int | None) -> Mapping[str, Any] | None:
+        try:
+            return admin.schemas.get_schema(topic, version)
+        except Exception as exc:  # each admin raises its own not-found error
+            if getattr(exc, "status", None) == 404 or "not found" in str(exc).lower():
+                return None
+            raise
+
+    return lookup
