@@ -274,7 +274,7 @@ class RestSchemas:
 
     def get_schema(self, topic: str, version: int | None = None) -> dict[str, Any]:
         """The latest schema of ``topic`` (a persistent topic), or its version ``version``."""
-        path = topic_path(topic).removeprefix("persistent/")
+        path = topic_path(topic).split("/", 1)[1]  # by tenant/namespace/topic, any domain
         suffix = "" if version is None else f"/{int(version)}"
         return self._admin.request("GET", f"schemas/{path}/schema{suffix}")
 
