@@ -76,6 +76,7 @@ class Admin:
         self.namespaces = Namespaces(self)
         self.tenants = Tenants(self)
         self.clusters = Clusters(self)
+        self.schemas = Schemas(self)
 
     def _connect(self) -> zmq.Socket:
         sock = self._ctx.socket(zmq.DEALER)
@@ -357,6 +358,17 @@ class Tenants:
 
     def delete_tenant(self, tenant: str, force: bool = False) -> None:
         self._admin.call("tenants.delete_tenant", tenant=tenant, force=force)
+
+
+class Schemas:
+    """``pulsar-admin schemas``: a topic's schema (``GetSchemaResponse``)."""
+
+    def __init__(self, admin: Admin) -> None:
+        self._admin = admin
+
+    def get_schema(self, topic: str, version: int | None = None) -> dict[str, Any]:
+        """The latest schema of ``topic``, or its version ``version``."""
+        return self._admin.call("schemas.get_schema", topic=topic, version=version)
 
 
 class Clusters:

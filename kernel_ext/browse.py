@@ -20,6 +20,8 @@ from .results import admin_message_row
 __all__ = ["MessageFilter", "browse_messages", "parse_time", "readable_time"]
 
 _MISSING = object()
+Decode = Callable[[str, "bytes | None", Any], Any]
+"""``(partition, payload, schema version)`` → the value a row shows."""
 
 
 def parse_time(text: str) -> int:
@@ -104,12 +106,20 @@ class MessageFilter:
         return True
 
 
+def _row(part: str, m: Mapping[str, Any], decode: Decode | None) -> dict[str, Any]:
+    row = admin_message_row(part, m)
+    if decode is not None:
+        row["value"] = decode(part, m.get("payload"), (m.get("metadata") or {}).get(
+            "schema_version"))
+    return row
+
+
 def _rows(topics: Any, part: str, subscription: str | None, start: str,
-          scan: int) -> Iterator[dict[str, Any]]:
+          scan: int, decode: Decode | None) -> Iterator[dict[str, Any]]:
     """Up to ``scan`` messages of one partition, in browse order."""
     if subscription is not None:
         for m in topics.peek_messages(part, subscription, scan):
-            yield admin_message_row(part, m)
+            yield _row(part, m, decode)
         return
     seen = None
     for n in range(1, scan + 1):
@@ -122,7 +132,7 @@ def _rows(topics: Any, part: str, subscription: str | None, start: str,
         if m.get("messageId") == seen:
             return  # examine stops at the last message: the same one again means the end
         seen = m.get("messageId")
-        yield admin_message_row(part, m)
+        yield _row(part, m, decode)
 
 
 def browse_messages(
@@ -135,15 +145,17 @@ def browse_messages(
     page: int = 0,
     scan: int = 1000,
     keep: Callable[[Mapping[str, Any]], bool] | None = None,
+    decode: Decode | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """Page ``page`` (``count`` a page) of the messages that ``keep`` accepts, reading at most
-    ``scan`` messages a partition; returns the rows and how many messages were read."""
+    ``scan`` messages a partition; returns the rows and how many messages were read.
+    ``decode`` (a :class:`~.schema_values.SchemaDecoder`) reads each value by its schema."""
     if start not in ("earliest", "latest"):
         raise ValueError(f"start must be 'earliest' or 'latest', not {start!r}")
     keep = keep or MessageFilter()
     skip, out, read = page * count, [], 0
     for part in partitions:
-        for row in _rows(topics, part, subscription, start, scan):
+        for row in _rows(topics, part, subscription, start, scan, decode):
             read += 1
             row["value"] = _decode_json(row.get("value"))
             if not keep(row):

@@ -15,6 +15,7 @@ from .browse import MessageFilter, browse_messages, parse_time
 from .diagnosis import Diagnosis, Finding, diagnose, exact_state
 from .results import MessageList
 from .runtime import BrokerRuntime, PulsarMagicError
+from .schema_values import SchemaDecoder, admin_lookup
 
 __all__ = ["OpsCommands", "diagnose_topic"]
 
@@ -83,7 +84,8 @@ class OpsCommands:
             from .widgets.message_browser import MessageBrowser
 
             return MessageBrowser(self.runtime.admin().topics, self._partitions(topic),
-                                  subscription=args.sub, count=args.count)
+                                  subscription=args.sub, count=args.count,
+                                  decode=SchemaDecoder(admin_lookup(self.runtime.admin())))
         try:
             keep = MessageFilter(
                 key=args.key, properties=tuple(args.properties), contains=args.grep,
@@ -95,6 +97,7 @@ class OpsCommands:
                 self.runtime.admin().topics, self._partitions(topic), subscription=args.sub,
                 start="latest" if args.latest else "earliest", count=args.count,
                 page=args.page, scan=args.scan, keep=keep,
+                decode=SchemaDecoder(admin_lookup(self.runtime.admin())),
             )
         except ValueError as exc:
             raise PulsarMagicError(str(exc)) from None

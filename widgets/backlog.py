@@ -3,23 +3,26 @@
 :class:`LagHistory` turns each stats :class:`~.source.Snapshot` into a :class:`LagSample`
 (summed over the partitions): ``msgBacklog``, ``unackedMessages``, the topic's ``msgRateIn``,
 the subscription's ``msgRateOut`` and ``msgRateRedeliver`` — the rates Pulsar computes over
-its stats interval. :class:`BacklogView` plots the history live from any source with
-``snapshot()``/``on_change()`` — :class:`~.cluster_source.ClusterSource` polls a cluster's
-(or pulsarlab's) admin API with its back-off and "stale since" label — and has a static
-picture (:meth:`BacklogView.static_html`) for saved notebooks.
+its stats interval. :class:`BacklogView` is a :class:`~.base.View` of that history over a
+polling source — :class:`~.cluster_source.ClusterSource` polls a cluster's (or pulsarlab's)
+admin API with its back-off and "stale since" label: each poll is a step of its
+:class:`~.stepper.Stepper` (scrub, pin, stills, the static picture of a saved notebook).
 """
 
 from __future__ import annotations
 
 import html
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .base import prepare_display
-from .source import Snapshot
+import ipywidgets
+import plotly.graph_objects as go
+
+from .base import View
+from .source import BrokerEvent, Snapshot
 
 __all__ = ["BacklogView", "LagHistory", "LagSample", "lag_sample"]
 
@@ -87,68 +90,63 @@ def _time(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%S")
 
 
-class BacklogView:
-    """A live plot of :class:`LagHistory` over a polling source (``%pulsar show lag``)."""
+class BacklogView(View):
+    """A subscription's lag over time from a polling source (``%pulsar show lag``).
+
+    A view like the others (:mod:`.stepper`): each new stats poll is a step labelled with
+    its UTC time, the slider under the plot scrubs back, ``at(n)`` / ``pin()`` hold one,
+    ``still(n)`` is a picture of one, and a displayed view carries the static picture of the
+    step it shows. A step's state is the samples up to that poll."""
+
+    _history_fields = ("samples",)
 
     def __init__(self, source: Any, subscription: str | None = None,
                  max_samples: int = 720) -> None:
-        self.source = source
-        self.history = LagHistory(subscription or source.subscription, max_samples)
-        self._figure: Any = None
-        self._widget: Any = None
-        source.on_change(self.refresh)
-        if source.snapshot() is not None:
-            self.history.add(source.snapshot())
+        super().__init__(source)
+        self.lag = LagHistory(subscription or source.subscription, max_samples)
+        self.samples: tuple[LagSample, ...] = ()
+        figure = go.Figure(layout={
+            "title": f"lag of {self.lag.subscription}", "height": 320,
+            "yaxis": {"title": "messages"},
+            "yaxis2": {"title": "msg/s", "overlaying": "y", "side": "right"},
+            "margin": {"l": 50, "r": 50, "t": 40, "b": 30}})
+        for name, label in SERIES.items():
+            figure.add_scatter(name=label, mode="lines+markers",
+                               yaxis="y2" if name.startswith("rate") else "y")
+        self.fig = go.FigureWidget(figure)
+        self.table = ipywidgets.HTML()
+        status = getattr(source, "label", None)  # a polling source's "stale since" line
+        self._bind([self.fig, *([status] if status is not None else []), self.table])
 
-    def refresh(self) -> None:
-        """Add the source's current snapshot and redraw (the source calls this)."""
-        snapshot = self.source.snapshot()
-        if snapshot is None or self.history.add(snapshot) is None:
-            return
-        if self._figure is not None:
-            times = [datetime.fromtimestamp(s.time_ms / 1000, UTC) for s in self.history.samples]
-            with self._figure.batch_update():
-                for trace, name in zip(self._figure.data, SERIES, strict=True):
-                    trace.x, trace.y = times, self.history.series(name)
+    @property
+    def subscription(self) -> str:
+        return self.lag.subscription
 
-    def widget(self) -> Any:
-        """The ipywidgets box: the source's status label over a plotly figure."""
-        if self._widget is None:
-            import ipywidgets
-            import plotly.graph_objects as go
+    def _update(self, snapshot: Snapshot, events: list[BrokerEvent]) -> None:
+        self.lag.add(snapshot)
+        self.samples = tuple(self.lag.samples)
 
-            figure = go.FigureWidget(layout={
-                "title": f"lag of {self.history.subscription}", "height": 320,
-                "yaxis": {"title": "messages"},
-                "yaxis2": {"title": "msg/s", "overlaying": "y", "side": "right"},
-                "margin": {"l": 50, "r": 50, "t": 40, "b": 30}})
-            for name, label in SERIES.items():
-                figure.add_scatter(name=label, mode="lines+markers",
-                                   yaxis="y2" if name.startswith("rate") else "y")
-            self._figure = figure
-            self.refresh()
-            parts = [getattr(self.source, "label", None), figure]
-            self._widget = ipywidgets.VBox([p for p in parts if p is not None])
-        return self._widget
+    def _step_label(self, snapshot: Snapshot) -> str:
+        return _time(snapshot.time_ms)
+
+    def summary(self, state: Any = None) -> dict[str, Any]:
+        """The last sample of ``state`` (default: the latest) and how many there are."""
+        samples = (self if state is None else state).samples
+        return {"subscription": self.subscription, "samples": len(samples),
+                "last": asdict(samples[-1]) if samples else None}
+
+    def draw(self, state: Any) -> None:
+        samples = state.samples
+        times = [datetime.fromtimestamp(s.time_ms / 1000, UTC) for s in samples]
+        with self.fig.batch_update():
+            for trace, name in zip(self.fig.data, SERIES, strict=True):
+                trace.x, trace.y = times, [getattr(s, name) for s in samples]
+        self.table.value = _table_html(self.subscription, samples)
 
     def static_html(self, last: int = 10) -> str:
-        """The last samples as an HTML table (what a saved notebook shows)."""
-        head = "".join(f"<th>{html.escape(label)}</th>" for label in SERIES.values())
-        body = "".join(
-            f"<tr><td>{_time(s.time_ms)}</td>"
-            + "".join(f"<td>{_fmt(getattr(s, n))}</td>" for n in SERIES) + "</tr>"
-            for s in list(self.history.samples)[-last:])
-        return (f"<b>lag of {html.escape(self.history.subscription)}</b>"
-                f"<table><tr><th>UTC</th>{head}</tr>{body}</table>")
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Mapping[str, Any]:
-        widget = self.widget()
-        prepare_display(widget)
-        bundle = dict(widget._repr_mimebundle_(**kwargs))
-        bundle["text/html"] = self.static_html()
-        bundle["text/plain"] = f"BacklogView({self.history.subscription!r}, " \
-                               f"{len(self.history.samples)} samples)"
-        return bundle
+        """The last samples of the step shown as an HTML table."""
+        samples = self.stepper.state_of(self).samples if len(self.history) else ()
+        return _table_html(self.subscription, samples, last)
 
     @property
     def running(self) -> bool:
@@ -158,6 +156,17 @@ class BacklogView:
         stop = getattr(self.source, "stop", None)
         if stop is not None:
             stop()
+
+
+def _table_html(subscription: str, samples: Sequence[LagSample], last: int = 10) -> str:
+    """The last ``last`` samples as an HTML table (the caption of the static picture)."""
+    head = "".join(f"<th>{html.escape(label)}</th>" for label in SERIES.values())
+    body = "".join(
+        f"<tr><td>{_time(s.time_ms)}</td>"
+        + "".join(f"<td>{_fmt(getattr(s, n))}</td>" for n in SERIES) + "</tr>"
+        for s in list(samples)[-last:])
+    return (f"<b>lag of {html.escape(subscription)}</b>"
+            f"<table><tr><th>UTC</th>{head}</tr>{body}</table>")
 
 
 def _fmt(value: Any) -> str:

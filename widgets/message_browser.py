@@ -25,8 +25,10 @@ class MessageBrowser:
     """Page through ``partitions`` of a topic with ``topics`` (an admin's ``topics``)."""
 
     def __init__(self, topics: Any, partitions: Sequence[str], *, subscription: str | None = None,
-                 count: int = 20) -> None:
+                 count: int = 20, decode: Any = None) -> None:
+        """``decode``: a :class:`pulsarlab.schema_values.SchemaDecoder` for the values."""
         self.topics = topics
+        self.decode = decode
         self.partitions = list(partitions)
         self.subscription = subscription
         self.count = count
@@ -60,7 +62,7 @@ class MessageBrowser:
             rows, read = browse_messages(
                 self.topics, self.partitions, subscription=self.subscription,
                 start="latest" if self.newest.value else "earliest", count=self.count,
-                page=page, keep=keep)
+                page=page, keep=keep, decode=self.decode)
         except Exception as exc:  # a refusal of the admin API is shown in the widget
             self.status.value = f"<span style='color:#c62828'>{html.escape(str(exc))}</span>"
             return

@@ -14,6 +14,7 @@ naming the status and Pulsar's ``reason``.
 
 from __future__ import annotations
 
+import base64
 import json
 import ssl
 import urllib.error
@@ -72,6 +73,9 @@ def _peeked(topic: str, body: bytes, headers: Message) -> dict[str, Any]:
         "event_time": _iso_ms(headers.get("X-Pulsar-event-time")),
         "producer_name": headers.get("X-Pulsar-producer-name"),
     }
+    schema_version = headers.get("X-Pulsar-Base64-schema-version-b64encoded")
+    if schema_version:  # the version of the topic's schema the message was written with
+        metadata["schema_version"] = base64.b64decode(schema_version)
     count = headers.get("X-Pulsar-num-batch-message")
     if count:
         metadata["num_messages_in_batch"] = int(count)
@@ -106,6 +110,7 @@ class RestAdmin:
                      if scheme == "https" else None)
         self.topics = RestTopics(self)
         self.namespaces = RestNamespaces(self)
+        self.schemas = RestSchemas(self)
 
     def request(self, method: str, path: str, body: Any = None, *,
                 raw: bool = False) -> Any:
@@ -259,6 +264,19 @@ class RestTopics:
         suffix = "?force=true" if force else ""
         self._admin.write(f"delete subscription {subscription} on {topic}", "DELETE",
                           self._sub(topic, subscription) + suffix)
+
+
+class RestSchemas:
+    """``/admin/v2/schemas``: a topic's schema, as :class:`pulsarlab.Admin`'s ``schemas``."""
+
+    def __init__(self, admin: RestAdmin) -> None:
+        self._admin = admin
+
+    def get_schema(self, topic: str, version: int | None = None) -> dict[str, Any]:
+        """The latest schema of ``topic`` (a persistent topic), or its version ``version``."""
+        path = topic_path(topic).split("/", 1)[1]  # by tenant/namespace/topic, any domain
+        suffix = "" if version is None else f"/{int(version)}"
+        return self._admin.request("GET", f"schemas/{path}/schema{suffix}")
 
 
 class RestNamespaces:

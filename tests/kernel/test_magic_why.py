@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 import pulsarlab
 from pulsarlab.diagnosis import Diagnosis
 
@@ -89,8 +91,30 @@ def test_show_lag_polls_the_stats(run, broker) -> None:
     assert ran.success, ran.out
     view = ran.value
     assert type(view).__name__ == "BacklogView" and view.running
-    samples = _until(lambda: list(view.history.samples), "the first stats poll")
+    samples = _until(lambda: list(view.lag.samples), "the first stats poll")
     assert samples[0].backlog == 6  # 3 sent, 1 consumed and acked, 4 more sent
     assert run("%pulsar status").value["live_views"] >= 1
     run("%pulsar stop")
     assert not view.running
+
+
+def test_browse_decodes_an_avro_topic_the_official_client_wrote(run, broker) -> None:
+    pulsar = pytest.importorskip("pulsar", reason="the official pulsar-client (ops extra)")
+    from pulsar.schema import AvroSchema, Integer, Record, String
+
+    class Parcel(Record):
+        parcel_id = String()
+        weight = Integer()
+
+    client = pulsar.Client(broker.broker.pulsar_url,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        producer = client.create_producer("parcels", schema=AvroSchema(Parcel))
+        producer.send(Parcel(parcel_id="p-1", weight=3))
+    finally:
+        client.close()
+    ran = run("%pulsar browse parcels --json weight=3")
+    assert ran.success, ran.out
+    assert [m["value"] for m in ran.value] == [{"parcel_id": "p-1", "weight": 3}]
+    widget = run("%pulsar browse parcels --widget").value
+    assert widget.rows[0]["value"] == {"parcel_id": "p-1", "weight": 3}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pulsarlab.widgets.backlog import BacklogView, LagHistory, lag_sample
-from pulsarlab.widgets.source import Snapshot
+from pulsarlab.widgets.source import EventLog, Snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cluster"
 
@@ -45,8 +45,11 @@ class FakeSource:
 
     subscription = "payments"
     running = True
+    simulated = False
+    start_ms = 0
 
     def __init__(self):
+        self.events = EventLog()
         self.current = None
         self.callbacks = []
 
@@ -62,17 +65,58 @@ class FakeSource:
             callback()
 
 
-def test_view_follows_the_source_and_draws_a_static_table():
+def _draining():
     stats = load("stats-4.0-key-shared-draining.json")
-    source = FakeSource()
-    view = BacklogView(source)
-    figure = view.widget().children[-1]
-    source.push(1733913620000, stats)
     slower = json.loads(json.dumps(stats))
     slower["subscriptions"]["payments"]["msgBacklog"] = 9
+    return stats, slower
+
+
+def _two_polls():
+    """A view over a source that polled twice (backlog 5, then 9)."""
+    stats, slower = _draining()
+    source = FakeSource()
+    view = BacklogView(source)
+    source.push(1733913620000, stats)
+    source.push(1733913622000, slower)
+    return view, source, slower
+
+
+def test_view_follows_the_source_and_draws_a_static_table():
+    stats, slower = _draining()
+    source = FakeSource()
+    view = BacklogView(source)
+    figure = view.fig
+    source.push(1733913620000, stats)
     source.push(1733913622000, slower)
     assert list(figure.data[0].y) == [5, 9]  # backlog
     assert list(figure.data[3].y) == [31.5, 31.5]  # rate out
     table = view.static_html()
     assert "<td>10:40:22</td><td>9</td>" in table and "lag of payments" in table
-    assert view._repr_mimebundle_()["text/plain"] == "BacklogView('payments', 2 samples)"
+    assert [step.label for step in view.history] == ["10:40:20", "10:40:22"]
+    assert view.step_summary()["last"]["backlog"] == 9
+
+
+def test_a_pinned_step_shows_that_steps_numbers_while_polls_go_on():
+    view, source, slower = _two_polls()
+    view.at(0)
+    source.push(1733913624000, slower)  # recorded, but the picture stays on step 0
+    assert len(view.history) == 3 and view.pinned == 0
+    assert list(view.fig.data[0].y) == [5]
+    assert "<td>10:40:20</td><td>5</td>" in view.table.value
+    assert "10:40:22" not in view.table.value
+    assert view.step_summary()["samples"] == 1
+    assert view.summary()["samples"] == 3  # the view's own state is the latest
+    view.follow()
+    assert list(view.fig.data[0].y) == [5, 9, 9]
+
+
+def test_the_mimebundle_carries_the_picture_of_the_step_shown():
+    view, _, _ = _two_polls()
+    bundle = view.at(0)._repr_mimebundle_()
+    svg = bundle["image/svg+xml"]
+    assert "<svg" in svg and "step 0: 10:40:20" in svg and "lag of payments" in svg
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"] == "<BacklogView step 0 ('10:40:20'): lag of payments>"
+    still = view.still(1)._repr_mimebundle_()
+    assert "step 1: 10:40:22" in still["image/svg+xml"]

@@ -4,8 +4,8 @@ text says its title without markup.
 A figure's comm opens empty (plotly's constructor) and gets its data as updates; a browser
 view drawn from that opening state was blank (tutorial 06, one Run All in three). So just
 before the display message a figure never shown gets a new comm, born with its data — for a
-:class:`View` and equally for the holders that are not views (``CompareView``, the backlog
-chart)."""
+:class:`View` (the backlog chart among them) and equally for a holder that is not a view
+(``CompareView``)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 import pytest
+from test_widget_backlog import FakeSource
 
 from pulsarlab.widgets import FailoverView, FlowView, WhatIf
 from pulsarlab.widgets.backlog import BacklogView
 from pulsarlab.widgets.compare import CompareView
-from pulsarlab.widgets.source import Snapshot
 
 
 def _figures(widget: Any) -> list[go.FigureWidget]:
@@ -26,32 +26,20 @@ def _figures(widget: Any) -> list[go.FigureWidget]:
     return [f for child in getattr(widget, "children", ()) for f in _figures(child)]
 
 
-class _OneSnapshot:
-    simulated = False
-
-    def __init__(self) -> None:
-        self.current = Snapshot(time_ms=0, topics={"t": {"subscriptions": {"payments": {
-            "msgBacklog": 3}}}})
-
-    def snapshot(self) -> Snapshot:
-        return self.current
-
-    def on_change(self, callback: Any) -> None:
-        pass
-
-
 def _compare() -> tuple[Any, Any]:
     view = CompareView([("join", "c1"), ("publish", ["a", "b"])])
     return view, view
 
 
 def _backlog() -> tuple[Any, Any]:
-    view = BacklogView(_OneSnapshot(), subscription="payments")
-    return view, view.widget()
+    source = FakeSource()
+    source.push(0, {"subscriptions": {"payments": {"msgBacklog": 3}}})
+    view = BacklogView(source, subscription="payments")
+    return view, view
 
 
 @pytest.mark.parametrize("make", [_compare, _backlog], ids=["CompareView", "BacklogView"])
-def test_a_figure_holder_that_is_not_a_view_reopens_its_figures_on_display(make):
+def test_a_figure_holder_reopens_its_figures_on_display(make):
     holder, box = make()
     (figure,) = _figures(box)[:1]
     assert figure.comm is not None
