@@ -267,9 +267,11 @@ class AdminHandler:
             self.service.expire_messages(part, subscription, expire_time_seconds)
 
     def unload(self, topic: str) -> None:
-        """Accepted for compatibility: one broker owns every topic, nothing moves."""
+        """Close the topic (each partition): its clients are disconnected and reconnect,
+        unacked messages are delivered again, the topic reloads on next use."""
         for part in self._partitions(topic):
             self.service.get_topic(part, create=False)
+            self.service.unload_topic(part, force=True)
 
     def terminate_topic(self, topic: str) -> dict[str, int]:
         """Terminate a non-partitioned topic (or one partition); Pulsar's ``MessageIdImpl``

@@ -204,13 +204,27 @@ class BrokerService:
             elif now - since.setdefault(name, now) >= limit_ms:
                 self.unload_topic(name)
 
-    def unload_topic(self, topic: str) -> None:
-        """Close a loaded topic that nobody uses; its next use reloads it."""
+    def unload_topic(self, topic: str, force: bool = False) -> None:
+        """Close a loaded topic; its next use reloads it.
+
+        Without ``force`` only a topic nobody uses is closed (``TopicBusy`` otherwise).
+        With ``force`` (admin ``unload``, Pulsar's ``PersistentTopic.close``) its producers
+        and consumers are disconnected first (CLOSE_PRODUCER / CLOSE_CONSUMER: clients
+        reconnect by themselves) and what was appended is committed; the consumers' unacked
+        messages go back to their subscriptions and are delivered again. A topic that
+        storage cannot reload (non-persistent, or in-memory storage) stays loaded once its
+        clients are disconnected.
+        """
         loaded = self.topics.get(str(TopicName.get(topic)))
         if loaded is None:
             return
-        if not self._inactive(loaded):
+        if force:
+            self._disconnect_clients_of(loaded, "unloaded")
+            self.commit()
+        elif not self._inactive(loaded):
             raise TopicBusy(f"topic {loaded.name} has connected producers or consumers")
+        if not isinstance(loaded, PersistentTopic) or not self.storage.durable:
+            return
         del self.topics[loaded.name]
         self._inactive_since.pop(loaded.name, None)
         try:
@@ -218,7 +232,15 @@ class BrokerService:
         except StorageError as exc:
             log.error("unloading topic %s: %s", loaded.name, exc)
             return
-        log.info("unloaded topic %s (no producers or consumers)", loaded.name)
+        log.info("unloaded topic %s", loaded.name)
+
+    def _disconnect_clients_of(self, topic: AbstractTopic, reason: str) -> None:
+        """Close every consumer and producer of ``topic``, telling their clients."""
+        for consumer_id, (consumer, sub) in list(self.consumers.items()):
+            if sub.topic is topic:
+                self.close_consumer(consumer_id)
+                self.outbox.append(ConsumerClosed(consumer_id, consumer.conn, reason))
+        self.close_producers_of(topic.name, reason)
 
     # -- topics ---------------------------------------------------------------------------
 

@@ -472,6 +472,7 @@ class ZmqProtocol:
     def _cmd_admin(self, conn: ServerCnx, command: wire.Command) -> None:
         self.admin.authorizer.check_admin(conn.role, command["op"], command.get("args") or {})
         result = self.admin.call(command["op"], command.get("args") or {})
+        self._flush()  # what the call told other clients (unload, terminate) goes out first
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
 
     def _core_consumer(self, conn: ServerCnx, command: wire.Command) -> int:

@@ -10,6 +10,7 @@ import pytest
 from pulsarlab.broker import BrokerService, BrokerSettings, ManualClock, MessageMetadata, SubType
 from pulsarlab.broker.actions import (
     ActiveConsumerChange,
+    ConsumerClosed,
     Deliver,
     ProducerClosed,
     ReachedEndOfTopic,
@@ -37,6 +38,7 @@ class Harness:
         self.active: dict[int, bool] = {}
         self.reached_end: list[int] = []  # consumer ids told REACHED_END_OF_TOPIC, in order
         self.producers_closed: list[ProducerClosed] = []
+        self.consumers_closed: list[ConsumerClosed] = []
         self._producers: dict[str, int] = {}
 
     # -- producing ------------------------------------------------------------------------
@@ -128,6 +130,8 @@ class Harness:
                 self.reached_end.append(action.consumer_id)
             elif isinstance(action, ProducerClosed):
                 self.producers_closed.append(action)
+            elif isinstance(action, ConsumerClosed):
+                self.consumers_closed.append(action)
 
     def take(self, consumer: ServerConsumer) -> list[tuple[int, int]]:
         """Positions delivered to ``consumer`` since the last call."""

@@ -32,6 +32,7 @@ from .enums import CompressionType, Result
 from .exceptions import (
     AlreadyClosed,
     MessageTooBig,
+    ProducerNotInitialized,
     ProducerQueueIsFull,
     PulsarException,
     TopicTerminated,
@@ -80,6 +81,8 @@ class _SendOp:
     batched: bool
     created_ms: int
     receipts_left: int = 1
+    # (payload, metadata) of each SEND, kept to send again after an unload's reconnect
+    frames: list[tuple[bytes, dict[str, Any]]] = field(default_factory=list)
 
 
 _ARM_TIMER = object()  # queued by a caller that started a batch: the I/O thread arms its timer
@@ -142,6 +145,8 @@ class PartitionProducer:
         self._closed = False
         self._connected = False
         self._terminated = False  # the broker terminated the topic: no send can succeed
+        self._reopening = False  # the topic was unloaded: PRODUCER sent again, not answered
+        self._resend: list[_SendOp] = []  # refused while reopening: sent again once open
         # I/O-thread state.
         self._batch_timer: TimerHandle | None = None
         self._timeout_timer: TimerHandle | None = None
@@ -373,13 +378,17 @@ class PartitionProducer:
             self._inflight.append(op)
             for i, piece in enumerate(pieces):
                 chunk = replace(metadata, **chunk_metadata(uuid, i, len(pieces), len(payload)))
-                self._conn.send_now("SEND", 0, (piece,), producer_id=self.producer_id,
-                                    sequence_id=sequence_id, metadata=chunk.to_dict())
+                op.frames.append((piece, chunk.to_dict()))
         else:
             self._inflight.append(op)
-            self._conn.send_now("SEND", 0, (payload,), producer_id=self.producer_id,
-                                sequence_id=sequence_id, metadata=metadata.to_dict())
+            op.frames.append((payload, metadata.to_dict()))
+        self._io_write(op)
         self._io_arm_timeout()
+
+    def _io_write(self, op: _SendOp) -> None:
+        for payload, metadata in op.frames:
+            self._conn.send_now("SEND", 0, (payload,), producer_id=self.producer_id,
+                                sequence_id=op.sequence_id, metadata=metadata)
 
     def _io_arm_timeout(self) -> None:
         timeout = self.config.send_timeout_millis
@@ -439,6 +448,9 @@ class PartitionProducer:
         op = self._find_op(cmd["sequence_id"])
         if op is None:
             return
+        if self._reopening and cmd["code"] == "ProducerNotFound":
+            self._resend.append(op)  # sent while the unloaded topic closed it: send again
+            return
         self._inflight.remove(op)
         error = exception_for(cmd["code"], cmd["message"])
         self._settle(op.messages, error.result, None, error)
@@ -451,6 +463,31 @@ class PartitionProducer:
             with self._lock:
                 self._terminated = True
             self._io_fail_all(TopicTerminated(f"topic {self.topic} was terminated"))
+        elif cmd.get("reason") == "unloaded" and not self._closed:
+            self._io_reopen()
+
+    def _io_reopen(self) -> None:
+        """The topic was unloaded: open the producer again under its name (Java's
+        ``ProducerImpl`` reconnects); sends queue behind the new PRODUCER command."""
+        fields: dict[str, Any] = {"topic": self.topic, "producer_id": self.producer_id,
+                                  "producer_name": self.name}
+        self._reopening = True
+
+        def reopened(future: Any) -> None:
+            self._conn.post(lambda: self._io_reopened(future.exception()))
+
+        self._conn.request("PRODUCER", **fields).add_done_callback(reopened)
+
+    def _io_reopened(self, error: BaseException | None) -> None:
+        self._reopening = False
+        resend, self._resend = self._resend, []
+        if error is not None:
+            log.warning("re-opening the producer on %s failed: %s", self.topic, error)
+            self._io_fail_all(ProducerNotInitialized(f"producer on {self.topic}: {error}"))
+            return
+        self._connected = True
+        for op in resend:
+            self._io_write(op)
 
     def on_connection_closed(self) -> None:
         self._io_fail_all(AlreadyClosed("the client was closed"))

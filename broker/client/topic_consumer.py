@@ -497,6 +497,23 @@ class TopicConsumer:
     def on_close_consumer(self, cmd: Any) -> None:
         log.warning("the broker closed the consumer on %s: %s", self.topic, cmd.get("reason"))
         self.connected = False
+        if cmd.get("reason") == "unloaded" and not self.closed:
+            self._io_resubscribe()
+
+    def _io_resubscribe(self) -> None:
+        """The topic was unloaded: subscribe again, as Java's ``ConsumerImpl`` reconnects.
+        Queued messages are dropped (the broker delivers the unacked ones again)."""
+        conn = self._conn
+        self.parent._drop_queued(self)
+
+        def resubscribed(future: Any) -> None:
+            if future.exception() is not None:
+                log.warning("re-subscribing to %s failed: %s", self.topic, future.exception())
+                return
+            self.connected = True
+            conn.send("FLOW", consumer_id=self.consumer_id, permits=self._queue_size)
+
+        conn.request("SUBSCRIBE", **self._subscribe_fields()).add_done_callback(resubscribed)
 
     def on_connection_closed(self) -> None:
         self.connected = False

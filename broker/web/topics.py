@@ -139,7 +139,7 @@ class TopicInfoHandler(AdminResource):
 
 
 class UnloadHandler(AdminResource):
-    """PUT unload: one broker owns every topic, so it only checks the topic exists."""
+    """PUT unload: closes the topic (clients disconnected, they reconnect); reloads on use."""
 
     @guarded
     async def put(self, *path: str) -> None:

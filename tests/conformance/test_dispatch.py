@@ -273,8 +273,6 @@ def test_delivery_time_in_the_past_is_immediate(compare) -> None:
 
 # TopicUnloadTest / PersistentTopicTest.testUnload... admin unload closes the topic: the
 # consumer reconnects and gets its unacked messages again
-@pytest.mark.xfail(strict=True, reason="admin unload does nothing in pulsarlab "
-                   "(tests/conformance/README.md, 'unload')")
 def test_unload_redelivers_unacked_messages(compare) -> None:
     def scenario(s):
         t = s.topic("unload")

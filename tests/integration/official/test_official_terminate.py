@@ -64,3 +64,21 @@ def test_a_consumer_drains_what_was_published_before_the_end(
         consumer.acknowledge(msg)
         received.append(msg.data())
     assert received == [b"m0", b"m1"]
+
+
+def test_unload_closes_the_topic_and_the_client_reconnects(broker, client: pulsar.Client) -> None:
+    """Admin unload (``PersistentTopic.close``): CLOSE_PRODUCER / CLOSE_CONSUMER, the
+    official client reconnects both; the unacked message is delivered again."""
+    topic = f"persistent://public/default/{unique('unloaded')}"
+    consumer = client.subscribe(topic, "s")
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"a")
+    assert consumer.receive(WAIT_MS).data() == b"a"  # not acked
+    request = urllib.request.Request(
+        f"{broker.web_url}{topic.replace('persistent://', '/admin/v2/persistent/')}/unload",
+        method="PUT",
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status == 204
+    producer.send(b"b")
+    assert sorted(consumer.receive(WAIT_MS).data() for _ in range(2)) == [b"a", b"b"]

@@ -82,3 +82,25 @@ def test_memory_storage_never_unloads(make_harness):
     for _ in range(3):
         h.advance(3_600_000)
     assert T in h.service.topics
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_forced_unload_disconnects_clients_and_redelivers_unacked(
+    make_harness, durable_storage_factory, durable
+):
+    """Admin unload (Pulsar's ``PersistentTopic.close``): producers and consumers are told
+    to close, the topic reloads on next use and unacked messages are delivered again."""
+    storage = durable_storage_factory() if durable else None
+    h = make_harness(storage=storage, clock=ManualClock())
+    c = h.subscribe(T, "s", "c", SubType.Shared, permits=10)
+    msgs = h.publish(T, 3)
+    assert h.take(c) == msgs
+    h.ack(c, [msgs[0]])
+    h.service.unload_topic(T, force=True)
+    h.drain()
+    assert [a.consumer_id for a in h.consumers_closed] == [c.consumer_id]
+    assert len(h.producers_closed) == 1 and h.producers_closed[0].reason == "unloaded"
+    assert (T in h.service.topics) is not durable  # memory storage keeps it loaded
+    assert not h.service.topics.get(T, None) or not h.service.topics[T].producers
+    c2 = h.subscribe(T, "s", "c2", SubType.Shared, permits=10)
+    assert h.take(c2) == msgs[1:]
