@@ -98,8 +98,9 @@ def test_run_all_leaves_every_view_on_its_pinned_step(
         expect(output.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
         live = label.startswith("t = ")  # a live view's steps are named by the wall clock
         if kind != "Dashboard":  # a dashboard's title is its first tab's
+            # the line joins a title's lines with " · ": the plot shows the first part
             expect(output.locator(".js-plotly-plot .gtitle").first).to_contain_text(
-                title.split("<br>")[0], timeout=60_000)
+                title.split(" · ")[0], timeout=60_000)
             bar = output.locator(".widget-html").filter(has_text="t = " if live else label)
             expect(bar.first).to_be_visible(timeout=60_000)
         prompt = cell.locator(".jp-InputPrompt").inner_text()
