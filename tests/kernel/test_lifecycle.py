@@ -212,6 +212,7 @@ def test_exit_now_stops_the_broker(ip, run, runtime) -> None:
 def test_unload_stops_broker_client_and_magics(ip, run) -> None:
     from pulsarlab.magics import get_runtime
 
+    before = set(threading.enumerate())  # other tests' brokers are not this one's
     run("%pulsar start --memory")
     run("%pulsar produce t x")
     runtime = get_runtime()
@@ -225,7 +226,8 @@ def test_unload_stops_broker_client_and_magics(ip, run) -> None:
         assert "pulsar" not in ip.magics_manager.magics["line"]
         assert "pulsar" not in ip.magics_manager.magics["cell"]
         assert run("%pulsar status").success is False
-        alive = [t.name for t in threading.enumerate() if t.name.startswith("pulsarlab")]
+        alive = [t.name for t in threading.enumerate()
+                 if t.name.startswith("pulsarlab") and t not in before]
         assert alive == []
     finally:
         ip.run_line_magic("load_ext", "pulsarlab")
@@ -245,6 +247,7 @@ def test_load_is_idempotent(ip) -> None:
 
 
 def test_beside_broker_is_a_process_stopped_by_stop(run, runtime) -> None:
+    before = set(threading.enumerate())
     ran = run("%pulsar start --beside --memory --set max_message_size=2000000")
     assert ran.success, ran.out
     assert ran.out.startswith("pulsarlab broker running beside the kernel at zmq://127.0.0.1:")
@@ -258,7 +261,8 @@ def test_beside_broker_is_a_process_stopped_by_stop(run, runtime) -> None:
     got = run("%pulsar consume beside --sub s --earliest --timeout 500").value
     assert [m["value"] for m in got] == ["hi"]
     # the broker thread is in the other process
-    assert not any(t.name == "pulsarlab-broker" for t in threading.enumerate())
+    assert not any(t.name == "pulsarlab-broker" for t in threading.enumerate()
+                   if t not in before)
 
     ran = run("%pulsar stop")
     assert ran.out.strip().startswith(f"stopped the broker process {process.pid} at ")
