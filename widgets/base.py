@@ -245,7 +245,8 @@ class View(ipywidgets.VBox):
     def pin(self) -> View:
         """Pin the view to the step it shows now (a tutorial's view cell ends with this,
         so later cells that change the source do not change what this output shows)."""
-        return self.at(self.step.index)
+        self.stepper.pin()
+        return self
 
     def show_step(self, label: str) -> View:
         """Pin the view to the latest step labelled ``label`` (or containing it)."""

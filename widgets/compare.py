@@ -252,6 +252,7 @@ class CompareView(ipywidgets.VBox):
                     hovertext=[_describe(first)], hoverinfo="text",
                 ), row=row, col=1)
         figure.update_xaxes(title_text="scenario step", row=rows, col=1)
+        figure.update_xaxes(dtick=1)  # steps are whole numbers (plotly chose 2.5, 3.5 …)
         # room above the top key for its position labels (they touched the panel's top)
         figure.update_yaxes(range=[-0.6, len(keys) - 0.1])
         figure.update_layout(

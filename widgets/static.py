@@ -333,6 +333,34 @@ def _layout_axis(layout: Any, ref: str, letter: str) -> Any:
     return _get(layout, f"{letter}axis{suffix}")
 
 
+def _linked(layout: Any, ref: str, letter: str) -> str:
+    """The axis ``ref`` is drawn with: the end of its chain of ``matches`` (or itself)."""
+    seen = {ref}
+    while (target := _get(_layout_axis(layout, ref, letter), "matches")) and target not in seen:
+        seen.add(ref := str(target))
+    return ref
+
+
+def _extent(traces: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """The x and y values ``traces`` span (a bar from its base to its end)."""
+    xs: list[Any] = []
+    ys: list[Any] = []
+    for t in traces:
+        if t.type == "bar" and _get(t, "orientation") != "h":
+            xs += _seq(_get(t, "x"))
+            ys += [0, *_seq(_get(t, "y"))]
+        elif t.type == "bar":
+            bases = _seq(_get(t, "base"))
+            widths = _seq(_get(t, "x"))
+            xs += bases + [(_num(b) or 0) + (_num(w) or 0) for b, w in zip(bases, widths,
+                                                                         strict=False)]
+            ys += _seq(_get(t, "y"))
+        else:
+            xs += _seq(_get(t, "x"))
+            ys += _seq(_get(t, "y"))
+    return xs, ys
+
+
 def _cartesian(fig: Any, left: float, top: float, right: float, bottom: float) -> list[str]:
     layout = fig.layout
     out: list[str] = []
@@ -341,6 +369,13 @@ def _cartesian(fig: Any, left: float, top: float, right: float, bottom: float) -
         pairs.setdefault(_axis_pair(fig, trace), []).append(trace)
     if not pairs:
         pairs[("x", "y")] = []
+    # axes linked by ``matches`` (make_subplots' shared axes) span the values of all of them,
+    # as plotly draws them: one step is at one x in every panel
+    values: dict[tuple[str, str], list[Any]] = {}
+    for (xref, yref), traces in pairs.items():
+        xs, ys = _extent(traces)
+        values.setdefault(("x", _linked(layout, xref, "x")), []).extend(xs)
+        values.setdefault(("y", _linked(layout, yref, "y")), []).extend(ys)
     axes: dict[tuple[str, str], tuple[_Axis, _Axis]] = {}
     for (xref, yref), traces in pairs.items():
         lx, ly = _layout_axis(layout, xref, "x"), _layout_axis(layout, yref, "y")
@@ -350,23 +385,8 @@ def _cartesian(fig: Any, left: float, top: float, right: float, bottom: float) -
         x1 = left + float(xdom[1]) * (right - left)
         y0 = bottom - float(ydom[1]) * (bottom - top)
         y1 = bottom - float(ydom[0]) * (bottom - top)
-        xs: list[Any] = []
-        ys: list[Any] = []
-        for t in traces:
-            if t.type == "bar" and _get(t, "orientation") != "h":
-                xs += _seq(_get(t, "x"))
-                ys += [0, *_seq(_get(t, "y"))]
-            elif t.type == "bar":
-                bases = _seq(_get(t, "base"))
-                widths = _seq(_get(t, "x"))
-                xs += bases + [(_num(b) or 0) + (_num(w) or 0) for b, w in zip(bases, widths,
-                                                                             strict=False)]
-                ys += _seq(_get(t, "y"))
-            else:
-                xs += _seq(_get(t, "x"))
-                ys += _seq(_get(t, "y"))
-        xa = _Axis(lx, xs, x0, x1)
-        ya = _Axis(ly, ys, y1, y0)
+        xa = _Axis(lx, values[("x", _linked(layout, xref, "x"))], x0, x1)
+        ya = _Axis(ly, values[("y", _linked(layout, yref, "y"))], y1, y0)
         axes[(xref, yref)] = (xa, ya)
         out.append(f"<rect x='{x0:.1f}' y='{y0:.1f}' width='{x1 - x0:.1f}' "
                    f"height='{y1 - y0:.1f}' fill='#f7f9fc' stroke='#d0d7e2'/>")

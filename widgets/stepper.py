@@ -171,9 +171,17 @@ class Stepper:
 
     def at(self, step: int) -> None:
         """Pin to step ``step`` (``-1``: the latest so far)."""
-        index = self.history[step].index
-        self.pinned = index
-        self.show(index)
+        with self.lock:
+            index = self.history[step].index
+            self.pinned = index
+            self.show(index)
+
+    def pin(self) -> None:
+        """Pin to the step shown now. A live binding's thread records steps under the lock:
+        a change it has read in part (a view's model already holds an event a cell waited
+        for) is recorded and shown before the step is chosen, not after."""
+        with self.lock:
+            self.at(self.step.index)
 
     def find(self, step: int | str) -> Step:
         """A step by number or by label (see :meth:`History.find`)."""

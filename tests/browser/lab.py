@@ -5,7 +5,10 @@ settings and a root holding *copies* of the given notebooks and of the ``data`` 
 them (JupyterLab may save them; the repository's copies are never touched).
 :func:`open_and_run_all` opens one notebook in its own workspace, runs every cell and waits for
 the kernel to go idle; :func:`kernel_eval` asks that notebook's kernel for a value through a
-second client, and :func:`shutdown_kernel` ends it.
+second client, and :func:`shutdown_kernel` ends it. :func:`open_committed` opens a tutorial
+as committed (its outputs, no kernel run); :func:`code_cell` finds a cell by a line of its
+source; :func:`shown_picture` reads what one output's picture shows (a static SVG's texts, or
+a live view's plot texts, traces and table).
 
 Needs ``/usr/bin/chromium`` (Debian's package; ``scripts/test`` installs it) and the
 ``playwright`` Python package (the dev extra); :func:`require_browser` FAILS the test without
@@ -211,3 +214,86 @@ def open_and_run_all(page: Any, lab: Lab, notebook: str) -> Any:
                                                                                   timeout=120_000)
     expect(status).to_contain_text("| Idle", timeout=120_000)
     return panel
+
+
+def open_committed(page: Any, lab: Lab, notebook: Path) -> Any:
+    """Open a copy of ``notebook`` with its committed outputs (as GitHub or a lab without a
+    kernel shows them), in a workspace of its own; returns the notebook panel's locator."""
+    from playwright.sync_api import expect
+
+    name = f"committed-{notebook.name}"
+    shutil.copy(notebook, lab.root / name)
+    page.goto(f"{lab.url}/lab/workspaces/committed-{notebook.stem[:2]}/tree/{name}"
+              f"?reset&token={lab.token}")
+    panel = page.locator(".jp-NotebookPanel:visible")
+    expect(panel).to_have_count(1, timeout=60_000)
+    expect(panel.locator(".jp-CodeCell").first).to_be_visible()
+    return panel
+
+
+def code_cell(panel: Any, source_line: str) -> Any:
+    """The code cell with a line that is exactly ``source_line``."""
+    line = panel.page.locator(".cm-line", has_text=re.compile(rf"^\s*{re.escape(source_line)}\s*$"))
+    return panel.locator(".jp-CodeCell").filter(has=line)
+
+
+_SHOWN = """out => {
+    const svg = out.querySelector("img[src^='data:image/svg+xml,']");
+    if (svg) {  // a static picture: its text elements
+        const src = decodeURIComponent(svg.src.slice(svg.src.indexOf(',') + 1));
+        const doc = new DOMParser().parseFromString(src, 'image/svg+xml');
+        return {texts: [...doc.querySelectorAll('text')].map(t => t.textContent), plots: []};
+    }
+    const list = v => v == null ? [] : typeof v === 'string' ? [v]
+        : Array.from(v, e => e != null && typeof e === 'object' ? Array.from(e) : e);
+    const plots = [...out.querySelectorAll('.js-plotly-plot')].map(gd => ({
+        title: (gd.layout.title && gd.layout.title.text) || '',
+        traces: gd._fullData.map(t => {
+            const group = gd.querySelector(`.trace${t.uid}`);
+            return {
+                name: t.name || '', type: t.type, xaxis: t.xaxis || '', visible: t.visible,
+                x: list(t.x), y: list(t.y), r: list(t.r), theta: list(t.theta),
+                base: list(t.base), text: list(t.text), hovertext: list(t.hovertext),
+                customdata: list(t.customdata),
+                color: t.marker ? list(t.marker.color) : [],
+                // where plotly drew each point (SVG traces; WebGL ones draw none)
+                points: group ? [...group.querySelectorAll('path.point')].map(p => {
+                    const box = p.getBoundingClientRect();
+                    return [box.x + box.width / 2, box.y + box.height / 2];
+                }) : [],
+            };
+        }),
+    }));
+    const texts = [...out.querySelectorAll('.js-plotly-plot svg text')].map(t => t.textContent)
+        .concat([...out.querySelectorAll('.widget-html-content, .widget-readout')]
+                .flatMap(e => e.innerText.split('\\n')));
+    return {texts, plots};
+}"""
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What one output's picture shows: its text lines (whitespace runs as one space) and,
+    for a live view, each plot's title and traces (``_fullData``: name, x, y, r, theta, base,
+    text, hovertext, customdata, marker colour(s), the page position of each drawn point)."""
+
+    texts: tuple[str, ...]
+    plots: tuple[dict[str, Any], ...]
+
+    def missing(self, words: Sequence[str]) -> list[str]:
+        """The ``words`` no text line of the picture contains."""
+        return [w for w in words if not any(w in line for line in self.texts)]
+
+    def trace(self, name: str, plot: int = 0, xaxis: str | None = None) -> dict[str, Any]:
+        """The trace called ``name`` of plot ``plot`` (on ``xaxis``, when given)."""
+        found = [t for t in self.plots[plot]["traces"]
+                 if t["name"] == name and xaxis in (None, t["xaxis"])]
+        assert len(found) == 1, (name, xaxis, [t["name"] for t in self.plots[plot]["traces"]])
+        return found[0]
+
+
+def shown_picture(output: Any) -> Shown:
+    """Read ``output`` (an output area's locator): a static SVG picture or a live view."""
+    raw = output.evaluate(_SHOWN)
+    texts = tuple(re.sub(r"\s+", " ", t).strip() for t in raw["texts"])
+    return Shown(tuple(t for t in texts if t), tuple(raw["plots"]))

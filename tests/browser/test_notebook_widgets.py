@@ -13,19 +13,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .lab import STDERR, Lab, kernel_eval, open_and_run_all
+from .lab import STDERR, Lab, code_cell, kernel_eval, open_and_run_all
 
 
 def _expect() -> Any:
     from playwright.sync_api import expect
 
     return expect
-
-
-def _cell(panel: Any, source_line: str) -> Any:
-    """The code cell with a line that is exactly ``source_line``."""
-    line = panel.page.locator(".cm-line", has_text=re.compile(rf"^\s*{re.escape(source_line)}\s*$"))
-    return panel.locator(".jp-CodeCell").filter(has=line)
 
 
 def test_tutorial_03_widgets_render_and_react_in_chromium(lab: Lab, page: Any, artifacts: Path):
@@ -89,7 +83,7 @@ the stroke of each of its drawn points."""
 
 def _failover_view(panel: Any, variable: str) -> Any:
     """The FailoverView displayed by the cell ``variable.pin()`` (its outermost widget box)."""
-    return _cell(panel, f"{variable}.pin()").locator(".jp-OutputArea-output .widget-vbox").first
+    return code_cell(panel, f"{variable}.pin()").locator(".jp-OutputArea-output .widget-vbox").first
 
 
 def _grid_shape(view: Any) -> tuple[int, int]:
@@ -163,7 +157,7 @@ def test_tutorial_02_dashboard_has_one_step_bar_and_one_control_block(
     expect = _expect()
     notebook = "02-subscription-types.ipynb"
     panel = open_and_run_all(page, lab, notebook)
-    cell = _cell(panel, "Dashboard(key_shared)")
+    cell = code_cell(panel, "Dashboard(key_shared)")
     output = cell.locator(".jp-OutputArea-output").last
     expect(output.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
     expect(output.locator(".widget-slider")).to_have_count(1)

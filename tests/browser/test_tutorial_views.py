@@ -16,14 +16,13 @@ Screenshots of every view land in the artefact folder (see ``conftest.py``).
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .conftest import TUTORIALS
-from .lab import Lab, kernel_eval, open_and_run_all, shutdown_kernel
+from .lab import Lab, kernel_eval, open_and_run_all, open_committed, shutdown_kernel
 
 VIEW_LINE = re.compile(r"^<(picture of )?(\w+) step (\d+) \('(.*)'\): (.*)>$", re.DOTALL)
 
@@ -59,14 +58,8 @@ def test_tutorials_have_view_cells():
 def test_committed_tutorials_show_pictures_before_running(lab: Lab, page: Any, artifacts: Path):
     expect = _expect()
     for notebook in TUTORIALS:
-        name = f"committed-{notebook.name}"
-        shutil.copy(notebook, lab.root / name)
-        page.goto(f"{lab.url}/lab/workspaces/committed-{notebook.stem[:2]}/tree/{name}"
-                  f"?reset&token={lab.token}")
-        panel = page.locator(".jp-NotebookPanel:visible")
-        expect(panel).to_have_count(1, timeout=60_000)
+        panel = open_committed(page, lab, notebook)
         cells = panel.locator(".jp-CodeCell")
-        expect(cells.first).to_be_visible()
         outputs = panel.locator(".jp-OutputArea-output")
         expect(outputs.filter(has_text=re.compile(r"\w\(children="))).to_have_count(0)
         expect(outputs.filter(has_text="model not found")).to_have_count(0)
@@ -78,7 +71,7 @@ def test_committed_tutorials_show_pictures_before_running(lab: Lab, page: Any, a
             width = picture.evaluate("img => img.complete ? img.naturalWidth : 0")
             assert width > 0, f"{notebook.name} view cell {index} ({line[2]}): blank picture"
             cell.screenshot(path=str(artifacts / f"{notebook.stem[:2]}-cell{index:02}.png"))
-        shutdown_kernel(lab, name)
+        shutdown_kernel(lab, f"committed-{notebook.name}")
 
 
 @pytest.mark.parametrize("notebook", WITH_VIEWS, ids=lambda path: path.stem[:2])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pulsarlab.broker.events import Dispatched
@@ -66,6 +68,21 @@ def test_the_view_carries_a_static_picture_of_its_chart_and_summary():
         assert text in svg, text
     mark = next(t for t in view.fig.data if t.name == "first out of order")
     assert mark.marker.symbol == "circle-open"  # the consumer's dot shows through it
+
+
+def test_the_picture_puts_a_step_at_one_x_in_both_versions_panels():
+    """The panels share their x axis (as plotly draws them live): 3.3's last delivery at
+    step 6 widens 4.0's panel too, so 4.0's step 4 is not drawn where 3.3's step 6 is."""
+    key = find_moving_key("c1", "c3", ["c1", "c2"], make_core=make_core)
+    view = CompareView(_replay_before_join_mark(key), make_core=make_core)
+    ticks = re.findall(r"<text x='([\d.]+)' y='([\d.]+)' font-size='10' "
+                       r"text-anchor='middle'[^>]*>(\d+)</text>", view.picture())
+    rows: dict[str, list[tuple[str, str]]] = {}
+    for x, y, label in ticks:
+        rows.setdefault(y, []).append((label, x))
+    assert len(rows) == 2, rows  # one row of step ticks under each panel
+    top, bottom = rows.values()
+    assert top == bottom and [label for label, _ in top] == ["2", "3", "4", "5", "6"]
 
 
 def test_4_0_look_ahead_limit_holds_a_fast_consumer_that_3_3_serves():

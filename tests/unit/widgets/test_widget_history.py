@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import urllib.parse
 
 import pytest
@@ -264,6 +265,47 @@ def test_pin_keeps_the_current_step():
     assert view.step.label == "add consumer C1"
     still = view.still()
     assert "add consumer C2" in repr(still) and "2 consumer(s)" in repr(still)
+
+
+def test_pin_during_a_refresh_on_another_thread_pins_the_step_that_refresh_records():
+    """A live binding's thread reads a change into the views and then records its step;
+    a cell that saw the change in a view's model and pins must get that step (09's
+    timeline was pinned one step before the ack its cell had waited for)."""
+    whatif = WhatIf("Key_Shared", key_shared_use_consistent_hashing=False)
+    view = HashRangeView(whatif, KEYS)
+    whatif.add_consumer("C1")
+    stepper = view.stepper
+    read, go = threading.Event(), threading.Event()
+    update = view._update
+
+    def slow_update(snapshot, events):  # the binding's thread, between reading and recording
+        update(snapshot, events)
+        read.set()
+        assert go.wait(10)
+
+    class Handoff:  # lets the refresh go on once the pinning thread enters the lock
+        def __init__(self, lock):
+            self.lock = lock
+
+        def __enter__(self):
+            if threading.current_thread() is pinning:
+                go.set()
+            return self.lock.__enter__()
+
+        def __exit__(self, *exc):
+            return self.lock.__exit__(*exc)
+
+    view._update = slow_update
+    stepper.lock = Handoff(stepper.lock)
+    refreshing = threading.Thread(target=whatif.add_consumer, args=("C2",))
+    pinning = threading.Thread(target=view.pin)
+    refreshing.start()
+    assert read.wait(10)
+    pinning.start()
+    for thread in (refreshing, pinning):
+        thread.join(10)
+    assert not refreshing.is_alive() and not pinning.is_alive()
+    assert view.pinned == 2 and view.step.label == "add consumer C2"
 
 
 def test_a_still_of_a_later_step_leaves_the_displayed_widgets_untouched():
