@@ -101,6 +101,7 @@ def _drawn_03_auto_split(shown: Shown) -> None:
 def _drawn_03_sticky(shown: Shown) -> None:
     keys = _by_key(shown, "keys", RANGE_KEY)
     assert _owners(keys) == {"C1": ["Order-3459134"], "C2": ["Order-10"]}
+    assert shown.trace("keys")["text"] == ["Order-3459134", "Order-10"]  # two keys: named
     colors = _range_colors(shown)
     assert all(color == colors[owner] for owner, color in keys.values()), (keys, colors)
 
@@ -210,7 +211,7 @@ PINNED: dict[str, list[Pinned]] = {
                _drawn_03_auto_split),
         Pinned("sticky_view", "step 2: add consumer C2",
                ("STICKY hash ranges — 2 consumer(s)", "C1 [0, 16383]", "C2 [16384, 32767]",
-                "C1 [32768, 49151]", "C2 [49152, 65535]"),
+                "C1 [32768, 49151]", "C2 [49152, 65535]", "Order-3459134"),
                _drawn_03_sticky),
     ],
     "05-key-shared-ordering.ipynb": [
