@@ -178,7 +178,13 @@ class AbstractTopic:
             return -1, -1, -1
         position, data = compacted.entries[-1]
         header = read_header(data)
-        return position[0], position[1], header.num_messages - 1 if header.batched else -1
+        # The last message compaction kept: a batch's last index not compacted out (-1 for
+        # a batch of one, as Pulsar's ``calculateTheLastBatchIndexInBatch``).
+        index = -1
+        if header.batched and header.num_messages > 1:
+            gone = set(compacted.compacted_out.get(position, ()))
+            index = max(i for i in range(header.num_messages) if i not in gone)
+        return position[0], position[1], index
 
     # -- publishing -----------------------------------------------------------------------
 
@@ -575,6 +581,14 @@ class AbstractTopic:
             "size": sum(len(data) for _, data in compacted.entries),
             "offloaded": False,
             "underReplicated": False,
+            # pulsarlab's: what the compacted ledger leaves out of the log up to the horizon
+            # (the ``__compaction`` cursor's mark-delete), entries as ranges in the form of
+            # ``individuallyDeletedMessages``, batch indexes as bits (set: compacted out).
+            "compactedOutEntries": str(compacted.removed_entries),
+            "compactedOutBatchIndexes": {
+                f"{p[0]}:{p[1]}": bin(sum(1 << i for i in gone))
+                for p, gone in sorted(compacted.compacted_out.items())
+            },
         }
 
 

@@ -433,6 +433,8 @@ class TopicConsumer:
                               -1, self)]
         n = meta.num_messages_in_batch
         items = batch_items(payload, n)
+        if meta.compacted_out:
+            ack_set = _without_compacted_out(ack_set, meta.compacted_out, n)
         self.acks.on_batch_received(position, n, ack_set)
         delivery = Delivery(topic, partition, ledger, entry_id, n, meta.publish_time,
                             meta.producer_name, meta.schema_version, redelivery_count, schema)
@@ -460,6 +462,8 @@ class TopicConsumer:
                                None, redelivery_count, self)]
         n = meta.num_messages_in_batch
         items = batch_items(payload, n)
+        if meta.compacted_out:
+            ack_set = _without_compacted_out(ack_set, meta.compacted_out, n)
         self.acks.on_batch_received(position, n, ack_set)
         indexes = None
         if ack_set is not None or self._batch_filter is not None:
@@ -819,3 +823,11 @@ class TopicConsumer:
         if expired:
             self._io_ack_positions(expired)
         self._io_arm_chunk_expiry()
+
+
+def _without_compacted_out(ack_set: int | None, compacted_out: bytes, n: int) -> int:
+    """The batch's ack set (bits set: still to deliver) without the messages compaction
+    left out: they are skipped, as Java's ``ConsumerImpl`` skips ``compacted_out`` ones,
+    and count as acknowledged, so acking the survivors acknowledges the entry."""
+    unacked = (1 << n) - 1 if ack_set is None else ack_set
+    return unacked & ~int.from_bytes(compacted_out, "little")
