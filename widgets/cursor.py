@@ -243,9 +243,9 @@ class CursorView(View):
             if x is not None:
                 shapes.append({"type": "line", "x0": x, "x1": x, "y0": -0.9, "y1": 0.9,
                                "line": {"color": _COMPACTION, "width": 2, "dash": "dash"}})
-                notes.append({"x": x, "y": -0.9, "text": "compaction horizon",
+                notes.append({"x": x, "y": 0.9, "text": "compaction horizon",
                               "showarrow": False, "font": {"color": _COMPACTION},
-                              "yshift": -10, "xanchor": _label_anchor(x, max(n, 10))})
+                              "yshift": 12, "xanchor": "right"})
         for label, position, after, color in (
             ("mark-delete", st.mark_delete, True, "#1b5e20"),
             ("read", st.read_position, False, "#0d47a1"),
