@@ -29,6 +29,7 @@ after the horizon (``CompactedTopicImpl.asyncReadEntriesOrWait``).
 from __future__ import annotations
 
 import base64
+import logging
 from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Any
@@ -37,6 +38,8 @@ from .entry import decode_entry, read_header
 from .range_set import PositionRangeSet
 from .raw_batch import read_batch, rebatch
 from .storage.base import ManagedLedger, MetadataStore, Position
+
+log = logging.getLogger(__name__)
 
 COMPACTION_SUBSCRIPTION = "__compaction"
 # Property of the ``__compaction`` cursor naming the compacted ledger (Pulsar's key).
@@ -55,17 +58,20 @@ def compact(entries: Iterable[tuple[Position, bytes | None]]) -> list[tuple[Posi
 
     ``ValueError`` names the first unreadable entry (nothing is kept then).
     """
-    log = list(entries)
+    history = list(entries)
     latest: dict[str, MessageKey] = {}
     keyed: dict[Position, str] = {}
     batches: dict[Position, list] = {}
-    for position, data in log:  # phase one: the latest message of each key
+    for position, data in history:  # phase one: the latest message of each key
         if data is None:
             raise ValueError(f"entry {position[0]}:{position[1]} is unreadable")
         if read_header(data).batched:
-            messages = read_batch(data)
-            if messages is None:
-                continue  # kept whole
+            try:
+                messages = read_batch(data)
+            except ValueError as exc:  # kept whole, as Pulsar does
+                log.info("compaction keeps entry %d:%d whole: a batch it cannot open (%s)",
+                         *position, exc)
+                continue
             batches[position] = messages
             for index, (key, size, gone) in enumerate(messages):
                 if gone or key is None:
@@ -85,7 +91,7 @@ def compact(entries: Iterable[tuple[Position, bytes | None]]) -> list[tuple[Posi
         else:
             latest[key] = (position, -1)
     kept: list[tuple[Position, bytes]] = []
-    for position, data in log:  # phase two
+    for position, data in history:  # phase two
         assert data is not None
         messages = batches.get(position)
         if messages is not None:
@@ -134,13 +140,13 @@ class CompactedTopic:
         self.status = RUNNING
         try:
             prior = [e for e in self.entries if e[0] < first]
-            log = [*prior, *_read(ledger, first, horizon)]
-            kept = compact(log)
+            history = [*prior, *_read(ledger, first, horizon)]
+            kept = compact(history)
         except ValueError as exc:
             self.status, self.last_error = ERROR, str(exc)
             return False
-        self.removed = len(log) - len(kept)
-        self._note_removed([p for p, _ in log], kept)
+        self.removed = len(history) - len(kept)
+        self._note_removed(history, kept)
         self.ledger_id = self._store.next_ledger_id()
         self.horizon = horizon
         self._set_entries(kept)
@@ -148,23 +154,23 @@ class CompactedTopic:
         self.status, self.last_error = SUCCESS, ""
         return True
 
-    def _note_removed(self, positions: list[Position], kept: list[tuple[Position, bytes]]
-                      ) -> None:
-        """Add the entries of ``positions`` (log order) left out of ``kept`` to
-        :attr:`removed_entries` (a run of them is the range from the entry before it: what
-        lies between was left out already), and note the compacted-out batch indexes."""
+    def _note_removed(self, history: list[tuple[Position, bytes | None]],
+                      kept: list[tuple[Position, bytes]]) -> None:
+        """Add the entries of ``history`` left out of ``kept`` to :attr:`removed_entries` (a run
+        of them is the range from the entry before it: what lies between was left out
+        already), and note the batch indexes compacted out of the batches kept rebuilt."""
+        original = dict(history)
         kept_at = {p for p, _ in kept}
         previous: Position | None = None
-        for position in positions:
+        for position, _ in history:
             if position not in kept_at:
                 lower = previous if previous is not None else (position[0], position[1] - 1)
                 self.removed_entries.add(lower, position)
             previous = position
         self.compacted_out = {}
         for position, data in kept:
-            if read_header(data).batched:
-                messages = read_batch(data) or ()
-                gone = [i for i, m in enumerate(messages) if m.compacted_out]
+            if data is not original[position]:  # a batch compaction rebuilt
+                gone = [i for i, m in enumerate(read_batch(data)) if m.compacted_out]
                 if gone:
                     self.compacted_out[position] = gone
 

@@ -13,8 +13,8 @@ that is left out keeps its slot, emptied and marked *compacted out*:
 - in pulsarlab's layout (a batch published over ZeroMQ): an empty item, and bit ``i`` of
   the entry metadata's ``compacted_out`` bitmap.
 
-A batch that cannot be opened (end-to-end encrypted, corrupt) is reported as ``None``;
-compaction then keeps it whole, as Pulsar does.
+A batch that cannot be opened (end-to-end encrypted, corrupt) is a ``ValueError`` saying
+why; compaction then keeps it whole, as Pulsar does.
 """
 
 from __future__ import annotations
@@ -52,18 +52,20 @@ class BatchMessage(NamedTuple):
     """An earlier compaction left it out."""
 
 
-def read_batch(data: bytes) -> list[BatchMessage] | None:
-    """The messages of the batch entry ``data`` in batch-index order, or ``None`` if the
-    batch cannot be opened (encrypted, corrupt, a codec error)."""
+def read_batch(data: bytes) -> list[BatchMessage]:
+    """The messages of the batch entry ``data`` in batch-index order; ``ValueError`` saying
+    why the batch cannot be opened (encrypted, corrupt, a codec error)."""
     try:
         metadata, payload = decode_entry(data)
         if metadata.num_messages_in_batch is None:
-            return None
+            raise ValueError("the entry is not a batch")
         if metadata.pulsar_metadata is not None:
             return [message for message, _ in _pulsar_messages(metadata, payload)]
         out = _zmq_items(metadata, payload)
-    except Exception:  # protobuf and the codecs raise their own types on bad input
-        return None
+    except ValueError:
+        raise
+    except Exception as exc:  # protobuf and the codecs raise their own types on bad input
+        raise ValueError(f"{type(exc).__name__}: {exc}") from None
     gone = compacted_out_indexes(metadata.compacted_out)
     return [
         BatchMessage(pkey, 0 if null else len(body), i in gone)

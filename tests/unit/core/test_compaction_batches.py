@@ -4,6 +4,7 @@ dropped. In both layouts: pulsarlab's (published over ZeroMQ) and Pulsar's (over
 
 from __future__ import annotations
 
+import logging
 import struct
 from typing import NamedTuple
 
@@ -183,7 +184,8 @@ def test_last_message_id_for_a_compacted_reader_is_the_last_survivor(harness):
     assert h.service.topics[T].last_message_id_for(reader) == (*last, 2)
 
 
-def test_a_batch_that_cannot_be_opened_is_kept_whole(harness):
+def test_a_batch_that_cannot_be_opened_is_kept_whole(harness, caplog):
+    caplog.set_level(logging.INFO, logger="pulsarlab.broker.compaction")
     h = harness
     producer = h.producer(T, "garbage")
     meta = MessageMetadata(num_messages_in_batch=2, partition_key="k1")
@@ -194,6 +196,8 @@ def test_a_batch_that_cannot_be_opened_is_kept_whole(harness):
     compacted = h.service.topics[T].compacted
     assert compacted.entries[0][0] == garbage
     assert compacted.status == "SUCCESS"
+    (line,) = [r.getMessage() for r in caplog.records if "cannot open" in r.getMessage()]
+    assert line.startswith(f"compaction keeps entry {garbage[0]}:{garbage[1]} whole")
 
 
 def test_the_compacted_out_marks_survive_a_restart(durable_storage_factory, make_harness):
