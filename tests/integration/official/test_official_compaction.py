@@ -105,11 +105,23 @@ def _publish_batches(client, topic: str) -> list[str]:
     return ids
 
 
+@pytest.mark.parametrize("publisher", ["official", "pulsarlab"])
 def test_read_compacted_reader_on_batches_sees_the_survivors_at_their_batch_ids(
-    broker, client: pulsar.Client
+    broker, client: pulsar.Client, publisher: str
 ) -> None:
+    """Batches in Pulsar's layout (the official client's) and pulsarlab's (its ZeroMQ
+    client's, re-laid with the compacted_out marks for pulsar://) read the same."""
     topic = f"persistent://public/default/{unique('compact-batches')}"
-    ids = _publish_batches(client, topic)
+    if publisher == "official":
+        ids = _publish_batches(client, topic)
+    else:
+        from pulsarlab.broker.client import Client
+
+        zmq_client = Client(broker.service_url)
+        try:
+            ids = _publish_batches(zmq_client, topic)
+        finally:
+            zmq_client.close()
     places = [tuple(i.strip("()").split(",")) for i in ids]  # (ledger, entry, partition, index)
     assert [p[3] for p in places] == ["0", "1", "2"] * 2  # two batches of three
     _rest(broker, "PUT", topic, "compaction")
