@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .actions import Action, ConsumerClosed, ProducerClosed, SendReceipt
+from .actions import Action, ConsumerClosed, ProducerClosed, ProducerReady, SendReceipt
 from .clock import Clock, TimerHandle, TimerQueue
 from .consumer import KeySharedMeta, ServerConsumer, SubType
 from .entry import MessageMetadata, check_ranges
@@ -42,6 +42,7 @@ from .limits import check_topic_quota
 from .message_id import MessageId
 from .non_persistent import NonPersistentTopic
 from .policies import POLICY_KEYS, Policies, validate_policy
+from .producer_access import ProducerAccessMode
 from .rates import Rate
 from .redelivery_request import RedeliveryRequest
 from .settings import BrokerSettings
@@ -414,10 +415,7 @@ class BrokerService:
             for consumer, _sub in [v for v in self.consumers.values() if v[1].topic is t]:
                 self.outbox.append(ConsumerClosed(consumer.consumer_id, consumer.conn, "deleted"))
                 del self.consumers[consumer.consumer_id]
-            for producer_id in list(t.producers):
-                producer = self.producers.pop(producer_id, None)
-                if producer is not None:
-                    self.outbox.append(ProducerClosed(producer_id, producer.conn, "deleted"))
+            self._close_producers(t, "deleted")
             for subscription in t.subscriptions.values():
                 subscription.close()
             t.ledger.delete()
@@ -488,15 +486,15 @@ class BrokerService:
         return t.compacted.status_json()
 
     def close_producers_of(self, topic: str, reason: str) -> None:
-        """The broker closes every producer of ``topic`` (terminate; a producer taking the
-        topic with ExclusiveWithFencing fences the others, as Pulsar's AbstractTopic does)."""
-        t = self.get_topic(topic, create=False)
-        for producer_id in list(t.producers):
-            producer = self.producers.pop(producer_id, None)
-            if producer is not None:
-                self.outbox.append(ProducerClosed(producer_id, producer.conn, reason))
-                self.emit(EventType.PRODUCER_REMOVED, t.name, producer=producer.producer_name)
-        t.producers.clear()
+        """The broker closes every producer of ``topic``, the waiting ones too (terminate,
+        unload; a producer taking the topic with ExclusiveWithFencing fences the others, as
+        Pulsar's AbstractTopic does)."""
+        self._close_producers(self.get_topic(topic, create=False), reason)
+
+    def _close_producers(self, t: AbstractTopic, reason: str) -> None:
+        for producer in [*t.access.fence(), *t.producers.values()]:
+            self._remove_producer(producer)
+            self.outbox.append(ProducerClosed(producer.producer_id, producer.conn, reason))
 
     def terminate_partitioned_topic(self, topic: str) -> dict[int, Position]:
         """Terminate every partition of a partitioned topic: partition index -> position."""
@@ -516,12 +514,26 @@ class BrokerService:
     def create_producer(
         self, topic: str, producer_name: str | None = None, conn: Any = None, *,
         address: str = "", client_version: str = "", encrypted: bool = False,
+        access_mode: ProducerAccessMode | str = ProducerAccessMode.Shared,
+        topic_epoch: int | None = None,
     ) -> Producer:
         """Attach a producer; ``address`` and ``client_version`` are for its stats.
 
         ``encrypted``: the producer says it encrypts its messages (``CommandProducer``'s
         flag); a namespace with ``encryption_required`` refuses any other, as Pulsar's
-        ``ServerCnx.handleProducer`` does."""
+        ``ServerCnx.handleProducer`` does.
+
+        ``access_mode`` is admitted by the topic's rules (:mod:`.producer_access`);
+        ``topic_epoch`` is the epoch a reconnecting client gives back. A
+        ``WaitForExclusive`` producer that must wait comes back with ``ready`` False: it
+        is not on the topic and cannot send until a :class:`ProducerReady` action says it
+        got the topic (or a :class:`ProducerClosed` one that it was fenced out). Once
+        admitted, ``producer.topic_epoch`` is the topic's epoch."""
+        mode = ProducerAccessMode.parse(access_mode)
+        if topic_epoch is not None and (
+            type(topic_epoch) is not int or not 0 <= topic_epoch <= _I64_MAX
+        ):
+            raise InvalidArgument(f"topic_epoch must be an int >= 0, not {topic_epoch!r}")
         t = self.get_topic(topic)
         if t.terminated:
             raise TopicTerminated(f"topic {t.name} was already terminated")
@@ -530,7 +542,7 @@ class BrokerService:
         if producer_name is not None and not isinstance(producer_name, str):
             raise InvalidArgument(f"producer_name must be a string, not {producer_name!r}")
         if producer_name:
-            for p in t.producers.values():
+            for p in [*t.producers.values(), *t.access.waiting]:
                 if p.producer_name == producer_name:
                     # Pulsar: NamedProducerAlreadyConnectedException -> ProducerBusy
                     raise ProducerBusy(
@@ -540,20 +552,46 @@ class BrokerService:
         producer = Producer(
             next(self._ids), name, t, conn, address=address, client_version=client_version,
             connected_since_ms=self.now_ms(), msg_in_rate=Rate(self.now_ms()),
+            access_mode=mode, topic_epoch=topic_epoch,
         )
-        if self.policies_for(t).deduplication_enabled:
-            producer.last_sequence_id = t.deduplication().highest_sequence_id.get(name, -1)
-        t.producers[producer.producer_id] = producer
+        if mode is ProducerAccessMode.ExclusiveWithFencing and (t.access.held or t.producers):
+            self._close_producers(t, "fenced")
+        producer.ready = t.access.admit(producer, bool(t.producers))
         self.producers[producer.producer_id] = producer
-        self.emit(EventType.PRODUCER_ADDED, t.name, producer=name)
+        if producer.ready:
+            self._attach_producer(producer)
         return producer
 
+    def _attach_producer(self, producer: Producer) -> None:
+        t = producer.topic
+        if self.policies_for(t).deduplication_enabled:
+            producer.last_sequence_id = t.deduplication().highest_sequence_id.get(
+                producer.producer_name, -1
+            )
+        t.producers[producer.producer_id] = producer
+        self.emit(EventType.PRODUCER_ADDED, t.name, producer=producer.producer_name)
+
     def close_producer(self, producer_id: int) -> None:
-        producer = self.producers.pop(producer_id, None)
+        """The client closes a producer (a waiting one gives up its place in line)."""
+        producer = self.producers.get(producer_id)
         if producer is None:
             raise ProducerNotFound(f"producer {producer_id} not found")
-        producer.topic.producers.pop(producer_id, None)
-        self.emit(EventType.PRODUCER_REMOVED, producer.topic.name, producer=producer.producer_name)
+        self._remove_producer(producer)
+
+    def _remove_producer(self, producer: Producer) -> None:
+        """Take ``producer`` off its topic; a waiting producer may get the topic."""
+        self.producers.pop(producer.producer_id, None)
+        t = producer.topic
+        if producer.ready:
+            t.producers.pop(producer.producer_id, None)
+            self.emit(EventType.PRODUCER_REMOVED, t.name, producer=producer.producer_name)
+        promoted = t.access.removed(producer, bool(t.producers))
+        if promoted is not None:
+            promoted.ready = True
+            self._attach_producer(promoted)
+            self.outbox.append(
+                ProducerReady(promoted.producer_id, promoted.conn, promoted.topic_epoch)
+            )
 
     def send(
         self, producer_id: int, metadata: MessageMetadata, payload: bytes, *,
@@ -567,8 +605,8 @@ class BrokerService:
         "Messages must be encrypted") and nothing is stored.
         """
         producer = self.producers.get(producer_id)
-        if producer is None:
-            raise ProducerNotFound(f"producer {producer_id} not found")
+        if producer is None or not producer.ready:
+            raise ProducerNotFound(f"producer {producer_id} not found (or not ready)")
         if not encrypted and self.policies_for(producer.topic).encryption_required:
             raise MetadataError("Messages must be encrypted")
         if type(payload) is not bytes and not isinstance(payload, bytearray | memoryview):

@@ -31,6 +31,7 @@ from .errors import (
 )
 from .events import EventType
 from .policies import Policies
+from .producer_access import ExclusiveAccess, ProducerAccessMode
 from .rates import Rate, date_string
 from .storage.base import ManagedLedger, MetadataStore, Position
 from .subscription import Subscription
@@ -58,6 +59,9 @@ class Producer:
     connected_since_ms: int = 0
     # Messages and bytes in over the last stats interval (Producer.updateRates).
     msg_in_rate: Rate | None = None
+    access_mode: ProducerAccessMode = ProducerAccessMode.Shared
+    topic_epoch: int | None = None  # the epoch its client gave back (reconnecting)
+    ready: bool = True  # False while a WaitForExclusive producer waits for the topic
 
     def stats(self) -> dict[str, Any]:
         """``PublisherStatsImpl``'s fields."""
@@ -120,6 +124,7 @@ class AbstractTopic:
         self.ledger = ledger
         self.metadata = metadata
         self.producers: dict[int, Producer] = {}
+        self.access = ExclusiveAccess()  # access modes: the exclusive producer, the epoch
         self.subscriptions: dict[str, Subscription] = {}
         self.pending_sends: list[PendingSend] = []
         self.msg_in_counter = 0
