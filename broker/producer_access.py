@@ -31,12 +31,19 @@ from collections import deque
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from .errors import InvalidArgument, ProducerBusy, ProducerFenced
+from .errors import (
+    InvalidArgument,
+    ProducerBusy,
+    ProducerFenced,
+    PulsarLabError,
+    ServiceNotReady,
+    TopicTerminated,
+)
 
 if TYPE_CHECKING:
     from .topic import Producer
 
-__all__ = ["ExclusiveAccess", "ProducerAccessMode"]
+__all__ = ["ExclusiveAccess", "ProducerAccessMode", "waiting_refused"]
 
 
 class ProducerAccessMode(StrEnum):
@@ -147,3 +154,14 @@ class ExclusiveAccess:
         if producer.topic_epoch is None:
             producer.topic_epoch = self._epoch() + 1
         self.topic_epoch = producer.topic_epoch
+
+
+def waiting_refused(reason: str) -> PulsarLabError:
+    """The error a waiting producer's PRODUCER gets when the broker closes it while it waits
+    (``ProducerClosed.reason``): "Fenced out" by an ExclusiveWithFencing producer, as
+    Pulsar's, or the topic terminated, deleted or unloaded under it."""
+    if reason == "fenced":
+        return ProducerFenced("Fenced out")
+    if reason == "terminated":
+        return TopicTerminated("Topic was already terminated")
+    return ServiceNotReady(f"the topic was {reason} while the producer waited for it")

@@ -392,7 +392,6 @@ class Broker:
             url_tls=(f"pulsar+ssl://{advertised}:{self.pulsar_port_tls}"
                      if self.pulsar_ssl_url else None),
         )
-        self._exclusive_producers: dict[str, int] = {}
         self.zmq = ZmqProtocol(
             self.service, self.settings, self.authenticator,
             send=self._send, flush=self._flush_actions, now_ms=self.clock.now_ms,
@@ -569,7 +568,6 @@ class Broker:
             authenticator=self.authenticator,
             authorizer=self.admin.authorizer,
             schemas=self.schemas,
-            exclusive_producers=self._exclusive_producers,
             service_url=self.pulsar_url,
             now_ms=self.clock.now_ms,
             listeners=self.advertised,

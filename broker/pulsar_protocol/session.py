@@ -27,6 +27,7 @@ from ..actions import (
     ConsumerClosed,
     Deliver,
     ProducerClosed,
+    ProducerReady,
     ReachedEndOfTopic,
     SendError,
     SendReceipt,
@@ -39,11 +40,13 @@ from ..errors import (
     IncompatibleSchema,
     InvalidArgument,
     PulsarLabError,
+    ServiceNotReady,
     TopicNotFound,
 )
 from ..limits import check_consumers, check_producers
 from ..listeners import AdvertisedListeners
 from ..message_id import MessageId
+from ..producer_access import waiting_refused
 from ..rates import date_string
 from ..security import AUTH_REFRESH_DATA, AuthState
 from ..topic_name import TopicName
@@ -68,6 +71,7 @@ __all__ = ["SERVER_VERSION", "PulsarSession"]
 SERVER_VERSION = "pulsarlab-0.1"
 PROTOCOL_VERSION = 20  # the highest protocol version this broker speaks
 _U64 = (1 << 64) - 1
+_MAX_RECENTLY_CLOSED = 10_000
 _I64_MAX = (1 << 63) - 1
 _T = api.BaseCommand
 
@@ -135,7 +139,6 @@ class PulsarSession:
         authenticator: Any,
         authorizer: Any,
         schemas: SchemaRegistry,
-        exclusive_producers: dict[str, int],
         service_url: str,
         now_ms: Callable[[], int],
         peer: str = "",
@@ -146,7 +149,6 @@ class PulsarSession:
         self.authenticator = authenticator
         self.authorizer = authorizer
         self.schemas = schemas
-        self.exclusive_producers = exclusive_producers  # topic -> its Exclusive producer
         self.service_url = service_url
         self.listeners = listeners or AdvertisedListeners.parse("", url=service_url)
         self.now_ms = now_ms
@@ -170,6 +172,9 @@ class PulsarSession:
         self.consumers: dict[int, int] = {}
         self.consumer_ids: dict[int, int] = {}
         self._highest_sequence: dict[tuple[int, int], int] = {}  # (core producer, seq) -> highest
+        # WaitForExclusive producers in line: core id -> (PRODUCER request id, schema version)
+        self._waiting: dict[int, tuple[int, bytes | None]] = {}
+        self._recently_closed: dict[int, None] = {}  # client ids the broker closed, oldest first
         self._out: list[bytes] = []
 
     # -- the shell's side -----------------------------------------------------------------
@@ -280,7 +285,9 @@ class PulsarSession:
                     api.CommandCloseConsumer(consumer_id=client_id, request_id=_U64),
                 )
         elif kind is ProducerClosed:
-            self._producer_closed(action.producer_id)
+            self._producer_closed(action)
+        elif kind is ProducerReady:
+            self._producer_ready(action)
         elif kind is ReachedEndOfTopic:
             client_id = self.consumer_ids.get(action.consumer_id)
             if client_id is not None:
@@ -289,16 +296,29 @@ class PulsarSession:
                     api.CommandReachedEndOfTopic(consumer_id=client_id),
                 )
 
-    def _producer_closed(self, core_id: int) -> None:
-        """The broker closed a producer (its topic was deleted or terminated): the client
-        reconnects, and is refused with ``TopicTerminatedError`` after a termination."""
-        client_id = self.producer_ids.pop(core_id, None)
-        if client_id is not None:
-            self.producers.pop(client_id, None)
-            self._command(
-                _T.CLOSE_PRODUCER, "close_producer",
-                api.CommandCloseProducer(producer_id=client_id, request_id=_U64),
-            )
+    def _producer_closed(self, action: ProducerClosed) -> None:
+        """The broker closed a producer (its topic was deleted, terminated or unloaded, or
+        it was fenced out): the client reconnects, and is refused with
+        ``TopicTerminatedError`` after a termination. A producer still waiting for the
+        topic gets its PRODUCER answered with the error instead."""
+        client_id = self.producer_ids.pop(action.producer_id, None)
+        if client_id is None:
+            return
+        self.producers.pop(client_id, None)
+        pending = self._waiting.pop(action.producer_id, None)
+        if pending is not None:
+            error = waiting_refused(action.reason)
+            self._error(pending[0], error.code, str(error))
+            return
+        # SENDs already on their way are ignored, not a reason to close the connection.
+        recent = self._recently_closed
+        recent[client_id] = None
+        if len(recent) > _MAX_RECENTLY_CLOSED:
+            del recent[next(iter(recent))]
+        self._command(
+            _T.CLOSE_PRODUCER, "close_producer",
+            api.CommandCloseProducer(producer_id=client_id, request_id=_U64),
+        )
 
     def _deliver(self, client_id: int, action: Deliver) -> None:
         out = self._out
@@ -641,27 +661,14 @@ class PulsarSession:
     def _producer(self, body: api.CommandProducer) -> None:
         client_id = body.producer_id
         if client_id in self.producers:
-            # The client repeats PRODUCER after a timeout; the producer is already open.
             core_id = self.producers[client_id]
-            producer = self.service.producers[core_id]
-            self._producer_success(body, producer, None)
+            if core_id in self._waiting:  # Pulsar: the first request is still pending
+                raise ServiceNotReady("Producer is already present on the connection")
+            # The client repeats PRODUCER after a timeout; the producer is already open.
+            self._producer_success(body.request_id, self.service.producers[core_id], None)
             return
         self.authorizer.check_topic(self.role, body.topic, "produce")
         check_producers(self.settings, len(self.producers))
-        mode = body.producer_access_mode
-        topic = self.service.get_topic(body.topic)
-        # Pulsar's AbstractTopic.incrementTopicEpochIfNeeded: a Shared producer meets an
-        # exclusive one with ProducerBusy; an exclusive mode meets any producer with
-        # ProducerFenced ("Topic has an existing exclusive producer" / "... shared producers").
-        owner = self.exclusive_producers.get(topic.name)
-        if mode == api.Shared and owner is not None and owner in topic.producers:
-            raise _ProducerBusy(f"Topic has an existing exclusive producer: {topic.name}")
-        if mode == api.ExclusiveWithFencing and topic.producers:
-            self.service.close_producers_of(topic.name, "fenced")
-        if mode != api.Shared and topic.producers:
-            kind = "exclusive" if owner is not None and owner in topic.producers else "shared"
-            raise _ProducerFenced(f"Topic has an existing {kind} producer: {topic.name} "
-                                  f"({api.ProducerAccessMode.Name(mode)} access is refused)")
         version = None
         if body.HasField("schema"):
             version = self._register_schema(body.topic, body.schema)
@@ -676,35 +683,47 @@ class PulsarSession:
         producer = self.service.create_producer(
             body.topic, name or None, self, address=self.peer, client_version=self.client_version,
             encrypted=body.encrypted,
+            access_mode=api.ProducerAccessMode.Name(body.producer_access_mode),
+            topic_epoch=body.topic_epoch if body.HasField("topic_epoch") else None,
         )
-        if mode != api.Shared:
-            self.exclusive_producers[topic.name] = producer.producer_id
         self.producers[client_id] = producer.producer_id
         self.producer_ids[producer.producer_id] = client_id
-        self._producer_success(body, producer, version)
+        self._recently_closed.pop(client_id, None)
+        if not producer.ready:
+            # WaitForExclusive, in line: Pulsar answers at once that it waits, and again
+            # when it gets the topic (a ProducerReady action).
+            self._waiting[producer.producer_id] = (body.request_id, version)
+        self._producer_success(body.request_id, producer, version)
 
-    def _producer_success(self, body: api.CommandProducer, producer: Any,
-                          version: bytes | None) -> None:
+    def _producer_success(self, request_id: int, producer: Any, version: bytes | None) -> None:
         success = api.CommandProducerSuccess(
-            request_id=body.request_id,
+            request_id=request_id,
             producer_name=producer.producer_name,
             last_sequence_id=_signed(producer.last_sequence_id),  # int64 on the wire
-            producer_ready=True,
+            producer_ready=producer.ready,
         )
         if version is not None:
             success.schema_version = version
-        if body.producer_access_mode != api.Shared:
-            success.topic_epoch = 0
+        if producer.ready and producer.topic_epoch is not None:
+            success.topic_epoch = producer.topic_epoch
         self._command(_T.PRODUCER_SUCCESS, "producer_success", success)
+
+    def _producer_ready(self, action: ProducerReady) -> None:
+        """A waiting producer got the topic: the second PRODUCER_SUCCESS, now ready."""
+        pending = self._waiting.pop(action.producer_id, None)
+        producer = self.service.producers.get(action.producer_id)
+        if pending is not None and producer is not None:
+            self._producer_success(pending[0], producer, pending[1])
 
     def _send(self, body: api.CommandSend, frame: Frame) -> None:
         client_id = body.producer_id
         core_id = self.producers.get(client_id)
-        if core_id is None:
-            self._send_error(
-                client_id, body.sequence_id, "NotAllowedError",
-                f"producer {client_id} is not open on this connection",
-            )
+        if core_id is None or core_id in self._waiting:
+            # Pulsar's ServerCnx.handleSend: a SEND to a producer the broker just closed
+            # was on its way and is ignored; to any other one that is not ready, it closes
+            # the connection.
+            if client_id not in self._recently_closed:
+                self._close(f"Received message, but the producer is not ready: {client_id}")
             return
         if frame.metadata is None:
             self._send_error(client_id, body.sequence_id, "UnknownError",
@@ -738,6 +757,7 @@ class PulsarSession:
         core_id = self.producers.pop(body.producer_id, None)
         if core_id is not None:
             self.producer_ids.pop(core_id, None)
+            self._waiting.pop(core_id, None)  # a waiting one gives up its place in line
             self.service.close_producer(core_id)
         self._success(body.request_id)
 
@@ -932,14 +952,6 @@ def _pulsar_entry(
         log.warning("%s entry %d:%d cannot be laid out for a pulsar:// consumer (%s: %s); "
                     "delivered raw", topic, *position, type(exc).__name__, exc)
         return raw_to_pulsar(md, payload)
-
-
-class _ProducerBusy(PulsarLabError):
-    code = "ProducerBusy"
-
-
-class _ProducerFenced(PulsarLabError):
-    code = "ProducerFenced"
 
 
 def _start_message_id(mid: api.MessageIdData) -> tuple[MessageId, bool]:

@@ -41,13 +41,12 @@ class Harness:
         self.authenticator = Authenticator(self.settings)
         self.admin = AdminHandler(self.service)
         self.schemas = SchemaRegistry()
-        self.exclusive: dict[str, int] = {}
 
     def session(self) -> PulsarSession:
         return PulsarSession(
             self.service, settings=self.settings, authenticator=self.authenticator,
             authorizer=self.admin.authorizer, schemas=self.schemas,
-            exclusive_producers=self.exclusive, service_url="pulsar://127.0.0.1:6650",
+            service_url="pulsar://127.0.0.1:6650",
             now_ms=self.clock.now_ms,
         )
 
