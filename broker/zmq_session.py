@@ -25,6 +25,7 @@ from .actions import (
     ConsumerClosed,
     Deliver,
     ProducerClosed,
+    ProducerReady,
     ReachedEndOfTopic,
     SendError,
     SendReceipt,
@@ -35,6 +36,7 @@ from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_entr
 from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, PulsarLabError
 from .limits import check_connections, check_consumers, check_producers
 from .message_id import MessageId
+from .producer_access import ProducerAccessMode, waiting_refused
 from .pulsar_protocol.metadata import pulsar_entry_for_zmq, raw_for_zmq
 from .security import Authenticator
 from .service import BrokerService
@@ -46,6 +48,7 @@ __all__ = ["SERVER_VERSION", "ServerCnx", "ZmqProtocol"]
 
 SERVER_VERSION = "pulsarlab-0.1"
 _MAX_IGNORED = 100_000  # refused identities remembered (oldest forgotten first)
+_MAX_RECENTLY_CLOSED = 10_000  # per connection, oldest forgotten first
 _HANDLERS = {name: f"_cmd_{name.lower()}" for name in wire.CLIENT_COMMANDS}
 _Frame = zmq.Frame
 
@@ -65,6 +68,10 @@ class ServerCnx:
     consumers: dict[int, int] = field(default_factory=dict)  # client id -> core id
     consumer_ids: dict[int, int] = field(default_factory=dict)  # core id -> client id
     producer_ids: dict[int, int] = field(default_factory=dict)  # core id -> client id
+    # WaitForExclusive producers in line: core id -> the PRODUCER's request id, answered
+    # when the producer gets the topic (the msgpack wire has one answer per request).
+    waiting: dict[int, int] = field(default_factory=dict)
+    recently_closed: dict[int, None] = field(default_factory=dict)  # client ids the broker closed
 
 
 class ZmqProtocol:
@@ -244,17 +251,28 @@ class ZmqProtocol:
         producer = self.service.create_producer(
             command["topic"], command.get("producer_name"), conn,
             address=conn.address, client_version=conn.client_version,
+            access_mode=command.get("access_mode") or ProducerAccessMode.Shared,
+            topic_epoch=command.get("topic_epoch"),
         )
         conn.producers[client_id] = producer.producer_id
         conn.producer_ids[producer.producer_id] = client_id
+        conn.recently_closed.pop(client_id, None)
+        if producer.ready:
+            self._producer_success(conn, command.request_id, client_id, producer)
+        else:
+            conn.waiting[producer.producer_id] = command.request_id
+
+    def _producer_success(self, conn: ServerCnx, request_id: int, client_id: int,
+                          producer: Any) -> None:
         self._send(
             conn,
             wire.encode(
                 "PRODUCER_SUCCESS",
-                command.request_id,
+                request_id,
                 producer_id=client_id,
                 producer_name=producer.producer_name,
                 last_sequence_id=producer.last_sequence_id,
+                topic_epoch=producer.topic_epoch,
             ),
         )
 
@@ -271,15 +289,8 @@ class ZmqProtocol:
         metadata)``, to the core."""
         request_id, client_id, sequence_id, meta = send
         core_id = conn.producers.get(client_id)
-        if core_id is None:
-            self._send(
-                conn,
-                wire.encode(
-                    "SEND_ERROR", request_id, producer_id=client_id,
-                    sequence_id=sequence_id, code="ProducerNotFound",
-                    message=f"producer {client_id} is not open on this connection",
-                ),
-            )
+        if core_id is None or core_id in conn.waiting:
+            self._send_to_closed_producer(conn, request_id, client_id, sequence_id)
             return
         try:
             # A SEND that is not valid is answered with SEND_ERROR, as any refused send.
@@ -302,11 +313,33 @@ class ZmqProtocol:
                 ),
             )
 
+    def _send_to_closed_producer(self, conn: ServerCnx, request_id: int, client_id: int,
+                                 sequence_id: int) -> None:
+        """Pulsar's ServerCnx.handleSend for a producer that is not ready: the connection is
+        closed, unless the broker had just closed that producer (the SEND was on its way).
+        Pulsar's client re-sends its pending messages when it re-creates the producer, so
+        Pulsar ignores that SEND; the msgpack wire's client re-sends on this SEND_ERROR."""
+        if client_id in conn.recently_closed:
+            self._send(
+                conn,
+                wire.encode(
+                    "SEND_ERROR", request_id, producer_id=client_id,
+                    sequence_id=sequence_id, code="ProducerNotFound",
+                    message=f"producer {client_id} was closed by the broker",
+                ),
+            )
+            return
+        reason = f"Received message, but the producer is not ready: {client_id}"
+        log.info("closing a ZeroMQ connection: %s", reason)
+        self._reply_error(conn, request_id, "NotAllowedError", f"{reason}; connection closed")
+        self._drop(conn)
+
     def _cmd_close_producer(self, conn: ServerCnx, command: wire.Command) -> None:
         client_id = command["producer_id"]
         core_id = conn.producers.pop(client_id, None)
         if core_id is not None:
             conn.producer_ids.pop(core_id, None)
+            conn.waiting.pop(core_id, None)  # a waiting one gives up its place in line
             self.service.close_producer(core_id)
         self._success(conn, command)
 
@@ -593,15 +626,13 @@ class ZmqProtocol:
                         ),
                     )
             elif isinstance(action, ProducerClosed):
-                client_id = conn.producer_ids.pop(action.producer_id, None)
-                if client_id is not None:
-                    conn.producers.pop(client_id, None)
-                    self._send(
-                        conn,
-                        wire.encode(
-                            "CLOSE_PRODUCER", 0, producer_id=client_id, reason=action.reason
-                        ),
-                    )
+                self._producer_closed(conn, action)
+            elif isinstance(action, ProducerReady):
+                request_id = conn.waiting.pop(action.producer_id, None)
+                client_id = conn.producer_ids.get(action.producer_id)
+                producer = self.service.producers.get(action.producer_id)
+                if request_id is not None and client_id is not None and producer is not None:
+                    self._producer_success(conn, request_id, client_id, producer)
             elif isinstance(action, ReachedEndOfTopic):
                 client_id = conn.consumer_ids.get(action.consumer_id)
                 if client_id is not None:
@@ -612,6 +643,25 @@ class ZmqProtocol:
             self._send_receipts(receipts_to, receipts)
         if delivered:
             self._send_delivered(delivered_to, delivered)
+
+    def _producer_closed(self, conn: ServerCnx, action: ProducerClosed) -> None:
+        """CLOSE_PRODUCER for a producer the broker closed; a waiting one's PRODUCER is
+        answered with the error instead."""
+        client_id = conn.producer_ids.pop(action.producer_id, None)
+        if client_id is None:
+            return
+        conn.producers.pop(client_id, None)
+        request_id = conn.waiting.pop(action.producer_id, None)
+        if request_id is not None:
+            error = waiting_refused(action.reason)
+            self._reply_error(conn, request_id, error.code, str(error))
+            return
+        conn.recently_closed[client_id] = None
+        if len(conn.recently_closed) > _MAX_RECENTLY_CLOSED:
+            del conn.recently_closed[next(iter(conn.recently_closed))]
+        self._send(
+            conn, wire.encode("CLOSE_PRODUCER", 0, producer_id=client_id, reason=action.reason)
+        )
 
     def _send_delivered(self, to: tuple[ServerCnx, int, str] | None, entries: list) -> None:
         """One MESSAGE with ``entries`` (:class:`DeliveredEntry`) for one consumer.
