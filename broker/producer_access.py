@@ -43,7 +43,7 @@ from .errors import (
 if TYPE_CHECKING:
     from .topic import Producer
 
-__all__ = ["ExclusiveAccess", "ProducerAccessMode", "waiting_refused"]
+__all__ = ["ExclusiveAccess", "ProducerAccessMode", "RecentlyClosed", "waiting_refused"]
 
 
 class ProducerAccessMode(StrEnum):
@@ -165,3 +165,27 @@ def waiting_refused(reason: str) -> PulsarLabError:
     if reason == "terminated":
         return TopicTerminated("Topic was already terminated")
     return ServiceNotReady(f"the topic was {reason} while the producer waited for it")
+
+
+class RecentlyClosed:
+    """The client ids of the producers the broker closed on one connection (the newest
+    ``limit``): a SEND to one of them was on its way, not a broken protocol (Pulsar's
+    ``ServerCnx.recentlyClosedProducers``)."""
+
+    __slots__ = ("_ids", "limit")
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._ids: dict[int, None] = {}
+        self.limit = limit
+
+    def add(self, client_id: int) -> None:
+        self._ids[client_id] = None
+        if len(self._ids) > self.limit:
+            del self._ids[next(iter(self._ids))]
+
+    def discard(self, client_id: int) -> None:
+        """The client opened a producer under that id again."""
+        self._ids.pop(client_id, None)
+
+    def __contains__(self, client_id: object) -> bool:
+        return client_id in self._ids

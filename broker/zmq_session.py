@@ -36,7 +36,7 @@ from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_entr
 from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, PulsarLabError
 from .limits import check_connections, check_consumers, check_producers
 from .message_id import MessageId
-from .producer_access import ProducerAccessMode, waiting_refused
+from .producer_access import ProducerAccessMode, RecentlyClosed, waiting_refused
 from .pulsar_protocol.metadata import pulsar_entry_for_zmq, raw_for_zmq
 from .security import Authenticator
 from .service import BrokerService
@@ -48,7 +48,6 @@ __all__ = ["SERVER_VERSION", "ServerCnx", "ZmqProtocol"]
 
 SERVER_VERSION = "pulsarlab-0.1"
 _MAX_IGNORED = 100_000  # refused identities remembered (oldest forgotten first)
-_MAX_RECENTLY_CLOSED = 10_000  # per connection, oldest forgotten first
 _HANDLERS = {name: f"_cmd_{name.lower()}" for name in wire.CLIENT_COMMANDS}
 _Frame = zmq.Frame
 
@@ -71,7 +70,7 @@ class ServerCnx:
     # WaitForExclusive producers in line: core id -> the PRODUCER's request id, answered
     # when the producer gets the topic (the msgpack wire has one answer per request).
     waiting: dict[int, int] = field(default_factory=dict)
-    recently_closed: dict[int, None] = field(default_factory=dict)  # client ids the broker closed
+    recently_closed: RecentlyClosed = field(default_factory=RecentlyClosed)
 
 
 class ZmqProtocol:
@@ -256,7 +255,7 @@ class ZmqProtocol:
         )
         conn.producers[client_id] = producer.producer_id
         conn.producer_ids[producer.producer_id] = client_id
-        conn.recently_closed.pop(client_id, None)
+        conn.recently_closed.discard(client_id)
         if producer.ready:
             self._producer_success(conn, command.request_id, client_id, producer)
         else:
@@ -656,9 +655,7 @@ class ZmqProtocol:
             error = waiting_refused(action.reason)
             self._reply_error(conn, request_id, error.code, str(error))
             return
-        conn.recently_closed[client_id] = None
-        if len(conn.recently_closed) > _MAX_RECENTLY_CLOSED:
-            del conn.recently_closed[next(iter(conn.recently_closed))]
+        conn.recently_closed.add(client_id)
         self._send(
             conn, wire.encode("CLOSE_PRODUCER", 0, producer_id=client_id, reason=action.reason)
         )

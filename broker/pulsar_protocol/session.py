@@ -46,7 +46,7 @@ from ..errors import (
 from ..limits import check_consumers, check_producers
 from ..listeners import AdvertisedListeners
 from ..message_id import MessageId
-from ..producer_access import waiting_refused
+from ..producer_access import RecentlyClosed, waiting_refused
 from ..rates import date_string
 from ..security import AUTH_REFRESH_DATA, AuthState
 from ..topic_name import TopicName
@@ -71,7 +71,6 @@ __all__ = ["SERVER_VERSION", "PulsarSession"]
 SERVER_VERSION = "pulsarlab-0.1"
 PROTOCOL_VERSION = 20  # the highest protocol version this broker speaks
 _U64 = (1 << 64) - 1
-_MAX_RECENTLY_CLOSED = 10_000
 _I64_MAX = (1 << 63) - 1
 _T = api.BaseCommand
 
@@ -174,7 +173,7 @@ class PulsarSession:
         self._highest_sequence: dict[tuple[int, int], int] = {}  # (core producer, seq) -> highest
         # WaitForExclusive producers in line: core id -> (PRODUCER request id, schema version)
         self._waiting: dict[int, tuple[int, bytes | None]] = {}
-        self._recently_closed: dict[int, None] = {}  # client ids the broker closed, oldest first
+        self._recently_closed = RecentlyClosed()
         self._out: list[bytes] = []
 
     # -- the shell's side -----------------------------------------------------------------
@@ -310,11 +309,7 @@ class PulsarSession:
             error = waiting_refused(action.reason)
             self._error(pending[0], error.code, str(error))
             return
-        # SENDs already on their way are ignored, not a reason to close the connection.
-        recent = self._recently_closed
-        recent[client_id] = None
-        if len(recent) > _MAX_RECENTLY_CLOSED:
-            del recent[next(iter(recent))]
+        self._recently_closed.add(client_id)  # SENDs on their way are ignored
         self._command(
             _T.CLOSE_PRODUCER, "close_producer",
             api.CommandCloseProducer(producer_id=client_id, request_id=_U64),
@@ -688,7 +683,7 @@ class PulsarSession:
         )
         self.producers[client_id] = producer.producer_id
         self.producer_ids[producer.producer_id] = client_id
-        self._recently_closed.pop(client_id, None)
+        self._recently_closed.discard(client_id)
         if not producer.ready:
             # WaitForExclusive, in line: Pulsar answers at once that it waits, and again
             # when it gets the topic (a ProducerReady action).

@@ -4,27 +4,12 @@ same core rules as for the official client over pulsar://)."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
-from pulsarlab import Broker
-from pulsarlab.broker.client import Client, ProducerAccessMode, ProducerBusy, ProducerFenced
+from pulsarlab.broker.client import ProducerAccessMode, ProducerBusy, ProducerFenced
 
-from .client_support import WAIT_MS, unique
-
-
-@pytest.fixture(scope="module")
-def broker():
-    with Broker(storage="memory") as b:
-        yield b
-
-
-@pytest.fixture
-def client(broker):
-    c = Client(broker.service_url, operation_timeout_seconds=10)
-    yield c
-    c.close()
+from .client_support import WAIT_MS, unique, wait_until_in_line
 
 
 def test_an_exclusive_producer_keeps_others_out(client) -> None:
@@ -51,13 +36,7 @@ def test_wait_for_exclusive_waits_for_the_holder(broker, client) -> None:
         topic, access_mode=ProducerAccessMode.WaitForExclusive)))
     waiter.start()
 
-    def in_line(service) -> int:
-        return len(service.get_topic(topic).access.waiting)
-
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while broker.call(in_line) == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)  # until the broker has the waiting producer in line
-    assert broker.call(in_line) == 1 and not created
+    assert wait_until_in_line(broker, topic) == 1 and not created
     holder.close()
     waiter.join(WAIT_MS / 1000)
     (producer,) = created

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 
 import pulsar
 import pytest
 
+from ..client_support import wait_until_in_line
 from .conftest import WAIT_MS, drain, unique
 
 
@@ -365,13 +365,7 @@ def test_wait_for_exclusive_blocks_until_the_exclusive_producer_closes(
         topic, access_mode=pulsar.ProducerAccessMode.WaitForExclusive)))
     waiter.start()
 
-    def in_line(service) -> int:
-        return len(service.get_topic(topic).access.waiting)
-
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while broker.call(in_line) == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)  # until the broker has the waiting producer in line
-    assert broker.call(in_line) == 1
+    assert wait_until_in_line(broker, topic) == 1
     # Answered "not ready" at once, the client keeps waiting while the holder publishes
     # (the C++ client gives up after its operation timeout, 10 s here, whatever the broker
     # answered: HandlerBase's start timeout).
