@@ -1,6 +1,7 @@
 """``BrokerService``: the sans-I/O broker core.
 
-It owns topics, producers, consumers and timers. Commands come in as method calls;
+It owns topics, producers, consumers and timers, the schema registry and the authorizer
+(namespace permissions) every face and the admin API share. Commands come in as method calls;
 what must go out (messages to push, send receipts, active-consumer notices) is queued as
 actions that the shell drains with :meth:`take_actions`; state changes go to event
 listeners. Time comes from an injected clock and only moves when :meth:`tick` is called.
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .actions import Action, ConsumerClosed, ProducerClosed, ProducerReady, SendReceipt
+from .authorization import Authorizer
 from .clock import Clock, TimerHandle, TimerQueue
 from .consumer import KeySharedMeta, ServerConsumer, SubType
 from .entry import MessageMetadata, check_ranges
@@ -45,6 +47,7 @@ from .policies import POLICY_KEYS, Policies, validate_policy
 from .producer_access import ProducerAccessMode
 from .rates import Rate
 from .redelivery_request import RedeliveryRequest
+from .schemas import SchemaRegistry
 from .settings import BrokerSettings
 from .storage import MemoryStorage
 from .storage.base import Position, Storage
@@ -90,6 +93,10 @@ class BrokerService:
         self._inactive_since: dict[str, int] = {}  # topic -> first seen inactive
         self._policies: dict[str, Policies] = {}
         self._non_persistent_storage = MemoryStorage()
+        # One registry and one authorizer for every face and the admin API, saved in the
+        # metadata store (they survive a restart).
+        self.schemas = SchemaRegistry(storage.metadata)
+        self.authorizer = Authorizer(self.settings, storage.metadata)
         self._load_topics()
 
     # -- time, events, actions ------------------------------------------------------------

@@ -245,7 +245,7 @@ class ZmqProtocol:
         client_id = command["producer_id"]
         if client_id in conn.producers:
             raise InvalidArgument(f"producer id {client_id} is already in use on this connection")
-        self.admin.authorizer.check_topic(conn.role, command["topic"], "produce")
+        self.service.authorizer.check_topic(conn.role, command["topic"], "produce")
         check_producers(self.settings, len(conn.producers))
         producer = self.service.create_producer(
             command["topic"], command.get("producer_name"), conn,
@@ -346,7 +346,7 @@ class ZmqProtocol:
         client_id = command["consumer_id"]
         if client_id in conn.consumers:
             raise InvalidArgument(f"consumer id {client_id} is already in use on this connection")
-        self.admin.authorizer.check_topic(conn.role, command["topic"], "consume")
+        self.service.authorizer.check_topic(conn.role, command["topic"], "consume")
         check_consumers(self.settings, len(conn.consumers))
         try:
             sub_type = SubType(command["sub_type"])
@@ -490,19 +490,19 @@ class ZmqProtocol:
         )
 
     def _cmd_partitioned_metadata(self, conn: ServerCnx, command: wire.Command) -> None:
-        self.admin.authorizer.check_topic(conn.role, command["topic"], "lookup")
+        self.service.authorizer.check_topic(conn.role, command["topic"], "lookup")
         n = self.service.get_partitioned_topic_metadata(command["topic"])
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=n))
 
     def _cmd_get_topics(self, conn: ServerCnx, command: wire.Command) -> None:
-        self.admin.authorizer.check(conn.role, command["namespace"], "consume")
+        self.service.authorizer.check(conn.role, command["namespace"], "consume")
         names = self.service.list_topics(
             command["namespace"], bool(command.get("include_system", False))
         )
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=names))
 
     def _cmd_admin(self, conn: ServerCnx, command: wire.Command) -> None:
-        self.admin.authorizer.check_admin(conn.role, command["op"], command.get("args") or {})
+        self.service.authorizer.check_admin(conn.role, command["op"], command.get("args") or {})
         result = self.admin.call(command["op"], command.get("args") or {})
         self._flush()  # what the call told other clients (unload, terminate) goes out first
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))

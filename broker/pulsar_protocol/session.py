@@ -48,6 +48,7 @@ from ..listeners import AdvertisedListeners
 from ..message_id import MessageId
 from ..producer_access import RecentlyClosed, waiting_refused
 from ..rates import date_string
+from ..schemas import SchemaInfo
 from ..security import AUTH_REFRESH_DATA, AuthState
 from ..topic_name import TopicName
 from ..topics_pattern import TopicsPattern
@@ -62,7 +63,6 @@ from .framing import (
     encode_payload_command,
 )
 from .metadata import from_pulsar, is_encrypted, raw_to_pulsar, to_pulsar
-from .schemas import SchemaInfo, SchemaRegistry
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
 
@@ -136,8 +136,6 @@ class PulsarSession:
         *,
         settings: Any,
         authenticator: Any,
-        authorizer: Any,
-        schemas: SchemaRegistry,
         service_url: str,
         now_ms: Callable[[], int],
         peer: str = "",
@@ -146,8 +144,8 @@ class PulsarSession:
         self.service = service
         self.settings = settings
         self.authenticator = authenticator
-        self.authorizer = authorizer
-        self.schemas = schemas
+        self.authorizer = service.authorizer  # the core's: every face checks the same
+        self.schemas = service.schemas
         self.service_url = service_url
         self.listeners = listeners or AdvertisedListeners.parse("", url=service_url)
         self.now_ms = now_ms
