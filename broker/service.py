@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .actions import Action, ConsumerClosed, ProducerClosed, ProducerReady, SendReceipt
 from .authorization import Authorizer
@@ -45,7 +45,7 @@ from .message_id import MessageId
 from .non_persistent import NonPersistentTopic
 from .policies import POLICY_KEYS, Policies, validate_policy
 from .producer_access import ProducerAccessMode
-from .rates import Rate
+from .rates import Rate, date_string
 from .redelivery_request import RedeliveryRequest
 from .schemas import SchemaRegistry
 from .settings import BrokerSettings
@@ -59,6 +59,16 @@ _I64_MAX = (1 << 63) - 1
 log = logging.getLogger("pulsarlab.broker")
 
 _new_tuple = tuple.__new__  # a NamedTuple's own __new__ takes three times as long
+
+
+class LastMessageId(NamedTuple):
+    """A consumer's GetLastMessageId answer (``batch_index`` -1: not in a batch)."""
+
+    ledger_id: int
+    entry_id: int
+    partition: int
+    batch_index: int
+    mark_delete_position: Position
 
 
 class BrokerService:
@@ -904,6 +914,33 @@ class BrokerService:
     def skip_all_messages(self, topic: str, subscription: str) -> None:
         """Acknowledge the subscription's whole backlog (Pulsar's skip-all / clear-backlog)."""
         self.subscription(topic, subscription).skip_all_messages()
+
+    def consumer_last_message_id(self, consumer_id: int) -> LastMessageId:
+        """Pulsar's GetLastMessageId for a consumer, whichever face asks: the last message
+        it can reach with its batch index (``AbstractTopic.last_message_id_for``), and its
+        subscription's mark-delete position."""
+        consumer, sub = self._consumer(consumer_id)
+        ledger_id, entry_id, batch_index = sub.topic.last_message_id_for(consumer)
+        return LastMessageId(ledger_id, entry_id, sub.topic.partition_index, batch_index,
+                             sub.cursor.mark_delete_position)
+
+    def consumer_stats(self, consumer_id: int) -> dict[str, Any]:
+        """What Pulsar's CONSUMER_STATS answers about a consumer (its
+        ``CommandConsumerStatsResponse`` field names; the face adds the client's address)."""
+        consumer, sub = self._consumer(consumer_id)
+        return {
+            "consumerName": consumer.consumer_name,
+            "availablePermits": max(consumer.permits, 0),
+            "unackedMessages": max(consumer.unacked_messages, 0),
+            "blockedConsumerOnUnackedMsgs": consumer.blocked_on_unacked,
+            "type": str(sub.sub_type),
+            "connectedSince": date_string(consumer.connected_since_ms),
+            "msgRateOut": consumer.msg_out_rate.rate,
+            "msgThroughputOut": consumer.msg_out_rate.value_rate,
+            "msgRateRedeliver": consumer.msg_redeliver_rate.rate,
+            "msgRateExpired": sub.msg_expired_rate.rate,
+            "msgBacklog": sub.cursor.number_of_entries_in_backlog(),
+        }
 
     def last_message_id(self, topic: str) -> Position:
         """The position of the topic's last stored entry (``(ledger, -1)`` when empty)."""

@@ -345,7 +345,11 @@ class ZmqProtocol:
     def _cmd_subscribe(self, conn: ServerCnx, command: wire.Command) -> None:
         client_id = command["consumer_id"]
         if client_id in conn.consumers:
-            raise InvalidArgument(f"consumer id {client_id} is already in use on this connection")
+            # As Pulsar's ServerCnx: a repeated SUBSCRIBE (a client retrying after a
+            # time-out) finds its consumer already subscribed and succeeds.
+            name = self.service.consumer_stats(conn.consumers[client_id])["consumerName"]
+            self._send(conn, wire.encode("SUCCESS", command.request_id, result=name))
+            return
         self.service.authorizer.check_topic(conn.role, command["topic"], "consume")
         check_consumers(self.settings, len(conn.consumers))
         try:
@@ -474,18 +478,13 @@ class ZmqProtocol:
         self._success(conn, command)
 
     def _cmd_get_last_message_id(self, conn: ServerCnx, command: wire.Command) -> None:
-        core_id = self._core_consumer(conn, command)
-        consumer, sub = self.service.consumers[core_id]
-        if consumer.read_compacted:  # the last entry it can reach
-            ledger_id, entry_id, _ = sub.topic.last_message_id_for(consumer)
-        else:
-            ledger_id, entry_id = sub.topic.last_entry_position()  # empty ledgers skipped
-        result = [ledger_id, entry_id, sub.topic.partition_index, -1]
-        md = sub.cursor.mark_delete_position
+        last = self.service.consumer_last_message_id(self._core_consumer(conn, command))
+        result = [last.ledger_id, last.entry_id, last.partition, last.batch_index]
         self._send(
             conn,
             wire.encode(
-                "SUCCESS", command.request_id, result=result, mark_delete_position=list(md)
+                "SUCCESS", command.request_id, result=result,
+                mark_delete_position=list(last.mark_delete_position),
             ),
         )
 

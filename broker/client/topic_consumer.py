@@ -254,8 +254,8 @@ class TopicConsumer:
         reply = self._conn.wait(
             self._conn.request("GET_LAST_MESSAGE_ID", consumer_id=self.consumer_id)
         )
-        ledger, entry, partition = reply["result"][:3]
-        return MessageId(partition, ledger, entry, -1)
+        ledger, entry, partition, batch_index = reply["result"][:4]
+        return MessageId(partition, ledger, entry, batch_index)
 
     def unsubscribe(self) -> None:
         conn = self._conn

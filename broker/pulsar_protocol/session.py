@@ -47,7 +47,6 @@ from ..limits import check_consumers, check_producers
 from ..listeners import AdvertisedListeners
 from ..message_id import MessageId
 from ..producer_access import RecentlyClosed, waiting_refused
-from ..rates import date_string
 from ..schemas import SchemaInfo
 from ..security import AUTH_REFRESH_DATA, AuthState
 from ..topic_name import TopicName
@@ -883,44 +882,29 @@ class PulsarSession:
         self._success(body.request_id)
 
     def _get_last_message_id(self, body: api.CommandGetLastMessageId) -> None:
-        core_id = self._core_consumer(body.consumer_id)
-        consumer, sub = self.service.consumers[core_id]
-        ledger_id, entry_id, batch_index = sub.topic.last_message_id_for(consumer)
-        partition = sub.topic.partition_index
-        md_ledger, md_entry = sub.cursor.mark_delete_position
+        last = self.service.consumer_last_message_id(self._core_consumer(body.consumer_id))
+        md_ledger, md_entry = last.mark_delete_position
         self._command(
             _T.GET_LAST_MESSAGE_ID_RESPONSE, "getLastMessageIdResponse",
             api.CommandGetLastMessageIdResponse(
                 request_id=body.request_id,
                 last_message_id=api.MessageIdData(
-                    ledgerId=ledger_id & _U64, entryId=entry_id & _U64, partition=partition,
-                    batch_index=batch_index,
+                    ledgerId=last.ledger_id & _U64, entryId=last.entry_id & _U64,
+                    partition=last.partition, batch_index=last.batch_index,
                 ),
                 consumer_mark_delete_position=api.MessageIdData(
-                    ledgerId=md_ledger & _U64, entryId=md_entry & _U64, partition=partition
+                    ledgerId=md_ledger & _U64, entryId=md_entry & _U64, partition=last.partition
                 ),
             ),
         )
 
     def _consumer_stats(self, body: api.CommandConsumerStats) -> None:
-        core_id = self._core_consumer(body.consumer_id)
-        consumer, sub = self.service.consumers[core_id]
-        stats = api.CommandConsumerStatsResponse(
-            request_id=body.request_id,
-            consumerName=consumer.consumer_name,
-            availablePermits=max(consumer.permits, 0),
-            unackedMessages=max(consumer.unacked_messages, 0),
-            blockedConsumerOnUnackedMsgs=consumer.blocked_on_unacked,
-            type=str(sub.sub_type),
-            connectedSince=date_string(consumer.connected_since_ms),
-            address=self.peer,
-            msgRateOut=consumer.msg_out_rate.rate,
-            msgThroughputOut=consumer.msg_out_rate.value_rate,
-            msgRateRedeliver=consumer.msg_redeliver_rate.rate,
-            msgRateExpired=sub.msg_expired_rate.rate,
-            msgBacklog=sub.cursor.number_of_entries_in_backlog(),
+        stats = self.service.consumer_stats(self._core_consumer(body.consumer_id))
+        self._command(
+            _T.CONSUMER_STATS_RESPONSE, "consumerStatsResponse",
+            api.CommandConsumerStatsResponse(request_id=body.request_id, address=self.peer,
+                                             **stats),
         )
-        self._command(_T.CONSUMER_STATS_RESPONSE, "consumerStatsResponse", stats)
 
 
 def _pulsar_entry(
