@@ -852,26 +852,33 @@ class BrokerService:
 
     def reset_cursor(self, topic: str, subscription: str, message_id: MessageId) -> None:
         sub = self.subscription(topic, subscription)
-        if message_id == MessageId.earliest:
-            position = sub.topic.ledger.first_position()
-        elif message_id == MessageId.latest:
-            position = sub.topic.ledger.next_position(sub.topic.ledger.last_confirmed)
-        else:
-            position = message_id.position
-        sub.reset_cursor(position)
+        sub.reset_cursor(_reset_position(sub, message_id))
 
     def seek(
         self, consumer_id: int, *, message_id: MessageId | None = None,
         publish_time: int | None = None,
-    ) -> None:
-        """Reset the consumer's subscription to a message id or a publish time."""
+    ) -> Position:
+        """A consumer's SEEK to a message id or a publish time; the position read next.
+
+        As Pulsar's ``ServerCnx.handleSeek`` → ``PersistentSubscription.resetCursor``: every
+        consumer of the subscription is disconnected first (a :class:`ConsumerClosed`
+        action, reason "seek": its client subscribes again, with an empty queue and fresh
+        permits, so nothing dispatched before the seek is mistaken for what follows it),
+        then the cursor moves. A non-durable subscription (a reader's) goes with its last
+        consumer, as in Pulsar: its client subscribes again from the position."""
         _consumer, sub = self._consumer(consumer_id)
         if publish_time is not None:
-            sub.reset_cursor_by_publish_time(publish_time)
+            position = sub.position_for_publish_time(publish_time)
         elif message_id is not None:
-            self.reset_cursor(sub.topic.name, sub.name, message_id)
+            position = _reset_position(sub, message_id)
         else:
             raise InvalidArgument("seek needs a message id or a publish time")
+        for consumer in list(sub.consumers):
+            self.close_consumer(consumer.consumer_id)
+            self.outbox.append(ConsumerClosed(consumer.consumer_id, consumer.conn, "seek"))
+        if sub.topic.subscriptions.get(sub.name) is sub:
+            sub.reset_cursor(position)
+        return position
 
     def create_subscription(
         self, topic: str, subscription: str, message_id: MessageId = MessageId.latest
@@ -1015,6 +1022,16 @@ class BrokerService:
             topic.close()
         self.topics.clear()
         self.storage.close()
+
+
+def _reset_position(sub: Subscription, message_id: MessageId) -> Position:
+    """Where a reset to ``message_id`` reads next (earliest and latest resolved)."""
+    ledger = sub.topic.ledger
+    if message_id == MessageId.earliest:
+        return ledger.first_position()
+    if message_id == MessageId.latest:
+        return ledger.next_position(ledger.last_confirmed)
+    return message_id.position
 
 
 def _position(value: Position | MessageId) -> Position:

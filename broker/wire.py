@@ -137,7 +137,9 @@ CLIENT_COMMANDS: dict[str, Spec] = {
     ),
     "CLOSE_CONSUMER": Spec({"consumer_id": _INT}),
     "UNSUBSCRIBE": Spec({"consumer_id": _INT}),
-    # SEEK: message_id [ledger, entry, partition, batch] or publish_time ms.
+    # SEEK: message_id [ledger, entry, partition, batch] or publish_time ms. The broker
+    # disconnects the subscription's consumers (CLOSE_CONSUMER, reason "seek"), then answers
+    # SUCCESS with the [ledger, entry] read next: the client subscribes again from there.
     "SEEK": Spec({"consumer_id": _INT}, {"message_id": _OPT_LIST, "publish_time": _OPT_INT}),
     "GET_LAST_MESSAGE_ID": Spec({"consumer_id": _INT}),
     "PARTITIONED_METADATA": Spec({"topic": _STR}),

@@ -88,7 +88,7 @@ class ZmqProtocol:
         open_connections: Callable[[], int] | None = None,
     ) -> None:
         """``send(conn, frames)`` writes frames to a connection; ``flush()`` has the shell
-        hand out the core's pending actions now (SEEK needs that); ``open_connections()``
+        hand out the core's pending actions now (ADMIN needs that); ``open_connections()``
         counts every client connection the broker serves (for ``max_connections``)."""
         self.service = service
         self.settings = settings
@@ -462,20 +462,24 @@ class ZmqProtocol:
 
     def _cmd_seek(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
-        # Messages dispatched before the seek must reach the client before its SUCCESS
-        # (the client drops its queue on SUCCESS); those after it, after.
-        self.service.commit()
-        self._flush()
         mid = command.get("message_id")
         if mid is not None:
             if len(mid) != 4 or not all(isinstance(v, int) for v in mid):
                 raise InvalidArgument("message_id must be [ledger, entry, partition, batch]")
-            self.service.seek(core_id, message_id=MessageId(mid[2], mid[0], mid[1], mid[3]))
+            position = self.service.seek(core_id, message_id=MessageId(mid[2], mid[0], mid[1],
+                                                                       mid[3]))
         elif command.get("publish_time") is not None:
-            self.service.seek(core_id, publish_time=command["publish_time"])
+            position = self.service.seek(core_id, publish_time=command["publish_time"])
         else:
             raise InvalidArgument("SEEK needs message_id or publish_time")
-        self._success(conn, command)
+        # The core disconnected the subscription's consumers (Pulsar's rule); this one hears
+        # it before the SUCCESS, which names the position it subscribes again from, and
+        # nothing queued for it before the seek reaches it any more.
+        client_id = command["consumer_id"]
+        conn.consumers.pop(client_id, None)
+        conn.consumer_ids.pop(core_id, None)
+        self._send(conn, wire.encode("CLOSE_CONSUMER", 0, consumer_id=client_id, reason="seek"))
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=list(position)))
 
     def _cmd_get_last_message_id(self, conn: ServerCnx, command: wire.Command) -> None:
         last = self.service.consumer_last_message_id(self._core_consumer(conn, command))

@@ -863,18 +863,16 @@ class PulsarSession:
     def _seek(self, body: api.CommandSeek) -> None:
         core_id = self._core_consumer(body.consumer_id)
         if body.HasField("message_id"):
-            mid = body.message_id
-            message_id, _ = _start_message_id(mid)
+            message_id, _ = _start_message_id(body.message_id)
             self.service.seek(core_id, message_id=message_id)
         elif body.HasField("message_publish_time"):
             self.service.seek(core_id, publish_time=body.message_publish_time)
         else:
             raise InvalidArgument("SEEK needs a message id or a publish time")
-        # As Pulsar's broker: the consumer is disconnected and re-subscribes, so what it
-        # had queued before the seek is dropped and its permits start afresh.
+        # The core disconnected the subscription's consumers; this one hears it before the
+        # SUCCESS, and nothing queued for it before the seek reaches it any more.
         self.consumers.pop(body.consumer_id, None)
         self.consumer_ids.pop(core_id, None)
-        self.service.close_consumer(core_id)
         self._command(
             _T.CLOSE_CONSUMER, "close_consumer",
             api.CommandCloseConsumer(consumer_id=body.consumer_id, request_id=_U64),

@@ -1,6 +1,6 @@
 """The rules both faces share, over pulsar:// bytes (their ZeroMQ twins are in
 tests/unit/zmq_session/test_zmq_face_rules.py): GetLastMessageId gives the last batch's
-index, a repeated SUBSCRIBE succeeds."""
+index, a repeated SUBSCRIBE succeeds, a SEEK disconnects the subscription's consumers."""
 
 from __future__ import annotations
 
@@ -33,3 +33,20 @@ def test_a_repeated_subscribe_succeeds() -> None:
                                 consumer_id=3, request_id=5, subType=0))
     assert (reply.type, reply.success.request_id) == (T.SUCCESS, 5)
     assert len(h.service.consumers) == 1
+
+
+def test_seek_disconnects_the_subscriptions_consumers() -> None:
+    h = Harness()
+    s = _subscribed(h)
+    other = h.session()
+    h.connect(other)
+    h.run(s, command(T.SUBSCRIBE, "subscribe", topic="t", subscription="shared",
+                     consumer_id=8, request_id=5, subType=1))
+    h.run(other, command(T.SUBSCRIBE, "subscribe", topic="t", subscription="shared",
+                         consumer_id=1, request_id=2, subType=1))
+    replies = h.run(s, command(T.SEEK, "seek", consumer_id=8, request_id=6,
+                               message_publish_time=0))
+    assert [(r.type, r.close_consumer.consumer_id) for r in replies] == [
+        (T.CLOSE_CONSUMER, 8), (T.SUCCESS, 0)]
+    (closed,) = h.run(other)
+    assert (closed.type, closed.close_consumer.consumer_id) == (T.CLOSE_CONSUMER, 1)
