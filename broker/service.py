@@ -588,6 +588,18 @@ class BrokerService:
         t.producers[producer.producer_id] = producer
         self.emit(EventType.PRODUCER_ADDED, t.name, producer=producer.producer_name)
 
+    def producer(self, producer_id: int) -> Producer:
+        """A producer by its core id: its name, last sequence id, topic epoch, readiness."""
+        producer = self.producers.get(producer_id)
+        if producer is None:
+            raise ProducerNotFound(f"producer {producer_id} not found")
+        return producer
+
+    def encryption_required(self, producer_id: int) -> bool:
+        """Whether the namespace of the producer's topic takes only encrypted messages."""
+        producer = self.producers.get(producer_id)
+        return producer is not None and self.policies_for(producer.topic).encryption_required
+
     def close_producer(self, producer_id: int) -> None:
         """The client closes a producer (a waiting one gives up its place in line)."""
         producer = self.producers.get(producer_id)

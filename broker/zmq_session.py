@@ -630,11 +630,14 @@ class ZmqProtocol:
             elif isinstance(action, ProducerClosed):
                 self._producer_closed(conn, action)
             elif isinstance(action, ProducerReady):
-                request_id = conn.waiting.pop(action.producer_id, None)
+                request_id = conn.waiting.get(action.producer_id)
                 client_id = conn.producer_ids.get(action.producer_id)
-                producer = self.service.producers.get(action.producer_id)
-                if request_id is not None and client_id is not None and producer is not None:
-                    self._producer_success(conn, request_id, client_id, producer)
+                # Closed since, its ProducerClosed answers the PRODUCER.
+                if (request_id is not None and client_id is not None
+                        and action.producer_id in self.service.producers):
+                    del conn.waiting[action.producer_id]
+                    self._producer_success(conn, request_id, client_id,
+                                           self.service.producer(action.producer_id))
             elif isinstance(action, ReachedEndOfTopic):
                 client_id = conn.consumer_ids.get(action.consumer_id)
                 if client_id is not None:

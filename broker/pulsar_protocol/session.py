@@ -657,7 +657,7 @@ class PulsarSession:
             if core_id in self._waiting:  # Pulsar: the first request is still pending
                 raise ServiceNotReady("Producer is already present on the connection")
             # The client repeats PRODUCER after a timeout; the producer is already open.
-            self._producer_success(body.request_id, self.service.producers[core_id], None)
+            self._producer_success(body.request_id, self.service.producer(core_id), None)
             return
         self.authorizer.check_topic(self.role, body.topic, "produce")
         check_producers(self.settings, len(self.producers))
@@ -702,10 +702,12 @@ class PulsarSession:
 
     def _producer_ready(self, action: ProducerReady) -> None:
         """A waiting producer got the topic: the second PRODUCER_SUCCESS, now ready."""
-        pending = self._waiting.pop(action.producer_id, None)
-        producer = self.service.producers.get(action.producer_id)
-        if pending is not None and producer is not None:
-            self._producer_success(pending[0], producer, pending[1])
+        pending = self._waiting.get(action.producer_id)
+        if pending is None or action.producer_id not in self.service.producers:
+            return  # closed since: its ProducerClosed answers the PRODUCER
+        del self._waiting[action.producer_id]
+        self._producer_success(pending[0], self.service.producer(action.producer_id),
+                               pending[1])
 
     def _send(self, body: api.CommandSend, frame: Frame) -> None:
         client_id = body.producer_id
@@ -736,10 +738,9 @@ class PulsarSession:
             self._highest_sequence[(core_id, body.sequence_id)] = body.highest_sequence_id
         try:
             # The metadata is parsed again only where the namespace requires encryption.
-            producer = self.service.producers.get(core_id)
-            encrypted = producer is None or not self.service.policies_for(
-                producer.topic
-            ).encryption_required or is_encrypted(frame.metadata)
+            encrypted = not self.service.encryption_required(core_id) or is_encrypted(
+                frame.metadata
+            )
             self.service.send(core_id, metadata, frame.payload or b"", encrypted=encrypted)
         except PulsarLabError as exc:
             self._highest_sequence.pop((core_id, body.sequence_id), None)

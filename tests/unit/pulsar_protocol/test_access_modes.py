@@ -94,3 +94,18 @@ def test_a_send_to_a_producer_the_broker_just_closed_is_ignored() -> None:
     (closed,) = h.run(a)
     assert closed.type == T.CLOSE_PRODUCER
     assert h.run(a, send_frame(1, 0, b"x")) == [] and not a.closed
+
+
+def test_a_waiter_fenced_right_after_it_got_the_topic_is_refused_not_ready() -> None:
+    h = Harness()
+    a, b, c = _connected(h), _connected(h), _connected(h)
+    _producer(h, a, 1, api.Exclusive)
+    _producer(h, b, 1, api.WaitForExclusive)
+    # The holder leaves and a fencing producer arrives before the actions go out.
+    a.receive_data(command(T.CLOSE_PRODUCER, "close_producer", producer_id=1, request_id=9))
+    c.receive_data(command(T.PRODUCER, "producer", topic="t", producer_id=1, request_id=3,
+                           producer_access_mode=api.ExclusiveWithFencing))
+    (refused,) = h.run(b)
+    assert (refused.type, refused.error.request_id, refused.error.error) == (
+        T.ERROR, 101, api.ProducerFenced)
+    assert not b.closed
