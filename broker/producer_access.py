@@ -28,6 +28,7 @@ The module is sans-I/O: the service closes and fails the producers it names.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -68,12 +69,16 @@ class ProducerAccessMode(StrEnum):
 class ExclusiveAccess:
     """One topic's exclusive-producer state and the admission rules of every mode."""
 
-    __slots__ = ("exclusive_producer", "topic_epoch", "waiting")
+    __slots__ = ("_save", "exclusive_producer", "topic_epoch", "waiting")
 
-    def __init__(self, topic_epoch: int | None = None) -> None:
+    def __init__(self, topic_epoch: int | None = None,
+                 save: Callable[[int], None] | None = None) -> None:
+        """``save(epoch)`` keeps a new epoch with the topic's metadata (Pulsar keeps it in
+        the managed ledger's properties), so it survives an unload or a restart."""
         self.topic_epoch = topic_epoch
         self.exclusive_producer: str | None = None  # the holder's name, if one holds it
         self.waiting: deque[Producer] = deque()  # WaitForExclusive producers, in line
+        self._save = save
 
     @property
     def held(self) -> bool:
@@ -153,6 +158,8 @@ class ExclusiveAccess:
         self.exclusive_producer = producer.producer_name
         if producer.topic_epoch is None:
             producer.topic_epoch = self._epoch() + 1
+        if producer.topic_epoch != self.topic_epoch and self._save is not None:
+            self._save(producer.topic_epoch)
         self.topic_epoch = producer.topic_epoch
 
 

@@ -433,6 +433,7 @@ class BrokerService:
                 self.outbox.append(ConsumerClosed(consumer.consumer_id, consumer.conn, "deleted"))
                 del self.consumers[consumer.consumer_id]
             self._close_producers(t, "deleted")
+            t.forget_topic_epoch()
             for subscription in t.subscriptions.values():
                 subscription.close()
             t.ledger.delete()

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .context import CoreContext
 
 log = logging.getLogger("pulsarlab.broker.topic")
+_EPOCH_SCOPE = "#topic-epoch"  # the topic epoch's key in the metadata store, after the name
 
 
 @dataclass(slots=True)
@@ -124,7 +125,9 @@ class AbstractTopic:
         self.ledger = ledger
         self.metadata = metadata
         self.producers: dict[int, Producer] = {}
-        self.access = ExclusiveAccess()  # access modes: the exclusive producer, the epoch
+        # Access modes: the exclusive producer, those waiting, the epoch (saved).
+        saved = metadata.get_policies(self.name + _EPOCH_SCOPE) or {}
+        self.access = ExclusiveAccess(saved.get("epoch"), save=self._save_topic_epoch)
         self.subscriptions: dict[str, Subscription] = {}
         self.pending_sends: list[PendingSend] = []
         self.msg_in_counter = 0
@@ -139,6 +142,14 @@ class AbstractTopic:
         for cursor_name, state in self.metadata.get_cursors(self.name).items():
             cursor = ManagedCursor.from_state(cursor_name, ledger, state, metadata)
             self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor)
+
+    def _save_topic_epoch(self, epoch: int) -> None:
+        self.metadata.put_policies(self.name + _EPOCH_SCOPE, {"epoch": epoch})
+
+    def forget_topic_epoch(self) -> None:
+        """The topic is deleted: a topic created again under its name starts afresh."""
+        if self.access.topic_epoch is not None:
+            self.metadata.put_policies(self.name + _EPOCH_SCOPE, {})
 
     def last_entry_position(self) -> Position:
         """The last stored entry, across empty ledgers: after a restart or a roll-over the

@@ -3,7 +3,7 @@
 
 import pytest
 
-from pulsarlab.broker import MessageMetadata
+from pulsarlab.broker import BrokerService, ManualClock, MessageMetadata
 from pulsarlab.broker.actions import ProducerClosed, ProducerReady
 from pulsarlab.broker.errors import (
     InvalidArgument,
@@ -12,6 +12,7 @@ from pulsarlab.broker.errors import (
     ProducerNotFound,
 )
 from pulsarlab.broker.events import EventType
+from pulsarlab.broker.storage import DurableStorage
 
 T = "persistent://public/default/t"
 
@@ -146,3 +147,20 @@ def test_bad_access_arguments_are_refused(harness, mode, epoch):
     with pytest.raises(InvalidArgument):
         _producer(harness, mode, epoch=epoch)
     assert not harness.service.producers
+
+
+def test_the_epoch_survives_a_restart_and_goes_with_the_topic(tmp_path):
+    storage = DurableStorage(tmp_path / "data")
+    core = BrokerService(storage, ManualClock())
+    for _ in range(2):
+        core.close_producer(core.create_producer(T, access_mode="Exclusive").producer_id)
+    core.close()
+    core = BrokerService(DurableStorage(tmp_path / "data"), ManualClock())
+    with pytest.raises(ProducerFenced):  # a client fenced before the restart stays fenced
+        core.create_producer(T, access_mode="Exclusive", topic_epoch=0)
+    producer = core.create_producer(T, access_mode="Exclusive")
+    assert producer.topic_epoch == 2
+    core.close_producer(producer.producer_id)
+    core.delete_topic(T)
+    assert core.create_producer(T, access_mode="Exclusive").topic_epoch == 0
+    core.close()
