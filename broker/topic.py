@@ -31,6 +31,7 @@ from .errors import (
 )
 from .events import EventType
 from .policies import Policies
+from .producer_access import ExclusiveAccess, ProducerAccessMode
 from .rates import Rate, date_string
 from .storage.base import ManagedLedger, MetadataStore, Position
 from .subscription import Subscription
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from .context import CoreContext
 
 log = logging.getLogger("pulsarlab.broker.topic")
+_EPOCH_SCOPE = "#topic-epoch"  # the topic epoch's key in the metadata store, after the name
 
 
 @dataclass(slots=True)
@@ -58,6 +60,9 @@ class Producer:
     connected_since_ms: int = 0
     # Messages and bytes in over the last stats interval (Producer.updateRates).
     msg_in_rate: Rate | None = None
+    access_mode: ProducerAccessMode = ProducerAccessMode.Shared
+    topic_epoch: int | None = None  # the epoch its client gave back (reconnecting)
+    ready: bool = True  # False while a WaitForExclusive producer waits for the topic
 
     def stats(self) -> dict[str, Any]:
         """``PublisherStatsImpl``'s fields."""
@@ -120,6 +125,9 @@ class AbstractTopic:
         self.ledger = ledger
         self.metadata = metadata
         self.producers: dict[int, Producer] = {}
+        # Access modes: the exclusive producer, those waiting, the epoch (saved).
+        saved = metadata.get_policies(self.name + _EPOCH_SCOPE) or {}
+        self.access = ExclusiveAccess(saved.get("epoch"), save=self._save_topic_epoch)
         self.subscriptions: dict[str, Subscription] = {}
         self.pending_sends: list[PendingSend] = []
         self.msg_in_counter = 0
@@ -134,6 +142,14 @@ class AbstractTopic:
         for cursor_name, state in self.metadata.get_cursors(self.name).items():
             cursor = ManagedCursor.from_state(cursor_name, ledger, state, metadata)
             self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor)
+
+    def _save_topic_epoch(self, epoch: int) -> None:
+        self.metadata.put_policies(self.name + _EPOCH_SCOPE, {"epoch": epoch})
+
+    def forget_topic_epoch(self) -> None:
+        """The topic is deleted: a topic created again under its name starts afresh."""
+        if self.access.topic_epoch is not None:
+            self.metadata.put_policies(self.name + _EPOCH_SCOPE, {})
 
     def last_entry_position(self) -> Position:
         """The last stored entry, across empty ledgers: after a restart or a roll-over the
