@@ -75,11 +75,22 @@ class ConsumerClosed:
 
 @dataclass(slots=True)
 class ProducerClosed:
-    """The broker closed a producer (its topic was deleted or terminated)."""
+    """The broker closed a producer: its topic was deleted, terminated or unloaded, or an
+    ExclusiveWithFencing producer fenced it out (``reason`` "fenced"; a waiting producer
+    is then refused)."""
 
     producer_id: int
     conn: Any
     reason: str
+
+
+@dataclass(slots=True)
+class ProducerReady:
+    """A waiting (``WaitForExclusive``) producer got the topic and may publish now."""
+
+    producer_id: int
+    conn: Any
+    topic_epoch: int | None
 
 
 @dataclass(slots=True)
@@ -92,5 +103,5 @@ class ReachedEndOfTopic:
 
 Action = (
     Deliver | SendReceipt | SendError | ActiveConsumerChange | ConsumerClosed | ProducerClosed
-    | ReachedEndOfTopic
+    | ProducerReady | ReachedEndOfTopic
 )

@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .authorization import Authorizer
 from .entry import decode_entry
 from .errors import InvalidArgument, NotAllowed
 from .message_id import MessageId
-from .pulsar_protocol.schemas import SchemaRegistry
 from .schema_admin import SchemaAdmin
 from .service import BrokerService
 from .tenants import Tenants
@@ -39,12 +37,12 @@ class AdminHandler:
 
     def __init__(self, service: BrokerService) -> None:
         self.service = service
-        # Namespace permissions (granted here, checked by the server on every open).
-        self.authorizer = Authorizer(service.settings, service.storage.metadata)
+        # The core's namespace permissions (granted here, checked by every face on every
+        # open) and topic schemas.
+        self.authorizer = service.authorizer
         self.tenants = Tenants(service, self.authorizer)
         tenants = self.tenants
-        # Topic schemas, saved with the topics' metadata (pulsar:// sessions share it).
-        self.schemas = SchemaRegistry(service.storage.metadata)
+        self.schemas = service.schemas
         schema_admin = SchemaAdmin(
             self.schemas, service.now_ms,
             lambda topic: service.namespace_policies(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
@@ -62,6 +63,10 @@ class MessageMetadata:
     # The serialized Pulsar ``MessageMetadata`` of an entry published over pulsar:// (its
     # payload then has Pulsar's batch layout); pulsar:// consumers get it back unchanged.
     pulsar_metadata: bytes | None = None
+    # A batch rebuilt by compaction: bit ``i`` (of byte ``i // 8``, least significant
+    # first) set when message ``i`` was compacted out (Pulsar marks such a message with
+    # ``SingleMessageMetadata.compacted_out`` and an empty payload; consumers skip it).
+    compacted_out: bytes | None = None
 
     @property
     def num_messages(self) -> int:
@@ -129,6 +134,8 @@ class MessageMetadata:
             out["highest_sequence_id"] = self.highest_sequence_id
         if self.pulsar_metadata is not None:
             out["pulsar_metadata"] = self.pulsar_metadata
+        if self.compacted_out is not None:
+            out["compacted_out"] = self.compacted_out
         return out
 
     @classmethod
@@ -172,12 +179,12 @@ _FIELD_TYPES: dict[str, type] = {
     "uncompressed_size": int, "deliver_at_time": int, "schema_version": bytes,
     "null_value": bool, "uuid": str, "num_chunks_from_msg": int,
     "total_chunk_msg_size": int, "chunk_id": int, "marker_type": int,
-    "highest_sequence_id": int, "pulsar_metadata": bytes,
+    "highest_sequence_id": int, "pulsar_metadata": bytes, "compacted_out": bytes,
 }
 _OPTIONAL = frozenset(
     {"partition_key", "ordering_key", "num_messages_in_batch", "schema_version", "uuid",
      "num_chunks_from_msg", "total_chunk_msg_size", "chunk_id", "marker_type",
-     "highest_sequence_id", "pulsar_metadata"}
+     "highest_sequence_id", "pulsar_metadata", "compacted_out"}
 )
 # Ranges follow the protobuf types of Pulsar's ``MessageMetadata``: what Pulsar stores is
 # stored (its uint64 fields reach 2^64 - 1; the ZeroMQ face also takes negative ids, as
@@ -320,3 +327,19 @@ def decode_entry(entry: bytes) -> tuple[MessageMetadata, bytes]:
     except Exception as exc:  # msgpack raises several types on damaged input
         raise ValueError(f"entry metadata is not valid msgpack ({type(exc).__name__})") from None
     return MessageMetadata.from_dict(meta), entry[end:]
+
+
+def compacted_out_indexes(bitmap: bytes | None) -> set[int]:
+    """The batch indexes set in a ``compacted_out`` bitmap."""
+    if not bitmap:
+        return set()
+    mask = int.from_bytes(bitmap, "little")
+    return {i for i in range(mask.bit_length()) if mask >> i & 1}
+
+
+def compacted_out_bitmap(indexes: Collection[int], size: int) -> bytes:
+    """The ``compacted_out`` bitmap of ``indexes`` in a batch of ``size`` messages."""
+    mask = 0
+    for i in indexes:
+        mask |= 1 << i
+    return mask.to_bytes((size + 7) // 8, "little")

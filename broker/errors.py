@@ -127,6 +127,12 @@ class ProducerBusy(PulsarLabError):
     code = "ProducerBusy"
 
 
+class ProducerFenced(PulsarLabError):
+    """An exclusive producer is refused, or replaced by a newer one (access modes)."""
+
+    code = "ProducerFenced"
+
+
 class TooManyConnections(PulsarLabError):
     """The broker serves ``max_connections`` connections already; the client sees ConnectError."""
 

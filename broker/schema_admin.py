@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import InvalidArgument, TopicNotFound
-from .pulsar_protocol.schemas import (
+from .schemas import (
     SCHEMA_TYPES,
     SchemaInfo,
     SchemaRegistry,

@@ -39,7 +39,7 @@ from .events import BrokerEvent
 from .limits import check_connections
 from .listeners import AdvertisedListeners
 from .pulsar_protocol import PulsarSession
-from .pulsar_protocol.schemas import SchemaRegistry
+from .schemas import SchemaRegistry
 from .security import Authenticator, check_bind, event_stream_check, events_host
 from .service import BrokerService
 from .settings import BrokerSettings
@@ -392,15 +392,13 @@ class Broker:
             url_tls=(f"pulsar+ssl://{advertised}:{self.pulsar_port_tls}"
                      if self.pulsar_ssl_url else None),
         )
-        self._exclusive_producers: dict[str, int] = {}
         self.zmq = ZmqProtocol(
             self.service, self.settings, self.authenticator,
             send=self._send, flush=self._flush_actions, now_ms=self.clock.now_ms,
             open_connections=lambda: len(self.zmq.connections) + self._pulsar_connections(),
         )
         self.admin = self.zmq.admin
-        # Saved with the topics' metadata; shared by pulsar:// sessions and REST.
-        self.schemas: SchemaRegistry = self.admin.schemas
+        self.schemas: SchemaRegistry = self.service.schemas  # the core's, every face's
         self._event_subscribers = 0
         self._publishing_events = False
         self._next_ping = self.clock.now_ms() + self.keep_alive_ms
@@ -567,9 +565,6 @@ class Broker:
             self.service,
             settings=self.settings,
             authenticator=self.authenticator,
-            authorizer=self.admin.authorizer,
-            schemas=self.schemas,
-            exclusive_producers=self._exclusive_producers,
             service_url=self.pulsar_url,
             now_ms=self.clock.now_ms,
             listeners=self.advertised,

@@ -1,6 +1,7 @@
 """``BrokerService``: the sans-I/O broker core.
 
-It owns topics, producers, consumers and timers. Commands come in as method calls;
+It owns topics, producers, consumers and timers, the schema registry and the authorizer
+(namespace permissions) every face and the admin API share. Commands come in as method calls;
 what must go out (messages to push, send receipts, active-consumer notices) is queued as
 actions that the shell drains with :meth:`take_actions`; state changes go to event
 listeners. Time comes from an injected clock and only moves when :meth:`tick` is called.
@@ -14,9 +15,10 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
-from .actions import Action, ConsumerClosed, ProducerClosed, SendReceipt
+from .actions import Action, ConsumerClosed, ProducerClosed, ProducerReady, SendReceipt
+from .authorization import Authorizer
 from .clock import Clock, TimerHandle, TimerQueue
 from .consumer import KeySharedMeta, ServerConsumer, SubType
 from .entry import MessageMetadata, check_ranges
@@ -42,8 +44,10 @@ from .limits import check_topic_quota
 from .message_id import MessageId
 from .non_persistent import NonPersistentTopic
 from .policies import POLICY_KEYS, Policies, validate_policy
-from .rates import Rate
+from .producer_access import ProducerAccessMode
+from .rates import Rate, date_string
 from .redelivery_request import RedeliveryRequest
+from .schemas import SchemaRegistry
 from .settings import BrokerSettings
 from .storage import MemoryStorage
 from .storage.base import Position, Storage
@@ -55,6 +59,16 @@ _I64_MAX = (1 << 63) - 1
 log = logging.getLogger("pulsarlab.broker")
 
 _new_tuple = tuple.__new__  # a NamedTuple's own __new__ takes three times as long
+
+
+class LastMessageId(NamedTuple):
+    """A consumer's GetLastMessageId answer (``batch_index`` -1: not in a batch)."""
+
+    ledger_id: int
+    entry_id: int
+    partition: int
+    batch_index: int
+    mark_delete_position: Position
 
 
 class BrokerService:
@@ -89,6 +103,10 @@ class BrokerService:
         self._inactive_since: dict[str, int] = {}  # topic -> first seen inactive
         self._policies: dict[str, Policies] = {}
         self._non_persistent_storage = MemoryStorage()
+        # One registry and one authorizer for every face and the admin API, saved in the
+        # metadata store (they survive a restart).
+        self.schemas = SchemaRegistry(storage.metadata)
+        self.authorizer = Authorizer(self.settings, storage.metadata)
         self._load_topics()
 
     # -- time, events, actions ------------------------------------------------------------
@@ -414,10 +432,8 @@ class BrokerService:
             for consumer, _sub in [v for v in self.consumers.values() if v[1].topic is t]:
                 self.outbox.append(ConsumerClosed(consumer.consumer_id, consumer.conn, "deleted"))
                 del self.consumers[consumer.consumer_id]
-            for producer_id in list(t.producers):
-                producer = self.producers.pop(producer_id, None)
-                if producer is not None:
-                    self.outbox.append(ProducerClosed(producer_id, producer.conn, "deleted"))
+            self._close_producers(t, "deleted")
+            t.forget_topic_epoch()
             for subscription in t.subscriptions.values():
                 subscription.close()
             t.ledger.delete()
@@ -488,15 +504,15 @@ class BrokerService:
         return t.compacted.status_json()
 
     def close_producers_of(self, topic: str, reason: str) -> None:
-        """The broker closes every producer of ``topic`` (terminate; a producer taking the
-        topic with ExclusiveWithFencing fences the others, as Pulsar's AbstractTopic does)."""
-        t = self.get_topic(topic, create=False)
-        for producer_id in list(t.producers):
-            producer = self.producers.pop(producer_id, None)
-            if producer is not None:
-                self.outbox.append(ProducerClosed(producer_id, producer.conn, reason))
-                self.emit(EventType.PRODUCER_REMOVED, t.name, producer=producer.producer_name)
-        t.producers.clear()
+        """The broker closes every producer of ``topic``, the waiting ones too (terminate,
+        unload; a producer taking the topic with ExclusiveWithFencing fences the others, as
+        Pulsar's AbstractTopic does)."""
+        self._close_producers(self.get_topic(topic, create=False), reason)
+
+    def _close_producers(self, t: AbstractTopic, reason: str) -> None:
+        for producer in [*t.access.fence(), *t.producers.values()]:
+            self._remove_producer(producer)
+            self.outbox.append(ProducerClosed(producer.producer_id, producer.conn, reason))
 
     def terminate_partitioned_topic(self, topic: str) -> dict[int, Position]:
         """Terminate every partition of a partitioned topic: partition index -> position."""
@@ -516,12 +532,26 @@ class BrokerService:
     def create_producer(
         self, topic: str, producer_name: str | None = None, conn: Any = None, *,
         address: str = "", client_version: str = "", encrypted: bool = False,
+        access_mode: ProducerAccessMode | str = ProducerAccessMode.Shared,
+        topic_epoch: int | None = None,
     ) -> Producer:
         """Attach a producer; ``address`` and ``client_version`` are for its stats.
 
         ``encrypted``: the producer says it encrypts its messages (``CommandProducer``'s
         flag); a namespace with ``encryption_required`` refuses any other, as Pulsar's
-        ``ServerCnx.handleProducer`` does."""
+        ``ServerCnx.handleProducer`` does.
+
+        ``access_mode`` is admitted by the topic's rules (:mod:`.producer_access`);
+        ``topic_epoch`` is the epoch a reconnecting client gives back. A
+        ``WaitForExclusive`` producer that must wait comes back with ``ready`` False: it
+        is not on the topic and cannot send until a :class:`ProducerReady` action says it
+        got the topic (or a :class:`ProducerClosed` one that it was fenced out). Once
+        admitted, ``producer.topic_epoch`` is the topic's epoch."""
+        mode = ProducerAccessMode.parse(access_mode)
+        if topic_epoch is not None and (
+            type(topic_epoch) is not int or not 0 <= topic_epoch <= _I64_MAX
+        ):
+            raise InvalidArgument(f"topic_epoch must be an int >= 0, not {topic_epoch!r}")
         t = self.get_topic(topic)
         if t.terminated:
             raise TopicTerminated(f"topic {t.name} was already terminated")
@@ -530,7 +560,7 @@ class BrokerService:
         if producer_name is not None and not isinstance(producer_name, str):
             raise InvalidArgument(f"producer_name must be a string, not {producer_name!r}")
         if producer_name:
-            for p in t.producers.values():
+            for p in [*t.producers.values(), *t.access.waiting]:
                 if p.producer_name == producer_name:
                     # Pulsar: NamedProducerAlreadyConnectedException -> ProducerBusy
                     raise ProducerBusy(
@@ -540,20 +570,58 @@ class BrokerService:
         producer = Producer(
             next(self._ids), name, t, conn, address=address, client_version=client_version,
             connected_since_ms=self.now_ms(), msg_in_rate=Rate(self.now_ms()),
+            access_mode=mode, topic_epoch=topic_epoch,
         )
-        if self.policies_for(t).deduplication_enabled:
-            producer.last_sequence_id = t.deduplication().highest_sequence_id.get(name, -1)
-        t.producers[producer.producer_id] = producer
+        if mode is ProducerAccessMode.ExclusiveWithFencing and (t.access.held or t.producers):
+            self._close_producers(t, "fenced")
+        producer.ready = t.access.admit(producer, bool(t.producers))
         self.producers[producer.producer_id] = producer
-        self.emit(EventType.PRODUCER_ADDED, t.name, producer=name)
+        if producer.ready:
+            self._attach_producer(producer)
         return producer
 
-    def close_producer(self, producer_id: int) -> None:
-        producer = self.producers.pop(producer_id, None)
+    def _attach_producer(self, producer: Producer) -> None:
+        t = producer.topic
+        if self.policies_for(t).deduplication_enabled:
+            producer.last_sequence_id = t.deduplication().highest_sequence_id.get(
+                producer.producer_name, -1
+            )
+        t.producers[producer.producer_id] = producer
+        self.emit(EventType.PRODUCER_ADDED, t.name, producer=producer.producer_name)
+
+    def producer(self, producer_id: int) -> Producer:
+        """A producer by its core id: its name, last sequence id, topic epoch, readiness."""
+        producer = self.producers.get(producer_id)
         if producer is None:
             raise ProducerNotFound(f"producer {producer_id} not found")
-        producer.topic.producers.pop(producer_id, None)
-        self.emit(EventType.PRODUCER_REMOVED, producer.topic.name, producer=producer.producer_name)
+        return producer
+
+    def encryption_required(self, producer_id: int) -> bool:
+        """Whether the namespace of the producer's topic takes only encrypted messages."""
+        producer = self.producers.get(producer_id)
+        return producer is not None and self.policies_for(producer.topic).encryption_required
+
+    def close_producer(self, producer_id: int) -> None:
+        """The client closes a producer (a waiting one gives up its place in line)."""
+        producer = self.producers.get(producer_id)
+        if producer is None:
+            raise ProducerNotFound(f"producer {producer_id} not found")
+        self._remove_producer(producer)
+
+    def _remove_producer(self, producer: Producer) -> None:
+        """Take ``producer`` off its topic; a waiting producer may get the topic."""
+        self.producers.pop(producer.producer_id, None)
+        t = producer.topic
+        if producer.ready:
+            t.producers.pop(producer.producer_id, None)
+            self.emit(EventType.PRODUCER_REMOVED, t.name, producer=producer.producer_name)
+        promoted = t.access.removed(producer, bool(t.producers))
+        if promoted is not None:
+            promoted.ready = True
+            self._attach_producer(promoted)
+            self.outbox.append(
+                ProducerReady(promoted.producer_id, promoted.conn, promoted.topic_epoch)
+            )
 
     def send(
         self, producer_id: int, metadata: MessageMetadata, payload: bytes, *,
@@ -567,8 +635,8 @@ class BrokerService:
         "Messages must be encrypted") and nothing is stored.
         """
         producer = self.producers.get(producer_id)
-        if producer is None:
-            raise ProducerNotFound(f"producer {producer_id} not found")
+        if producer is None or not producer.ready:
+            raise ProducerNotFound(f"producer {producer_id} not found (or not ready)")
         if not encrypted and self.policies_for(producer.topic).encryption_required:
             raise MetadataError("Messages must be encrypted")
         if type(payload) is not bytes and not isinstance(payload, bytearray | memoryview):
@@ -797,26 +865,33 @@ class BrokerService:
 
     def reset_cursor(self, topic: str, subscription: str, message_id: MessageId) -> None:
         sub = self.subscription(topic, subscription)
-        if message_id == MessageId.earliest:
-            position = sub.topic.ledger.first_position()
-        elif message_id == MessageId.latest:
-            position = sub.topic.ledger.next_position(sub.topic.ledger.last_confirmed)
-        else:
-            position = message_id.position
-        sub.reset_cursor(position)
+        sub.reset_cursor(_reset_position(sub, message_id))
 
     def seek(
         self, consumer_id: int, *, message_id: MessageId | None = None,
         publish_time: int | None = None,
-    ) -> None:
-        """Reset the consumer's subscription to a message id or a publish time."""
+    ) -> Position:
+        """A consumer's SEEK to a message id or a publish time; the position read next.
+
+        As Pulsar's ``ServerCnx.handleSeek`` → ``PersistentSubscription.resetCursor``: every
+        consumer of the subscription is disconnected first (a :class:`ConsumerClosed`
+        action, reason "seek": its client subscribes again, with an empty queue and fresh
+        permits, so nothing dispatched before the seek is mistaken for what follows it),
+        then the cursor moves. A non-durable subscription (a reader's) goes with its last
+        consumer, as in Pulsar: its client subscribes again from the position."""
         _consumer, sub = self._consumer(consumer_id)
         if publish_time is not None:
-            sub.reset_cursor_by_publish_time(publish_time)
+            position = sub.position_for_publish_time(publish_time)
         elif message_id is not None:
-            self.reset_cursor(sub.topic.name, sub.name, message_id)
+            position = _reset_position(sub, message_id)
         else:
             raise InvalidArgument("seek needs a message id or a publish time")
+        for consumer in list(sub.consumers):
+            self.close_consumer(consumer.consumer_id)
+            self.outbox.append(ConsumerClosed(consumer.consumer_id, consumer.conn, "seek"))
+        if sub.topic.subscriptions.get(sub.name) is sub:
+            sub.reset_cursor(position)
+        return position
 
     def create_subscription(
         self, topic: str, subscription: str, message_id: MessageId = MessageId.latest
@@ -859,6 +934,33 @@ class BrokerService:
     def skip_all_messages(self, topic: str, subscription: str) -> None:
         """Acknowledge the subscription's whole backlog (Pulsar's skip-all / clear-backlog)."""
         self.subscription(topic, subscription).skip_all_messages()
+
+    def consumer_last_message_id(self, consumer_id: int) -> LastMessageId:
+        """Pulsar's GetLastMessageId for a consumer, whichever face asks: the last message
+        it can reach with its batch index (``AbstractTopic.last_message_id_for``), and its
+        subscription's mark-delete position."""
+        consumer, sub = self._consumer(consumer_id)
+        ledger_id, entry_id, batch_index = sub.topic.last_message_id_for(consumer)
+        return LastMessageId(ledger_id, entry_id, sub.topic.partition_index, batch_index,
+                             sub.cursor.mark_delete_position)
+
+    def consumer_stats(self, consumer_id: int) -> dict[str, Any]:
+        """What Pulsar's CONSUMER_STATS answers about a consumer (its
+        ``CommandConsumerStatsResponse`` field names; the face adds the client's address)."""
+        consumer, sub = self._consumer(consumer_id)
+        return {
+            "consumerName": consumer.consumer_name,
+            "availablePermits": max(consumer.permits, 0),
+            "unackedMessages": max(consumer.unacked_messages, 0),
+            "blockedConsumerOnUnackedMsgs": consumer.blocked_on_unacked,
+            "type": str(sub.sub_type),
+            "connectedSince": date_string(consumer.connected_since_ms),
+            "msgRateOut": consumer.msg_out_rate.rate,
+            "msgThroughputOut": consumer.msg_out_rate.value_rate,
+            "msgRateRedeliver": consumer.msg_redeliver_rate.rate,
+            "msgRateExpired": sub.msg_expired_rate.rate,
+            "msgBacklog": sub.cursor.number_of_entries_in_backlog(),
+        }
 
     def last_message_id(self, topic: str) -> Position:
         """The position of the topic's last stored entry (``(ledger, -1)`` when empty)."""
@@ -933,6 +1035,16 @@ class BrokerService:
             topic.close()
         self.topics.clear()
         self.storage.close()
+
+
+def _reset_position(sub: Subscription, message_id: MessageId) -> Position:
+    """Where a reset to ``message_id`` reads next (earliest and latest resolved)."""
+    ledger = sub.topic.ledger
+    if message_id == MessageId.earliest:
+        return ledger.first_position()
+    if message_id == MessageId.latest:
+        return ledger.next_position(ledger.last_confirmed)
+    return message_id.position
 
 
 def _position(value: Position | MessageId) -> Position:

@@ -31,6 +31,7 @@ from .errors import (
 )
 from .events import EventType
 from .policies import Policies
+from .producer_access import ExclusiveAccess, ProducerAccessMode
 from .rates import Rate, date_string
 from .storage.base import ManagedLedger, MetadataStore, Position
 from .subscription import Subscription
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from .context import CoreContext
 
 log = logging.getLogger("pulsarlab.broker.topic")
+_EPOCH_SCOPE = "#topic-epoch"  # the topic epoch's key in the metadata store, after the name
 
 
 @dataclass(slots=True)
@@ -58,6 +60,9 @@ class Producer:
     connected_since_ms: int = 0
     # Messages and bytes in over the last stats interval (Producer.updateRates).
     msg_in_rate: Rate | None = None
+    access_mode: ProducerAccessMode = ProducerAccessMode.Shared
+    topic_epoch: int | None = None  # the epoch its client gave back (reconnecting)
+    ready: bool = True  # False while a WaitForExclusive producer waits for the topic
 
     def stats(self) -> dict[str, Any]:
         """``PublisherStatsImpl``'s fields."""
@@ -120,6 +125,9 @@ class AbstractTopic:
         self.ledger = ledger
         self.metadata = metadata
         self.producers: dict[int, Producer] = {}
+        # Access modes: the exclusive producer, those waiting, the epoch (saved).
+        saved = metadata.get_policies(self.name + _EPOCH_SCOPE) or {}
+        self.access = ExclusiveAccess(saved.get("epoch"), save=self._save_topic_epoch)
         self.subscriptions: dict[str, Subscription] = {}
         self.pending_sends: list[PendingSend] = []
         self.msg_in_counter = 0
@@ -134,6 +142,14 @@ class AbstractTopic:
         for cursor_name, state in self.metadata.get_cursors(self.name).items():
             cursor = ManagedCursor.from_state(cursor_name, ledger, state, metadata)
             self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor)
+
+    def _save_topic_epoch(self, epoch: int) -> None:
+        self.metadata.put_policies(self.name + _EPOCH_SCOPE, {"epoch": epoch})
+
+    def forget_topic_epoch(self) -> None:
+        """The topic is deleted: a topic created again under its name starts afresh."""
+        if self.access.topic_epoch is not None:
+            self.metadata.put_policies(self.name + _EPOCH_SCOPE, {})
 
     def last_entry_position(self) -> Position:
         """The last stored entry, across empty ledgers: after a restart or a roll-over the
@@ -178,7 +194,13 @@ class AbstractTopic:
             return -1, -1, -1
         position, data = compacted.entries[-1]
         header = read_header(data)
-        return position[0], position[1], header.num_messages - 1 if header.batched else -1
+        # The last message compaction kept: a batch's last index not compacted out (-1 for
+        # a batch of one, as Pulsar's ``calculateTheLastBatchIndexInBatch``).
+        index = -1
+        if header.batched and header.num_messages > 1:
+            gone = set(compacted.compacted_out.get(position, ()))
+            index = max(i for i in range(header.num_messages) if i not in gone)
+        return position[0], position[1], index
 
     # -- publishing -----------------------------------------------------------------------
 
@@ -575,6 +597,14 @@ class AbstractTopic:
             "size": sum(len(data) for _, data in compacted.entries),
             "offloaded": False,
             "underReplicated": False,
+            # pulsarlab's: what the compacted ledger leaves out of the log up to the horizon
+            # (the ``__compaction`` cursor's mark-delete), entries as ranges in the form of
+            # ``individuallyDeletedMessages``, batch indexes as bits (set: compacted out).
+            "compactedOutEntries": str(compacted.removed_entries),
+            "compactedOutBatchIndexes": {
+                f"{p[0]}:{p[1]}": bin(sum(1 << i for i in gone))
+                for p, gone in sorted(compacted.compacted_out.items())
+            },
         }
 
 

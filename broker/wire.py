@@ -95,8 +95,12 @@ CLIENT_COMMANDS: dict[str, Spec] = {
     ),
     "PING": Spec(),
     "PONG": Spec(),
+    # access_mode: Pulsar's ProducerAccessMode name ("Shared" when absent); topic_epoch:
+    # the epoch a re-creating exclusive producer was given. A WaitForExclusive producer's
+    # PRODUCER is answered when it gets the topic (no time-out on the client's side).
     "PRODUCER": Spec(
-        {"topic": _STR, "producer_id": _INT}, {"producer_name": _OPT_STR}
+        {"topic": _STR, "producer_id": _INT},
+        {"producer_name": _OPT_STR, "access_mode": _OPT_STR, "topic_epoch": _OPT_INT},
     ),
     "SEND": Spec(
         {"producer_id": _INT, "sequence_id": _INT, "metadata": _DICT}, payloads="one"
@@ -133,7 +137,9 @@ CLIENT_COMMANDS: dict[str, Spec] = {
     ),
     "CLOSE_CONSUMER": Spec({"consumer_id": _INT}),
     "UNSUBSCRIBE": Spec({"consumer_id": _INT}),
-    # SEEK: message_id [ledger, entry, partition, batch] or publish_time ms.
+    # SEEK: message_id [ledger, entry, partition, batch] or publish_time ms. The broker
+    # disconnects the subscription's consumers (CLOSE_CONSUMER, reason "seek"), then answers
+    # SUCCESS with the [ledger, entry] read next: the client subscribes again from there.
     "SEEK": Spec({"consumer_id": _INT}, {"message_id": _OPT_LIST, "publish_time": _OPT_INT}),
     "GET_LAST_MESSAGE_ID": Spec({"consumer_id": _INT}),
     "PARTITIONED_METADATA": Spec({"topic": _STR}),
@@ -152,7 +158,8 @@ BROKER_COMMANDS: dict[str, Spec] = {
     "PING": Spec(),
     "PONG": Spec(),
     "PRODUCER_SUCCESS": Spec(
-        {"producer_id": _INT, "producer_name": _STR, "last_sequence_id": _INT}
+        {"producer_id": _INT, "producer_name": _STR, "last_sequence_id": _INT},
+        {"topic_epoch": _OPT_INT},
     ),
     "SEND_RECEIPT": Spec({"producer_id": _INT, "sequence_id": _INT, "message_id": _LIST}),
     # receipts: [[sequence_id, ledger, entry, partition], ...] for one producer, in order.

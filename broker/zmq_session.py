@@ -25,6 +25,7 @@ from .actions import (
     ConsumerClosed,
     Deliver,
     ProducerClosed,
+    ProducerReady,
     ReachedEndOfTopic,
     SendError,
     SendReceipt,
@@ -35,6 +36,7 @@ from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_entr
 from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, PulsarLabError
 from .limits import check_connections, check_consumers, check_producers
 from .message_id import MessageId
+from .producer_access import ProducerAccessMode, RecentlyClosed, waiting_refused
 from .pulsar_protocol.metadata import pulsar_entry_for_zmq, raw_for_zmq
 from .security import Authenticator
 from .service import BrokerService
@@ -65,6 +67,10 @@ class ServerCnx:
     consumers: dict[int, int] = field(default_factory=dict)  # client id -> core id
     consumer_ids: dict[int, int] = field(default_factory=dict)  # core id -> client id
     producer_ids: dict[int, int] = field(default_factory=dict)  # core id -> client id
+    # WaitForExclusive producers in line: core id -> the PRODUCER's request id, answered
+    # when the producer gets the topic (the msgpack wire has one answer per request).
+    waiting: dict[int, int] = field(default_factory=dict)
+    recently_closed: RecentlyClosed = field(default_factory=RecentlyClosed)
 
 
 class ZmqProtocol:
@@ -82,7 +88,7 @@ class ZmqProtocol:
         open_connections: Callable[[], int] | None = None,
     ) -> None:
         """``send(conn, frames)`` writes frames to a connection; ``flush()`` has the shell
-        hand out the core's pending actions now (SEEK needs that); ``open_connections()``
+        hand out the core's pending actions now (ADMIN needs that); ``open_connections()``
         counts every client connection the broker serves (for ``max_connections``)."""
         self.service = service
         self.settings = settings
@@ -239,22 +245,33 @@ class ZmqProtocol:
         client_id = command["producer_id"]
         if client_id in conn.producers:
             raise InvalidArgument(f"producer id {client_id} is already in use on this connection")
-        self.admin.authorizer.check_topic(conn.role, command["topic"], "produce")
+        self.service.authorizer.check_topic(conn.role, command["topic"], "produce")
         check_producers(self.settings, len(conn.producers))
         producer = self.service.create_producer(
             command["topic"], command.get("producer_name"), conn,
             address=conn.address, client_version=conn.client_version,
+            access_mode=command.get("access_mode") or ProducerAccessMode.Shared,
+            topic_epoch=command.get("topic_epoch"),
         )
         conn.producers[client_id] = producer.producer_id
         conn.producer_ids[producer.producer_id] = client_id
+        conn.recently_closed.discard(client_id)
+        if producer.ready:
+            self._producer_success(conn, command.request_id, client_id, producer)
+        else:
+            conn.waiting[producer.producer_id] = command.request_id
+
+    def _producer_success(self, conn: ServerCnx, request_id: int, client_id: int,
+                          producer: Any) -> None:
         self._send(
             conn,
             wire.encode(
                 "PRODUCER_SUCCESS",
-                command.request_id,
+                request_id,
                 producer_id=client_id,
                 producer_name=producer.producer_name,
                 last_sequence_id=producer.last_sequence_id,
+                topic_epoch=producer.topic_epoch,
             ),
         )
 
@@ -271,15 +288,8 @@ class ZmqProtocol:
         metadata)``, to the core."""
         request_id, client_id, sequence_id, meta = send
         core_id = conn.producers.get(client_id)
-        if core_id is None:
-            self._send(
-                conn,
-                wire.encode(
-                    "SEND_ERROR", request_id, producer_id=client_id,
-                    sequence_id=sequence_id, code="ProducerNotFound",
-                    message=f"producer {client_id} is not open on this connection",
-                ),
-            )
+        if core_id is None or core_id in conn.waiting:
+            self._send_to_closed_producer(conn, request_id, client_id, sequence_id)
             return
         try:
             # A SEND that is not valid is answered with SEND_ERROR, as any refused send.
@@ -302,19 +312,45 @@ class ZmqProtocol:
                 ),
             )
 
+    def _send_to_closed_producer(self, conn: ServerCnx, request_id: int, client_id: int,
+                                 sequence_id: int) -> None:
+        """Pulsar's ServerCnx.handleSend for a producer that is not ready: the connection is
+        closed, unless the broker had just closed that producer (the SEND was on its way).
+        Pulsar's client re-sends its pending messages when it re-creates the producer, so
+        Pulsar ignores that SEND; the msgpack wire's client re-sends on this SEND_ERROR."""
+        if client_id in conn.recently_closed:
+            self._send(
+                conn,
+                wire.encode(
+                    "SEND_ERROR", request_id, producer_id=client_id,
+                    sequence_id=sequence_id, code="ProducerNotFound",
+                    message=f"producer {client_id} was closed by the broker",
+                ),
+            )
+            return
+        reason = f"Received message, but the producer is not ready: {client_id}"
+        log.info("closing a ZeroMQ connection: %s", reason)
+        self._reply_error(conn, request_id, "NotAllowedError", f"{reason}; connection closed")
+        self._drop(conn)
+
     def _cmd_close_producer(self, conn: ServerCnx, command: wire.Command) -> None:
         client_id = command["producer_id"]
         core_id = conn.producers.pop(client_id, None)
         if core_id is not None:
             conn.producer_ids.pop(core_id, None)
+            conn.waiting.pop(core_id, None)  # a waiting one gives up its place in line
             self.service.close_producer(core_id)
         self._success(conn, command)
 
     def _cmd_subscribe(self, conn: ServerCnx, command: wire.Command) -> None:
         client_id = command["consumer_id"]
         if client_id in conn.consumers:
-            raise InvalidArgument(f"consumer id {client_id} is already in use on this connection")
-        self.admin.authorizer.check_topic(conn.role, command["topic"], "consume")
+            # As Pulsar's ServerCnx: a repeated SUBSCRIBE (a client retrying after a
+            # time-out) finds its consumer already subscribed and succeeds.
+            name = self.service.consumer_stats(conn.consumers[client_id])["consumerName"]
+            self._send(conn, wire.encode("SUCCESS", command.request_id, result=name))
+            return
+        self.service.authorizer.check_topic(conn.role, command["topic"], "consume")
         check_consumers(self.settings, len(conn.consumers))
         try:
             sub_type = SubType(command["sub_type"])
@@ -426,51 +462,50 @@ class ZmqProtocol:
 
     def _cmd_seek(self, conn: ServerCnx, command: wire.Command) -> None:
         core_id = self._core_consumer(conn, command)
-        # Messages dispatched before the seek must reach the client before its SUCCESS
-        # (the client drops its queue on SUCCESS); those after it, after.
-        self.service.commit()
-        self._flush()
         mid = command.get("message_id")
         if mid is not None:
             if len(mid) != 4 or not all(isinstance(v, int) for v in mid):
                 raise InvalidArgument("message_id must be [ledger, entry, partition, batch]")
-            self.service.seek(core_id, message_id=MessageId(mid[2], mid[0], mid[1], mid[3]))
+            position = self.service.seek(core_id, message_id=MessageId(mid[2], mid[0], mid[1],
+                                                                       mid[3]))
         elif command.get("publish_time") is not None:
-            self.service.seek(core_id, publish_time=command["publish_time"])
+            position = self.service.seek(core_id, publish_time=command["publish_time"])
         else:
             raise InvalidArgument("SEEK needs message_id or publish_time")
-        self._success(conn, command)
+        # The core disconnected the subscription's consumers (Pulsar's rule); this one hears
+        # it before the SUCCESS, which names the position it subscribes again from, and
+        # nothing queued for it before the seek reaches it any more.
+        client_id = command["consumer_id"]
+        conn.consumers.pop(client_id, None)
+        conn.consumer_ids.pop(core_id, None)
+        self._send(conn, wire.encode("CLOSE_CONSUMER", 0, consumer_id=client_id, reason="seek"))
+        self._send(conn, wire.encode("SUCCESS", command.request_id, result=list(position)))
 
     def _cmd_get_last_message_id(self, conn: ServerCnx, command: wire.Command) -> None:
-        core_id = self._core_consumer(conn, command)
-        consumer, sub = self.service.consumers[core_id]
-        if consumer.read_compacted:  # the last entry it can reach
-            ledger_id, entry_id, _ = sub.topic.last_message_id_for(consumer)
-        else:
-            ledger_id, entry_id = sub.topic.last_entry_position()  # empty ledgers skipped
-        result = [ledger_id, entry_id, sub.topic.partition_index, -1]
-        md = sub.cursor.mark_delete_position
+        last = self.service.consumer_last_message_id(self._core_consumer(conn, command))
+        result = [last.ledger_id, last.entry_id, last.partition, last.batch_index]
         self._send(
             conn,
             wire.encode(
-                "SUCCESS", command.request_id, result=result, mark_delete_position=list(md)
+                "SUCCESS", command.request_id, result=result,
+                mark_delete_position=list(last.mark_delete_position),
             ),
         )
 
     def _cmd_partitioned_metadata(self, conn: ServerCnx, command: wire.Command) -> None:
-        self.admin.authorizer.check_topic(conn.role, command["topic"], "lookup")
+        self.service.authorizer.check_topic(conn.role, command["topic"], "lookup")
         n = self.service.get_partitioned_topic_metadata(command["topic"])
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=n))
 
     def _cmd_get_topics(self, conn: ServerCnx, command: wire.Command) -> None:
-        self.admin.authorizer.check(conn.role, command["namespace"], "consume")
+        self.service.authorizer.check(conn.role, command["namespace"], "consume")
         names = self.service.list_topics(
             command["namespace"], bool(command.get("include_system", False))
         )
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=names))
 
     def _cmd_admin(self, conn: ServerCnx, command: wire.Command) -> None:
-        self.admin.authorizer.check_admin(conn.role, command["op"], command.get("args") or {})
+        self.service.authorizer.check_admin(conn.role, command["op"], command.get("args") or {})
         result = self.admin.call(command["op"], command.get("args") or {})
         self._flush()  # what the call told other clients (unload, terminate) goes out first
         self._send(conn, wire.encode("SUCCESS", command.request_id, result=result))
@@ -593,15 +628,16 @@ class ZmqProtocol:
                         ),
                     )
             elif isinstance(action, ProducerClosed):
-                client_id = conn.producer_ids.pop(action.producer_id, None)
-                if client_id is not None:
-                    conn.producers.pop(client_id, None)
-                    self._send(
-                        conn,
-                        wire.encode(
-                            "CLOSE_PRODUCER", 0, producer_id=client_id, reason=action.reason
-                        ),
-                    )
+                self._producer_closed(conn, action)
+            elif isinstance(action, ProducerReady):
+                request_id = conn.waiting.get(action.producer_id)
+                client_id = conn.producer_ids.get(action.producer_id)
+                # Closed since, its ProducerClosed answers the PRODUCER.
+                if (request_id is not None and client_id is not None
+                        and action.producer_id in self.service.producers):
+                    del conn.waiting[action.producer_id]
+                    self._producer_success(conn, request_id, client_id,
+                                           self.service.producer(action.producer_id))
             elif isinstance(action, ReachedEndOfTopic):
                 client_id = conn.consumer_ids.get(action.consumer_id)
                 if client_id is not None:
@@ -612,6 +648,23 @@ class ZmqProtocol:
             self._send_receipts(receipts_to, receipts)
         if delivered:
             self._send_delivered(delivered_to, delivered)
+
+    def _producer_closed(self, conn: ServerCnx, action: ProducerClosed) -> None:
+        """CLOSE_PRODUCER for a producer the broker closed; a waiting one's PRODUCER is
+        answered with the error instead."""
+        client_id = conn.producer_ids.pop(action.producer_id, None)
+        if client_id is None:
+            return
+        conn.producers.pop(client_id, None)
+        request_id = conn.waiting.pop(action.producer_id, None)
+        if request_id is not None:
+            error = waiting_refused(action.reason)
+            self._reply_error(conn, request_id, error.code, str(error))
+            return
+        conn.recently_closed.add(client_id)
+        self._send(
+            conn, wire.encode("CLOSE_PRODUCER", 0, producer_id=client_id, reason=action.reason)
+        )
 
     def _send_delivered(self, to: tuple[ServerCnx, int, str] | None, entries: list) -> None:
         """One MESSAGE with ``entries`` (:class:`DeliveredEntry`) for one consumer.

@@ -11,6 +11,12 @@ position). Two lines mark the
 mark-delete and read positions; the numbers (backlog, holes) come from the same stats.
 Everything is read from ``stats-internal`` (``markDeletePosition``, ``readPosition``,
 ``individuallyDeletedMessages``, ``batchDeletedIndexes``, ``ledgers``).
+
+On a compacted topic a dashed line marks the compaction horizon (the ``__compaction``
+cursor's mark-delete), and a cross each entry the compacted ledger leaves out, an open
+diamond each batch it keeps with some messages compacted out (``compactedLedger``'s
+``compactedOutEntries`` and ``compactedOutBatchIndexes``, which pulsarlab serves): what a
+``read_compacted`` reader skips, whatever this subscription's cursor says about the entry.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ CELL_STATES = (
 """Strip cell states, in the order of their code in :attr:`CursorView.states`."""
 
 _COLORS = ("#c8e6c9", "#2e7d32", "#9ccc65", "#ffb74d", "#e57373", "#90a4ae")
+_COMPACTION = "#6a1b9a"
+_COMPACTION_CURSOR = "__compaction"
 
 
 
@@ -58,7 +66,8 @@ class CursorView(View):
     """The ledger as a strip: mark-delete, read position, holes, batch-index acks."""
 
     _history_fields = ("positions", "states", "mark_delete", "read_position", "holes",
-                       "batch_bits", "pending", "backlog", "changed")
+                       "batch_bits", "pending", "backlog", "changed", "horizon",
+                       "compacted_out_ranges", "compacted_out_batches")
 
     def __init__(
         self,
@@ -82,6 +91,12 @@ class CursorView(View):
         self.backlog = 0
         self.changed: list[int] = []
         """Indexes (into :attr:`positions`) of the cells whose state changed in the step."""
+        self.horizon: Position | None = None
+        """The compaction horizon (``None``: the topic was never compacted)."""
+        self.compacted_out_ranges: list[tuple[Position, Position]] = []
+        """Entries up to the horizon the compacted ledger leaves out, as ranges."""
+        self.compacted_out_batches: dict[Position, int] = {}
+        """Batches the compacted ledger keeps with some messages out (bits set: out)."""
         self.fig = go.FigureWidget(
             data=[go.Heatmap(
                 zmin=0, zmax=len(CELL_STATES), colorscale=stepped_colorscale(_COLORS),
@@ -91,6 +106,12 @@ class CursorView(View):
                 name="changed in this step", mode="markers", hoverinfo="skip", meta="legend",
                 marker={"symbol": "square-open", "size": 18, "color": "#d50000",
                         "line": {"width": 2}},
+            ), go.Scatter(
+                name="left out by compaction", mode="markers", hoverinfo="skip",
+                marker={"symbol": "x", "size": 11, "color": _COMPACTION},
+            ), go.Scatter(
+                name="batch partly compacted out", mode="markers", hoverinfo="skip",
+                marker={"symbol": "diamond-open", "size": 13, "color": _COMPACTION},
             )] + [go.Scatter(  # colour keys of the cell states, in the legend only
                 name=name, x=[None], y=[None], mode="markers", meta="legend",
                 hoverinfo="skip", marker={"symbol": "square", "size": 12, "color": color},
@@ -112,10 +133,21 @@ class CursorView(View):
         """Each drawn entry with its state name."""
         return [(p, CELL_STATES[s]) for p, s in zip(self.positions, self.states, strict=True)]
 
+    @property
+    def compacted_out(self) -> list[Position]:
+        """The drawn entries the compacted ledger leaves out."""
+        return [self.positions[i] for i in _compacted_out(self)]
+
     def summary(self, state: Any = None) -> dict[str, Any]:
         st = self if state is None else state
         counts = np.bincount(st.states, minlength=len(CELL_STATES))
-        return {
+        compaction = {} if st.horizon is None else {
+            "compaction_horizon": format_position(st.horizon),
+            "compacted_out": len(_compacted_out(st)),
+            "partly_compacted_batches": sum(p in st.compacted_out_batches
+                                            for p in st.positions),
+        }
+        return {**compaction,
             "mark_delete": format_position(st.mark_delete) if st.mark_delete else None,
             "read_position": format_position(st.read_position) if st.read_position else None,
             "holes": len(st.holes),
@@ -142,6 +174,14 @@ class CursorView(View):
         self.batch_bits = {
             parse_position(p): parse_batch_bits(bits)
             for p, bits in (cursor.get("batchDeletedIndexes") or {}).items()
+        }
+        compaction = (internal.get("cursors") or {}).get(_COMPACTION_CURSOR)
+        compacted = internal.get("compactedLedger") or {}
+        self.horizon = parse_position(compaction["markDeletePosition"]) if compaction else None
+        self.compacted_out_ranges = parse_range_set(compacted.get("compactedOutEntries", ""))
+        self.compacted_out_batches = {
+            parse_position(p): parse_batch_bits(bits)
+            for p, bits in (compacted.get("compactedOutBatchIndexes") or {}).items()
         }
         positions = [
             (int(ledger["ledgerId"]), e)
@@ -186,12 +226,26 @@ class CursorView(View):
         if bits is not None:
             pending = [i for i in range(bits.bit_length()) if bits >> i & 1]
             text += f" — indexes still unacked: {pending}"
+        if any(lower < position <= upper for lower, upper in st.compacted_out_ranges):
+            text += " — left out by compaction: a read_compacted reader skips it"
+        gone = st.compacted_out_batches.get(position)
+        if gone is not None:
+            indexes = [i for i in range(gone.bit_length()) if gone >> i & 1]
+            text += f" — compaction left out its messages {indexes}"
         return text
 
     def draw(self, st: Any) -> None:
         n = len(st.positions)
         index = {p: i for i, p in enumerate(st.positions)}
         shapes, notes = [], []
+        if st.horizon is not None:
+            x = self._line_x(st, st.horizon, index, True)
+            if x is not None:
+                shapes.append({"type": "line", "x0": x, "x1": x, "y0": -0.9, "y1": 0.9,
+                               "line": {"color": _COMPACTION, "width": 2, "dash": "dash"}})
+                notes.append({"x": x, "y": 0.9, "text": "compaction horizon",
+                              "showarrow": False, "font": {"color": _COMPACTION},
+                              "yshift": 12, "xanchor": "right"})
         for label, position, after, color in (
             ("mark-delete", st.mark_delete, True, "#1b5e20"),
             ("read", st.read_position, False, "#0d47a1"),
@@ -218,6 +272,10 @@ class CursorView(View):
                                                                   strict=True)]]
             self.fig.data[1].x = list(st.changed)
             self.fig.data[1].y = [0] * len(st.changed)
+            for trace, xs in ((self.fig.data[2], _compacted_out(st)),
+                              (self.fig.data[3], [i for i, p in enumerate(st.positions)
+                                                  if p in st.compacted_out_batches])):
+                trace.x, trace.y, trace.showlegend = xs, [0] * len(xs), bool(xs)
             self.fig.layout.xaxis.range = [-0.5, max(n, 10) - 0.5]
             self.fig.layout.xaxis.dtick = 1 if n <= 30 else None
             # ticks name the entries that exist, as the text and the table do (no 6..9)
@@ -248,9 +306,21 @@ class CursorView(View):
 
     def _table_html(self, st: Any) -> str:
         s = self.summary(st)  # the cell states' colour keys are the figure's legend
+        compaction = "" if st.horizon is None else (
+            f"<br>compaction horizon <b>{s['compaction_horizon']}</b> · left out by "
+            f"compaction <b>{s['compacted_out']}</b> · batches partly compacted out "
+            f"<b>{s['partly_compacted_batches']}</b> (a read_compacted reader skips them)"
+        )
         return (
             f"backlog <b>{s['backlog']}</b> · holes (individually acked ranges) "
             f"<b>{s['holes']}</b> · partly acked batches <b>{s['partial_batches']}</b> · "
             f"delivered, unacked <b>{s['delivered_unacked']}</b> · awaiting redelivery "
-            f"<b>{s['awaiting_redelivery']}</b> · unread <b>{s['unread']}</b>"
+            f"<b>{s['awaiting_redelivery']}</b> · unread <b>{s['unread']}</b>{compaction}"
         )
+
+
+def _compacted_out(st: Any) -> list[int]:
+    """Indexes (into ``st.positions``) of the entries the compacted ledger leaves out."""
+    ranges = st.compacted_out_ranges
+    return [i for i, p in enumerate(st.positions)
+            if any(lower < p <= upper for lower, upper in ranges)]

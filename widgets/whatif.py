@@ -35,6 +35,7 @@ from pulsarlab.broker import (
     TopicName,
 )
 from pulsarlab.broker.actions import ActiveConsumerChange, Deliver
+from pulsarlab.broker.client.batch import OutgoingMessage, encode_batch
 from pulsarlab.broker.consumer import ServerConsumer
 from pulsarlab.broker.entry import read_header
 from pulsarlab.broker.selectors import StickyKeyConsumerSelector, partition_for_key
@@ -296,11 +297,13 @@ class WhatIf:
         batch: int | None = None,
         ordering_key: bytes | None = None,
         properties: Mapping[str, str] | None = None,
+        payload: bytes = b"what-if",
     ) -> list[Position]:
         """Publish one message per key (``None`` = no key) and confirm them.
 
         With no ``keys``, ``count`` key-less messages. Keyed messages of a partitioned topic
         go to ``partition_for_key``; key-less ones round-robin, as pulsar-client routes.
+        ``payload=b""`` publishes tombstones (for :meth:`compact`).
         """
         if keys is None or isinstance(keys, str):
             keys = [keys] * (count if keys is None else 1)
@@ -315,10 +318,31 @@ class WhatIf:
                 properties=dict(properties or {}),
                 sequence_id=next(self._sequence_ids.setdefault(topic, itertools.count())),
             )
-            positions.append(self.service.send(producer_id, metadata, b"what-if"))
+            positions.append(self.service.send(producer_id, metadata, payload))
         self.service.commit()
         self._changed(_publish_label(keys))
         return positions
+
+    def publish_batch(self, keys: Iterable[str | None], *, payload: bytes = b"what-if"
+                      ) -> Position:
+        """Publish one batch holding a message per key (``None`` = no key), as a batching
+        producer does; its entry goes where its first key routes."""
+        keys = list(keys)
+        if not keys:
+            raise ValueError("a batch holds at least one message")
+        self.published_keys += [k for k in dict.fromkeys(keys) if k not in self.published_keys]
+        topic = self._route(keys[0])
+        sequence_ids = self._sequence_ids.setdefault(topic, itertools.count())
+        messages = [OutgoingMessage(payload, partition_key=key, sequence_id=next(sequence_ids))
+                    for key in keys]
+        metadata = MessageMetadata(
+            num_messages_in_batch=len(messages), partition_key=keys[0],
+            sequence_id=messages[0].sequence_id, highest_sequence_id=messages[-1].sequence_id,
+        )
+        position = self.service.send(self._producer(topic), metadata, encode_batch(messages))
+        self.service.commit()
+        self._changed(f"{_publish_label(keys)} in one batch")
+        return position
 
     def _route(self, key: str | None) -> str:
         if not self.partitions:
@@ -439,6 +463,14 @@ class WhatIf:
     def _batch_size(self, topic: str, position: Position) -> int:
         data = self.service.topics[topic].ledger.read_entry(position)
         return read_header(data).num_messages if data is not None else 1
+
+    # -- compaction ---------------------------------------------------------------------
+
+    def compact(self) -> None:
+        """Compact the topic (each partition) now, as ``admin topics compact``."""
+        for topic in self.partition_topics:
+            self.service.compact_topic(topic)
+        self._changed("compact")
 
     # -- time -----------------------------------------------------------------------------
 

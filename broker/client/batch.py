@@ -42,6 +42,7 @@ __all__ = [
     "batch_items",
     "decode_batch",
     "encode_batch",
+    "encode_items",
     "make_batch_builder",
 ]
 
@@ -100,6 +101,12 @@ def encode_batch(messages: list[OutgoingMessage]) -> bytes:
         ],
         use_bin_type=True,
     )
+
+
+def encode_items(items: list[Item]) -> bytes:
+    """The batch payload of ``items`` as :func:`batch_items` gives them (compaction rebuilds
+    a batch from them)."""
+    return msgpack.packb(items, use_bin_type=True)
 
 
 _ITEM_SHAPE = ("each batch item is [properties, partition_key, ordering_key, event_time, "

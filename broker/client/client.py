@@ -214,6 +214,7 @@ class Client:
             chunking_enabled=chunking_enabled,
             chunk_max_message_size=chunk_max_message_size,
             properties=dict(properties or {}),
+            access_mode=access_mode.name,
         )
         partitions = self._partitions_of(name)
         names = [name] if partitions == 0 else [

@@ -90,7 +90,7 @@ class CompressionType(enum.Enum):
 
 
 class ProducerAccessMode(enum.Enum):
-    """Accepted for compatibility; pulsarlab producers are always ``Shared``."""
+    """Who may publish on a topic; the broker enforces it (Pulsar's access modes)."""
 
     Shared = 0
     Exclusive = 1

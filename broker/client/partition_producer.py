@@ -66,6 +66,7 @@ class ProducerConfig:
     chunking_enabled: bool = False
     chunk_max_message_size: int | None = None
     properties: dict[str, str] = field(default_factory=dict)
+    access_mode: str = "Shared"  # ProducerAccessMode's name, enforced by the broker
 
 
 Handle = SendCallback | concurrent.futures.Future | None
@@ -120,6 +121,7 @@ class PartitionProducer:
         self.config = config
         self.producer_id = self._conn.new_id()
         self.name = config.producer_name or ""
+        self.topic_epoch: int | None = None  # the broker gives an exclusive producer one
         self.last_published = -1
         self._next_sequence = 0
         # A plain lock under the condition: the hot paths take it directly.
@@ -162,12 +164,17 @@ class PartitionProducer:
         fields: dict[str, Any] = {"topic": self.topic, "producer_id": self.producer_id}
         if self.config.producer_name:
             fields["producer_name"] = self.config.producer_name
+        if self.config.access_mode != "Shared":
+            fields["access_mode"] = self.config.access_mode
+        # A WaitForExclusive producer is answered once it gets the topic: no time-out.
+        waits = self.config.access_mode == "WaitForExclusive"
         try:
-            reply = conn.wait(conn.request("PRODUCER", **fields))
+            reply = conn.wait(conn.request("PRODUCER", **fields), None if waits else -1.0)
         except BaseException:
             conn.post(lambda: conn.unregister_producer(self.producer_id))
             raise
         self.name = reply["producer_name"]
+        self.topic_epoch = reply.get("topic_epoch")
         broker_last = reply["last_sequence_id"]
         initial = self.config.initial_sequence_id
         if initial is not None:
@@ -471,6 +478,8 @@ class PartitionProducer:
         ``ProducerImpl`` reconnects); sends queue behind the new PRODUCER command."""
         fields: dict[str, Any] = {"topic": self.topic, "producer_id": self.producer_id,
                                   "producer_name": self.name}
+        if self.config.access_mode != "Shared":  # back with its epoch, as Java's client
+            fields.update(access_mode=self.config.access_mode, topic_epoch=self.topic_epoch)
         self._reopening = True
 
         def reopened(future: Any) -> None:

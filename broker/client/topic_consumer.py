@@ -123,6 +123,7 @@ class TopicConsumer:
         self._last_read: Message | EntryBatch | None = None  # the last one taken
         self.start_message_id = config.start_message_id
         self.start_inclusive = config.start_message_id_inclusive
+        self._seek_pending = False  # a SEEK of this consumer waits for its answer
         self._lock = threading.Lock()
         # Acks from the application wait here for the I/O thread, which takes them all in
         # one task per burst (a posted task per ack would cost more than the ack).
@@ -218,14 +219,14 @@ class TopicConsumer:
                 fields["sticky_ranges"] = [list(r) for r in policy.sticky_ranges]
         if c.key_hash_ranges:
             fields["key_hash_ranges"] = [list(r) for r in c.key_hash_ranges]
-        start = c.start_message_id
+        start = self.start_message_id  # the configured one, or where the last seek went
         if start is not None:
             fields["start_message_id"] = [
                 start.ledger_id(), start.entry_id(), start.partition(), start.batch_index()
             ]
             # A batched start id: the broker starts at its entry; indexes are filtered here.
             fields["start_message_id_inclusive"] = (
-                True if start.batch_index() >= 0 else c.start_message_id_inclusive
+                True if start.batch_index() >= 0 else self.start_inclusive
             )
         return fields
 
@@ -240,12 +241,18 @@ class TopicConsumer:
             }
         else:
             fields = {"publish_time": int(target)}
+        # The broker disconnects the subscription's consumers (CLOSE_CONSUMER "seek") and
+        # answers with the position read next: this one subscribes again from there.
+        self._seek_pending = True
         future = conn.request("SEEK", consumer_id=self.consumer_id, **fields)
 
         def after(done: concurrent.futures.Future) -> None:
             # Runs on the I/O thread as the reply is handled, before any later MESSAGE.
+            self._seek_pending = False
             if done.exception() is None:
-                self._io_reset_after_seek(target)
+                self._io_reset_after_seek(target, done.result().get("result"))
+                if not self.connected and not self.closed:
+                    self._io_resubscribe()
 
         future.add_done_callback(after)
         conn.wait(future)
@@ -254,8 +261,8 @@ class TopicConsumer:
         reply = self._conn.wait(
             self._conn.request("GET_LAST_MESSAGE_ID", consumer_id=self.consumer_id)
         )
-        ledger, entry, partition = reply["result"][:3]
-        return MessageId(partition, ledger, entry, -1)
+        ledger, entry, partition, batch_index = reply["result"][:4]
+        return MessageId(partition, ledger, entry, batch_index)
 
     def unsubscribe(self) -> None:
         conn = self._conn
@@ -320,7 +327,8 @@ class TopicConsumer:
             self._flow(passed * threshold)
 
     def _flow(self, permits: int) -> None:
-        if not self.closed and not self._conn.closed:
+        # Disconnected (a seek, an unload): subscribing again grants a whole queue.
+        if self.connected and not self.closed and not self._conn.closed:
             self._conn.send("FLOW", consumer_id=self.consumer_id, permits=permits)
 
     def acknowledge(self, msg_id: MessageId | Message, cumulative: bool = False) -> None:
@@ -433,6 +441,8 @@ class TopicConsumer:
                               -1, self)]
         n = meta.num_messages_in_batch
         items = batch_items(payload, n)
+        if meta.compacted_out:
+            ack_set = _without_compacted_out(ack_set, meta.compacted_out, n)
         self.acks.on_batch_received(position, n, ack_set)
         delivery = Delivery(topic, partition, ledger, entry_id, n, meta.publish_time,
                             meta.producer_name, meta.schema_version, redelivery_count, schema)
@@ -460,6 +470,8 @@ class TopicConsumer:
                                None, redelivery_count, self)]
         n = meta.num_messages_in_batch
         items = batch_items(payload, n)
+        if meta.compacted_out:
+            ack_set = _without_compacted_out(ack_set, meta.compacted_out, n)
         self.acks.on_batch_received(position, n, ack_set)
         indexes = None
         if ack_set is not None or self._batch_filter is not None:
@@ -497,7 +509,10 @@ class TopicConsumer:
     def on_close_consumer(self, cmd: Any) -> None:
         log.warning("the broker closed the consumer on %s: %s", self.topic, cmd.get("reason"))
         self.connected = False
-        if cmd.get("reason") == "unloaded" and not self.closed:
+        reason = cmd.get("reason")
+        if reason == "seek" and self._seek_pending:
+            return  # its own seek: the SEEK's answer subscribes again
+        if reason in ("unloaded", "seek") and not self.closed:
             self._io_resubscribe()
 
     def _io_resubscribe(self) -> None:
@@ -788,7 +803,7 @@ class TopicConsumer:
         self._conn.send_now("REDELIVER_UNACKNOWLEDGED", 0, consumer_id=self.consumer_id,
                             reason=reason)
 
-    def _io_reset_after_seek(self, target: MessageId | int) -> None:
+    def _io_reset_after_seek(self, target: MessageId | int, position: Any = None) -> None:
         self.acks.flush()
         self.acks.forget_batches()
         self.acks.reset_cumulative()
@@ -802,6 +817,10 @@ class TopicConsumer:
             self.start_inclusive = True
             if target.batch_index() >= 0:
                 self._batch_filter = (target.position, target.batch_index(), True)
+        elif isinstance(position, list) and len(position) == 2:
+            # A seek by time: subscribe again from the entry the broker found.
+            self.start_message_id = MessageId(self.partition, position[0], position[1], -1)
+            self.start_inclusive = True
         else:
             self.start_message_id = None
         dropped = self.parent._drop_queued(self)
@@ -819,3 +838,11 @@ class TopicConsumer:
         if expired:
             self._io_ack_positions(expired)
         self._io_arm_chunk_expiry()
+
+
+def _without_compacted_out(ack_set: int | None, compacted_out: bytes, n: int) -> int:
+    """The batch's ack set (bits set: still to deliver) without the messages compaction
+    left out: they are skipped, as Java's ``ConsumerImpl`` skips ``compacted_out`` ones,
+    and count as acknowledged, so acking the survivors acknowledges the entry."""
+    unacked = (1 << n) - 1 if ack_set is None else ack_set
+    return unacked & ~int.from_bytes(compacted_out, "little")

@@ -17,7 +17,7 @@ from google.protobuf.message import DecodeError
 
 from ..client.batch import OutgoingMessage, decode_batch, encode_batch
 from ..client.compression import decompress
-from ..entry import MessageMetadata
+from ..entry import MessageMetadata, compacted_out_bitmap, compacted_out_indexes
 from .PulsarApi_pb2 import CompressionType, KeyValue, SingleMessageMetadata
 from .PulsarApi_pb2 import MessageMetadata as PulsarMetadata
 
@@ -143,7 +143,12 @@ def to_pulsar(
         payload = decompress(md.compression, payload, md.uncompressed_size, max_size)
     pm.num_messages_in_batch = md.num_messages_in_batch
     parts = []
-    for m in decode_batch(payload, md.num_messages_in_batch):
+    gone = compacted_out_indexes(md.compacted_out)
+    for i, m in enumerate(decode_batch(payload, md.num_messages_in_batch)):
+        if i in gone:  # an empty slot compaction left, as Pulsar's compactor writes it
+            raw = SingleMessageMetadata(payload_size=0, compacted_out=True).SerializeToString()
+            parts += (_U32.pack(len(raw)), raw)
+            continue
         single = SingleMessageMetadata(
             payload_size=len(m.payload), sequence_id=m.sequence_id & _U64
         )
@@ -209,6 +214,7 @@ def pulsar_entry_for_zmq(
     if md.compression != "NONE":  # bounded by its declared size and max_size
         payload = decompress(md.compression, payload, md.uncompressed_size, max_size)
     messages = []
+    gone = []
     offset = 0
     end = len(payload)
     view = memoryview(payload)
@@ -228,6 +234,8 @@ def pulsar_entry_for_zmq(
             raise ValueError(f"message {index}'s payload runs past the end of the batch")
         data = bytes(view[offset : offset + single.payload_size])
         offset += single.payload_size
+        if single.compacted_out:
+            gone.append(index)
         messages.append(
             OutgoingMessage(
                 payload=data,
@@ -243,5 +251,7 @@ def pulsar_entry_for_zmq(
         name: getattr(md, name) for name in MessageMetadata.__slots__
         if name not in ("pulsar_metadata", "compression", "uncompressed_size")
     })
+    if gone:
+        out.compacted_out = compacted_out_bitmap(gone, md.num_messages_in_batch)
     return out, encode_batch(messages)
 

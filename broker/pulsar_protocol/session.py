@@ -27,6 +27,7 @@ from ..actions import (
     ConsumerClosed,
     Deliver,
     ProducerClosed,
+    ProducerReady,
     ReachedEndOfTopic,
     SendError,
     SendReceipt,
@@ -39,12 +40,14 @@ from ..errors import (
     IncompatibleSchema,
     InvalidArgument,
     PulsarLabError,
+    ServiceNotReady,
     TopicNotFound,
 )
 from ..limits import check_consumers, check_producers
 from ..listeners import AdvertisedListeners
 from ..message_id import MessageId
-from ..rates import date_string
+from ..producer_access import RecentlyClosed, waiting_refused
+from ..schemas import SchemaInfo
 from ..security import AUTH_REFRESH_DATA, AuthState
 from ..topic_name import TopicName
 from ..topics_pattern import TopicsPattern
@@ -59,7 +62,6 @@ from .framing import (
     encode_payload_command,
 )
 from .metadata import from_pulsar, is_encrypted, raw_to_pulsar, to_pulsar
-from .schemas import SchemaInfo, SchemaRegistry
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
 
@@ -133,9 +135,6 @@ class PulsarSession:
         *,
         settings: Any,
         authenticator: Any,
-        authorizer: Any,
-        schemas: SchemaRegistry,
-        exclusive_producers: dict[str, int],
         service_url: str,
         now_ms: Callable[[], int],
         peer: str = "",
@@ -144,9 +143,8 @@ class PulsarSession:
         self.service = service
         self.settings = settings
         self.authenticator = authenticator
-        self.authorizer = authorizer
-        self.schemas = schemas
-        self.exclusive_producers = exclusive_producers  # topic -> its Exclusive producer
+        self.authorizer = service.authorizer  # the core's: every face checks the same
+        self.schemas = service.schemas
         self.service_url = service_url
         self.listeners = listeners or AdvertisedListeners.parse("", url=service_url)
         self.now_ms = now_ms
@@ -170,6 +168,9 @@ class PulsarSession:
         self.consumers: dict[int, int] = {}
         self.consumer_ids: dict[int, int] = {}
         self._highest_sequence: dict[tuple[int, int], int] = {}  # (core producer, seq) -> highest
+        # WaitForExclusive producers in line: core id -> (PRODUCER request id, schema version)
+        self._waiting: dict[int, tuple[int, bytes | None]] = {}
+        self._recently_closed = RecentlyClosed()
         self._out: list[bytes] = []
 
     # -- the shell's side -----------------------------------------------------------------
@@ -280,7 +281,9 @@ class PulsarSession:
                     api.CommandCloseConsumer(consumer_id=client_id, request_id=_U64),
                 )
         elif kind is ProducerClosed:
-            self._producer_closed(action.producer_id)
+            self._producer_closed(action)
+        elif kind is ProducerReady:
+            self._producer_ready(action)
         elif kind is ReachedEndOfTopic:
             client_id = self.consumer_ids.get(action.consumer_id)
             if client_id is not None:
@@ -289,16 +292,25 @@ class PulsarSession:
                     api.CommandReachedEndOfTopic(consumer_id=client_id),
                 )
 
-    def _producer_closed(self, core_id: int) -> None:
-        """The broker closed a producer (its topic was deleted or terminated): the client
-        reconnects, and is refused with ``TopicTerminatedError`` after a termination."""
-        client_id = self.producer_ids.pop(core_id, None)
-        if client_id is not None:
-            self.producers.pop(client_id, None)
-            self._command(
-                _T.CLOSE_PRODUCER, "close_producer",
-                api.CommandCloseProducer(producer_id=client_id, request_id=_U64),
-            )
+    def _producer_closed(self, action: ProducerClosed) -> None:
+        """The broker closed a producer (its topic was deleted, terminated or unloaded, or
+        it was fenced out): the client reconnects, and is refused with
+        ``TopicTerminatedError`` after a termination. A producer still waiting for the
+        topic gets its PRODUCER answered with the error instead."""
+        client_id = self.producer_ids.pop(action.producer_id, None)
+        if client_id is None:
+            return
+        self.producers.pop(client_id, None)
+        pending = self._waiting.pop(action.producer_id, None)
+        if pending is not None:
+            error = waiting_refused(action.reason)
+            self._error(pending[0], error.code, str(error))
+            return
+        self._recently_closed.add(client_id)  # SENDs on their way are ignored
+        self._command(
+            _T.CLOSE_PRODUCER, "close_producer",
+            api.CommandCloseProducer(producer_id=client_id, request_id=_U64),
+        )
 
     def _deliver(self, client_id: int, action: Deliver) -> None:
         out = self._out
@@ -641,27 +653,14 @@ class PulsarSession:
     def _producer(self, body: api.CommandProducer) -> None:
         client_id = body.producer_id
         if client_id in self.producers:
-            # The client repeats PRODUCER after a timeout; the producer is already open.
             core_id = self.producers[client_id]
-            producer = self.service.producers[core_id]
-            self._producer_success(body, producer, None)
+            if core_id in self._waiting:  # Pulsar: the first request is still pending
+                raise ServiceNotReady("Producer is already present on the connection")
+            # The client repeats PRODUCER after a timeout; the producer is already open.
+            self._producer_success(body.request_id, self.service.producer(core_id), None)
             return
         self.authorizer.check_topic(self.role, body.topic, "produce")
         check_producers(self.settings, len(self.producers))
-        mode = body.producer_access_mode
-        topic = self.service.get_topic(body.topic)
-        # Pulsar's AbstractTopic.incrementTopicEpochIfNeeded: a Shared producer meets an
-        # exclusive one with ProducerBusy; an exclusive mode meets any producer with
-        # ProducerFenced ("Topic has an existing exclusive producer" / "... shared producers").
-        owner = self.exclusive_producers.get(topic.name)
-        if mode == api.Shared and owner is not None and owner in topic.producers:
-            raise _ProducerBusy(f"Topic has an existing exclusive producer: {topic.name}")
-        if mode == api.ExclusiveWithFencing and topic.producers:
-            self.service.close_producers_of(topic.name, "fenced")
-        if mode != api.Shared and topic.producers:
-            kind = "exclusive" if owner is not None and owner in topic.producers else "shared"
-            raise _ProducerFenced(f"Topic has an existing {kind} producer: {topic.name} "
-                                  f"({api.ProducerAccessMode.Name(mode)} access is refused)")
         version = None
         if body.HasField("schema"):
             version = self._register_schema(body.topic, body.schema)
@@ -676,35 +675,49 @@ class PulsarSession:
         producer = self.service.create_producer(
             body.topic, name or None, self, address=self.peer, client_version=self.client_version,
             encrypted=body.encrypted,
+            access_mode=api.ProducerAccessMode.Name(body.producer_access_mode),
+            topic_epoch=body.topic_epoch if body.HasField("topic_epoch") else None,
         )
-        if mode != api.Shared:
-            self.exclusive_producers[topic.name] = producer.producer_id
         self.producers[client_id] = producer.producer_id
         self.producer_ids[producer.producer_id] = client_id
-        self._producer_success(body, producer, version)
+        self._recently_closed.discard(client_id)
+        if not producer.ready:
+            # WaitForExclusive, in line: Pulsar answers at once that it waits, and again
+            # when it gets the topic (a ProducerReady action).
+            self._waiting[producer.producer_id] = (body.request_id, version)
+        self._producer_success(body.request_id, producer, version)
 
-    def _producer_success(self, body: api.CommandProducer, producer: Any,
-                          version: bytes | None) -> None:
+    def _producer_success(self, request_id: int, producer: Any, version: bytes | None) -> None:
         success = api.CommandProducerSuccess(
-            request_id=body.request_id,
+            request_id=request_id,
             producer_name=producer.producer_name,
             last_sequence_id=_signed(producer.last_sequence_id),  # int64 on the wire
-            producer_ready=True,
+            producer_ready=producer.ready,
         )
         if version is not None:
             success.schema_version = version
-        if body.producer_access_mode != api.Shared:
-            success.topic_epoch = 0
+        if producer.ready and producer.topic_epoch is not None:
+            success.topic_epoch = producer.topic_epoch
         self._command(_T.PRODUCER_SUCCESS, "producer_success", success)
+
+    def _producer_ready(self, action: ProducerReady) -> None:
+        """A waiting producer got the topic: the second PRODUCER_SUCCESS, now ready."""
+        pending = self._waiting.get(action.producer_id)
+        if pending is None or action.producer_id not in self.service.producers:
+            return  # closed since: its ProducerClosed answers the PRODUCER
+        del self._waiting[action.producer_id]
+        self._producer_success(pending[0], self.service.producer(action.producer_id),
+                               pending[1])
 
     def _send(self, body: api.CommandSend, frame: Frame) -> None:
         client_id = body.producer_id
         core_id = self.producers.get(client_id)
-        if core_id is None:
-            self._send_error(
-                client_id, body.sequence_id, "NotAllowedError",
-                f"producer {client_id} is not open on this connection",
-            )
+        if core_id is None or core_id in self._waiting:
+            # Pulsar's ServerCnx.handleSend: a SEND to a producer the broker just closed
+            # was on its way and is ignored; to any other one that is not ready, it closes
+            # the connection.
+            if client_id not in self._recently_closed:
+                self._close(f"Received message, but the producer is not ready: {client_id}")
             return
         if frame.metadata is None:
             self._send_error(client_id, body.sequence_id, "UnknownError",
@@ -725,10 +738,9 @@ class PulsarSession:
             self._highest_sequence[(core_id, body.sequence_id)] = body.highest_sequence_id
         try:
             # The metadata is parsed again only where the namespace requires encryption.
-            producer = self.service.producers.get(core_id)
-            encrypted = producer is None or not self.service.policies_for(
-                producer.topic
-            ).encryption_required or is_encrypted(frame.metadata)
+            encrypted = not self.service.encryption_required(core_id) or is_encrypted(
+                frame.metadata
+            )
             self.service.send(core_id, metadata, frame.payload or b"", encrypted=encrypted)
         except PulsarLabError as exc:
             self._highest_sequence.pop((core_id, body.sequence_id), None)
@@ -738,6 +750,7 @@ class PulsarSession:
         core_id = self.producers.pop(body.producer_id, None)
         if core_id is not None:
             self.producer_ids.pop(core_id, None)
+            self._waiting.pop(core_id, None)  # a waiting one gives up its place in line
             self.service.close_producer(core_id)
         self._success(body.request_id)
 
@@ -851,18 +864,16 @@ class PulsarSession:
     def _seek(self, body: api.CommandSeek) -> None:
         core_id = self._core_consumer(body.consumer_id)
         if body.HasField("message_id"):
-            mid = body.message_id
-            message_id, _ = _start_message_id(mid)
+            message_id, _ = _start_message_id(body.message_id)
             self.service.seek(core_id, message_id=message_id)
         elif body.HasField("message_publish_time"):
             self.service.seek(core_id, publish_time=body.message_publish_time)
         else:
             raise InvalidArgument("SEEK needs a message id or a publish time")
-        # As Pulsar's broker: the consumer is disconnected and re-subscribes, so what it
-        # had queued before the seek is dropped and its permits start afresh.
+        # The core disconnected the subscription's consumers; this one hears it before the
+        # SUCCESS, and nothing queued for it before the seek reaches it any more.
         self.consumers.pop(body.consumer_id, None)
         self.consumer_ids.pop(core_id, None)
-        self.service.close_consumer(core_id)
         self._command(
             _T.CLOSE_CONSUMER, "close_consumer",
             api.CommandCloseConsumer(consumer_id=body.consumer_id, request_id=_U64),
@@ -870,44 +881,29 @@ class PulsarSession:
         self._success(body.request_id)
 
     def _get_last_message_id(self, body: api.CommandGetLastMessageId) -> None:
-        core_id = self._core_consumer(body.consumer_id)
-        consumer, sub = self.service.consumers[core_id]
-        ledger_id, entry_id, batch_index = sub.topic.last_message_id_for(consumer)
-        partition = sub.topic.partition_index
-        md_ledger, md_entry = sub.cursor.mark_delete_position
+        last = self.service.consumer_last_message_id(self._core_consumer(body.consumer_id))
+        md_ledger, md_entry = last.mark_delete_position
         self._command(
             _T.GET_LAST_MESSAGE_ID_RESPONSE, "getLastMessageIdResponse",
             api.CommandGetLastMessageIdResponse(
                 request_id=body.request_id,
                 last_message_id=api.MessageIdData(
-                    ledgerId=ledger_id & _U64, entryId=entry_id & _U64, partition=partition,
-                    batch_index=batch_index,
+                    ledgerId=last.ledger_id & _U64, entryId=last.entry_id & _U64,
+                    partition=last.partition, batch_index=last.batch_index,
                 ),
                 consumer_mark_delete_position=api.MessageIdData(
-                    ledgerId=md_ledger & _U64, entryId=md_entry & _U64, partition=partition
+                    ledgerId=md_ledger & _U64, entryId=md_entry & _U64, partition=last.partition
                 ),
             ),
         )
 
     def _consumer_stats(self, body: api.CommandConsumerStats) -> None:
-        core_id = self._core_consumer(body.consumer_id)
-        consumer, sub = self.service.consumers[core_id]
-        stats = api.CommandConsumerStatsResponse(
-            request_id=body.request_id,
-            consumerName=consumer.consumer_name,
-            availablePermits=max(consumer.permits, 0),
-            unackedMessages=max(consumer.unacked_messages, 0),
-            blockedConsumerOnUnackedMsgs=consumer.blocked_on_unacked,
-            type=str(sub.sub_type),
-            connectedSince=date_string(consumer.connected_since_ms),
-            address=self.peer,
-            msgRateOut=consumer.msg_out_rate.rate,
-            msgThroughputOut=consumer.msg_out_rate.value_rate,
-            msgRateRedeliver=consumer.msg_redeliver_rate.rate,
-            msgRateExpired=sub.msg_expired_rate.rate,
-            msgBacklog=sub.cursor.number_of_entries_in_backlog(),
+        stats = self.service.consumer_stats(self._core_consumer(body.consumer_id))
+        self._command(
+            _T.CONSUMER_STATS_RESPONSE, "consumerStatsResponse",
+            api.CommandConsumerStatsResponse(request_id=body.request_id, address=self.peer,
+                                             **stats),
         )
-        self._command(_T.CONSUMER_STATS_RESPONSE, "consumerStatsResponse", stats)
 
 
 def _pulsar_entry(
@@ -932,14 +928,6 @@ def _pulsar_entry(
         log.warning("%s entry %d:%d cannot be laid out for a pulsar:// consumer (%s: %s); "
                     "delivered raw", topic, *position, type(exc).__name__, exc)
         return raw_to_pulsar(md, payload)
-
-
-class _ProducerBusy(PulsarLabError):
-    code = "ProducerBusy"
-
-
-class _ProducerFenced(PulsarLabError):
-    code = "ProducerFenced"
 
 
 def _start_message_id(mid: api.MessageIdData) -> tuple[MessageId, bool]:

@@ -179,3 +179,39 @@ def test_tutorial_02_dashboard_has_one_step_bar_and_one_control_block(
     output.locator(".lm-TabBar-tab", has_text="flow").click()
     page.wait_for_timeout(1000)
     output.screenshot(path=str(artifacts / "01_flow_tab.png"))
+
+
+COMPACTION_MARKS = """gd => Object.fromEntries(gd._fullData
+    .filter(t => t.name === 'left out by compaction' || t.name === 'batch partly compacted out')
+    .map(t => {
+        const group = gd.querySelector(`.scatterlayer .trace${t.uid}`);
+        return [t.name, group ? group.querySelectorAll('path.point').length : 0];
+    }))"""
+"""Points drawn per compaction trace of a CursorView's plot."""
+
+
+def test_tutorial_10_cursor_view_marks_what_compaction_left_out(
+    lab: Lab, page: Any, artifacts: Path
+):
+    expect = _expect()
+    notebook = "10-delayed-ttl-retention-dedup.ipynb"
+    panel = open_and_run_all(page, lab, notebook)
+    expect(panel.locator(STDERR)).to_have_count(0)
+    cell = _cell(panel, "cursor = CursorView(board)")
+    plot = cell.locator(".js-plotly-plot").first
+    expect(plot.locator(".gtitle")).to_contain_text("cursor of 'board'", timeout=60_000)
+    # six crosses and one diamond, as the kernel's view counts them
+    left_out = int(kernel_eval(lab, notebook, "len(cursor.compacted_out)"))
+    partly = int(kernel_eval(lab, notebook, "len(cursor.compacted_out_batches)"))
+    assert (left_out, partly) == (6, 1)
+    page.wait_for_function(f"gd => ({COMPACTION_MARKS})(gd)['left out by compaction'] === 6",
+                           arg=plot.element_handle())
+    assert plot.evaluate(COMPACTION_MARKS) == {
+        "left out by compaction": left_out, "batch partly compacted out": partly}
+    # the dashed horizon line and its label, the legend naming the marks
+    expect(plot.locator(".annotation-text", has_text="compaction horizon")).to_have_count(1)
+    expect(plot.locator("path[style*='stroke-dasharray']")).not_to_have_count(0)
+    expect(plot.locator(".legendtext", has_text="left out by compaction")).to_have_count(1)
+    expect(cell.locator(".widget-html", has_text="compaction horizon 0:7")).to_have_count(1)
+    cell.scroll_into_view_if_needed()
+    cell.screenshot(path=str(artifacts / "01_compaction_cursor.png"))

@@ -87,8 +87,6 @@ def test_producer_access_mode_conflicts(compare, first, second) -> None:
 
 # ExclusiveProducerTest.testProducerFencing... ExclusiveWithFencing takes over from an
 # Exclusive producer: the old one is fenced (its next send fails)
-@pytest.mark.xfail(strict=False, reason="racy in pulsarlab: the fenced producer's next send "
-                   "may still succeed (tests/conformance/README.md, 'access modes')")
 def test_exclusive_with_fencing_fences_the_old_producer(compare) -> None:
     def scenario(s):
         t = s.topic("fencing")
@@ -112,8 +110,6 @@ def test_exclusive_with_fencing_twice(compare) -> None:
 
 
 # ExclusiveProducerTest.waitForExclusiveTest: WaitForExclusive queues until the holder leaves
-@pytest.mark.xfail(strict=True, reason="WaitForExclusive is refused instead of queued in "
-                   "pulsarlab (tests/conformance/README.md, 'access modes')")
 def test_wait_for_exclusive_queues_until_the_holder_closes(compare) -> None:
     def scenario(s):
         t = s.topic("waitex")

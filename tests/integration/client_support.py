@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 from pulsarlab.broker.client import Timeout
@@ -49,3 +50,16 @@ def read_all(reader: Any, quiet_ms: int = QUIET_MS) -> list:
             out.append(reader.read_next(quiet_ms))
         except Timeout:
             return out
+
+
+def wait_until_in_line(broker: Any, topic: str, timeout_ms: int = WAIT_MS) -> int:
+    """How many WaitForExclusive producers wait for ``topic`` once at least one does (or
+    ``timeout_ms`` passed): a test knows the broker has the waiter in line."""
+
+    def in_line(service: Any) -> int:
+        return len(service.get_topic(topic).access.waiting)
+
+    deadline = time.monotonic() + timeout_ms / 1000
+    while (waiting := broker.call(in_line)) == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return waiting

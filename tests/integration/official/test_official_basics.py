@@ -4,10 +4,12 @@ types, batches and batch-index acks, nacks, ack timeouts, dead letters, seek, re
 from __future__ import annotations
 
 import re
+import threading
 
 import pulsar
 import pytest
 
+from ..client_support import wait_until_in_line
 from .conftest import WAIT_MS, drain, unique
 
 
@@ -350,3 +352,31 @@ def test_non_persistent_topic_and_cumulative_ack(client: pulsar.Client) -> None:
     consumer.close()
     again = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Failover)
     assert drain(again) == []
+
+
+def test_wait_for_exclusive_blocks_until_the_exclusive_producer_closes(
+    broker, client: pulsar.Client,
+) -> None:
+    topic = unique("off-waitex")
+    holder = client.create_producer(topic, access_mode=pulsar.ProducerAccessMode.Exclusive)
+    consumer = client.subscribe(topic, "s")
+    created: list = []
+    waiter = threading.Thread(target=lambda: created.append(client.create_producer(
+        topic, access_mode=pulsar.ProducerAccessMode.WaitForExclusive)))
+    waiter.start()
+
+    assert wait_until_in_line(broker, topic) == 1
+    # Answered "not ready" at once, the client keeps waiting while the holder publishes
+    # (the C++ client gives up after its operation timeout, 10 s here, whatever the broker
+    # answered: HandlerBase's start timeout).
+    holder.send(b"first")
+    assert consumer.receive(timeout_millis=WAIT_MS).data() == b"first"
+    assert waiter.is_alive() and not created
+    holder.close()
+    waiter.join(WAIT_MS / 1000)
+    assert not waiter.is_alive()
+    (producer,) = created
+    producer.send(b"second")
+    assert consumer.receive(timeout_millis=WAIT_MS).data() == b"second"
+    with pytest.raises(pulsar.ProducerBusy):
+        client.create_producer(topic)

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from pulsarlab.broker.errors import IncompatibleSchema
-from pulsarlab.broker.pulsar_protocol.schema_compat import can_read, incompatibility
-from pulsarlab.broker.pulsar_protocol.schemas import SchemaInfo, SchemaRegistry
+from pulsarlab.broker.schema_compat import can_read, incompatibility
+from pulsarlab.broker.schemas import SchemaInfo, SchemaRegistry
 
 JSON, AVRO, STRING = 2, 4, 1
 

@@ -4,8 +4,8 @@
 import pytest
 
 from pulsarlab.broker.errors import InvalidArgument, TopicNotFound
-from pulsarlab.broker.pulsar_protocol.schemas import SchemaInfo, SchemaRegistry
 from pulsarlab.broker.schema_admin import SchemaAdmin
+from pulsarlab.broker.schemas import SchemaInfo, SchemaRegistry
 from pulsarlab.broker.storage import DurableStorage, MemoryStorage
 
 T = "persistent://public/default/orders"

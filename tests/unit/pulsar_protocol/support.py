@@ -9,7 +9,6 @@ from pulsarlab.broker.admin_handler import AdminHandler
 from pulsarlab.broker.pulsar_protocol import FrameDecoder, PulsarSession
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
 from pulsarlab.broker.pulsar_protocol.framing import encode_command, encode_payload_command
-from pulsarlab.broker.pulsar_protocol.schemas import SchemaRegistry
 from pulsarlab.broker.security import Authenticator
 from pulsarlab.broker.storage import MemoryStorage
 
@@ -40,14 +39,12 @@ class Harness:
         self.service = BrokerService(MemoryStorage(), self.clock, self.settings)
         self.authenticator = Authenticator(self.settings)
         self.admin = AdminHandler(self.service)
-        self.schemas = SchemaRegistry()
-        self.exclusive: dict[str, int] = {}
+        self.schemas = self.service.schemas
 
     def session(self) -> PulsarSession:
         return PulsarSession(
             self.service, settings=self.settings, authenticator=self.authenticator,
-            authorizer=self.admin.authorizer, schemas=self.schemas,
-            exclusive_producers=self.exclusive, service_url="pulsar://127.0.0.1:6650",
+            service_url="pulsar://127.0.0.1:6650",
             now_ms=self.clock.now_ms,
         )
 

@@ -112,3 +112,45 @@ def test_the_legend_keys_every_state_and_the_change_marker_and_the_axis_names_en
     for name in keyed:
         assert f">{name}<" in svg.replace("&#x27;", "'"), name
     assert ">0:5<" in svg and ">0:6<" not in svg
+
+
+def test_compaction_marks_the_entries_it_left_out_and_its_horizon():
+    whatif = WhatIf("Exclusive")
+    view = CursorView(whatif)
+    positions = whatif.publish(["A", "B", "A", "C"])
+    positions += whatif.publish(["B"], payload=b"")  # a tombstone: B is gone
+    assert view.horizon is None and "compaction_horizon" not in view.summary()
+    assert not view.fig.data[2].x  # nothing to mark, no legend entry
+    whatif.compact()
+    summary = view.summary()
+    assert summary["compaction_horizon"] == "{}:{}".format(*positions[-1])
+    assert summary["compacted_out"] == 3 and summary["partly_compacted_batches"] == 0
+    assert view.compacted_out == [positions[0], positions[1], positions[4]]
+    # the picture: a cross on each, a dashed line after the horizon, the hover says why
+    assert list(view.fig.data[2].x) == [0, 1, 4] and view.fig.data[2].showlegend
+    horizon_line = view.fig.layout.shapes[0]
+    assert (horizon_line.x0, horizon_line.line.dash) == (4.5, "dash")
+    hover = view.fig.data[0].hovertext[0]
+    assert "read_compacted reader skips it" in hover[0]
+    assert "read_compacted" not in hover[2]
+    assert "compaction horizon" in view.table.value
+    picture = view.picture()  # the static picture draws them too
+    assert "left out by compaction" in picture and "stroke-dasharray" in picture
+    # the cursor's own states are untouched: nothing was acknowledged
+    assert {state for _, state in view.strip} == {"unread"}
+
+
+def test_a_batch_compaction_rebuilt_is_marked_with_the_indexes_it_left_out():
+    whatif = WhatIf("Exclusive")
+    view = CursorView(whatif)
+    batch = whatif.publish_batch(["A", "B", "C"])
+    whatif.publish(["A", "C"])  # supersede two of the batch's three messages
+    whatif.compact()
+    assert view.compacted_out_batches == {batch: 0b101}
+    assert view.summary()["partly_compacted_batches"] == 1
+    assert view.compacted_out == []  # the batch stays, rebuilt
+    assert list(view.fig.data[3].x) == [0] and view.fig.data[3].showlegend
+    assert "compaction left out its messages [0, 2]" in view.fig.data[0].hovertext[0][0]
+    whatif.publish(["B"], payload=b"")  # its last message tombstoned: the batch goes
+    whatif.compact()
+    assert view.compacted_out_batches == {} and view.compacted_out[0] == batch

@@ -1,5 +1,6 @@
-"""Per-topic schemas for pulsar:// clients and the admin REST API (GET_SCHEMA,
-GET_OR_CREATE_SCHEMA, producers and consumers that declare one, ``/admin/v2/schemas``).
+"""Per-topic schemas, one registry in the core (``BrokerService.schemas``) that every face
+and the admin API share: pulsar:// GET_SCHEMA, GET_OR_CREATE_SCHEMA and producers and
+consumers that declare one, ``/admin/v2/schemas``, the ZeroMQ ADMIN command.
 
 Each topic keeps its schema versions in order; a schema equal to a stored one gets that
 version back, any other is added if the namespace's compatibility strategy accepts it
@@ -18,10 +19,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import IncompatibleSchema
-from ..storage.base import MetadataStore
-from ..topic_name import TopicName
+from .errors import IncompatibleSchema
 from .schema_compat import incompatibility
+from .storage.base import MetadataStore
+from .topic_name import TopicName
 
 __all__ = ["SCHEMA_TYPES", "SchemaInfo", "SchemaRegistry"]
 
