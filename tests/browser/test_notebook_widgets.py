@@ -197,7 +197,7 @@ def test_tutorial_10_cursor_view_marks_what_compaction_left_out(
     notebook = "10-delayed-ttl-retention-dedup.ipynb"
     panel = open_and_run_all(page, lab, notebook)
     expect(panel.locator(STDERR)).to_have_count(0)
-    cell = _cell(panel, "cursor = CursorView(board)")
+    cell = code_cell(panel, "cursor = CursorView(board)")
     plot = cell.locator(".js-plotly-plot").first
     expect(plot.locator(".gtitle")).to_contain_text("cursor of 'board'", timeout=60_000)
     # six crosses and one diamond, as the kernel's view counts them
