@@ -261,9 +261,10 @@ PINNED: dict[str, list[Pinned]] = {
 
 
 def _output(panel: Any, pinned: Pinned) -> Any:
-    cell = code_cell(panel, pinned.cell)
+    """The (last) output of ``pinned``'s cell."""
     from playwright.sync_api import expect
 
+    cell = code_cell(panel, pinned.cell)
     expect(cell).to_have_count(1)
     return cell.locator(".jp-OutputArea-output").last
 
