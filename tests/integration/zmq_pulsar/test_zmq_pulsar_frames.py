@@ -12,7 +12,7 @@ from pulsarlab import Broker
 from pulsarlab.broker.client import Client
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
 
-from .dealer import CLOSED, QUIET_MS, PulsarDealer, T, command, send_frame
+from .dealer import CLOSED, QUIET_MS, PulsarDealer, T, command, send_frame, wait_until
 
 _COUNTER = itertools.count()
 
@@ -143,6 +143,8 @@ def test_an_empty_message_hangs_up_and_frees_the_exclusive_subscription(
     first.connect()
     first.subscribe(topic, "s")
     first.send(b"")  # the client hangs up
+    wait_until(lambda: broker.call(lambda s: b"reused-id" not in broker.zmq_pulsar.sessions),
+               "the hang-up to end the session")
     first.close()
     # The same routing id may connect again: the hang-up was the client's, not a refusal.
     again = PulsarDealer(broker.service_url, identity=b"reused-id")
