@@ -44,7 +44,7 @@ from .service import BrokerService
 from .settings import BrokerSettings
 from .storage import open_storage
 from .tls import server_context, tls_enabled
-from .transports import hand_out
+from .transports import SessionTransport, hand_out
 from .transports.stream import StreamTransport
 from .transports.zmq import ZmqTransport, is_pulsar_frame
 from .web import WebServer
@@ -423,7 +423,7 @@ class Broker:
             return stream, port
         return stream, stream.bind_to_random_port(f"tcp://{self.host}")
 
-    def _transports(self) -> list[StreamTransport | ZmqTransport]:
+    def _transports(self) -> list[SessionTransport]:
         """Every transport carrying Pulsar sessions."""
         return [*self._listeners, self.zmq_pulsar]
 

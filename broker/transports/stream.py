@@ -21,6 +21,7 @@ from ..errors import PulsarLabError
 from ..limits import check_connections
 from ..pulsar_protocol import PulsarSession
 from ..tls import TlsConnection
+from . import SessionTransport
 
 log = logging.getLogger("pulsarlab.broker.server")
 
@@ -32,7 +33,7 @@ _SNDMORE = int(zmq.SNDMORE)
 _ZERO_COPY_MIN = 1 << 16  # data at least this big is sent without a copy
 
 
-class StreamTransport:
+class StreamTransport(SessionTransport):
     """One pulsar:// or pulsar+ssl:// listening socket (a ZeroMQ STREAM) and its
     connections."""
 
@@ -162,17 +163,3 @@ class StreamTransport:
         except zmq.ZMQError as exc:
             (log.debug if closing else log.info)(
                 "could not send to a %s:// client (%s); it is gone", self.scheme, exc)
-
-    # -- housekeeping ---------------------------------------------------------------------
-
-    def ping(self, keep_alive_ms: int) -> None:
-        """A keep-alive turn for every connection (PING, or close a silent one)."""
-        for session in list(self.sessions.values()):
-            session.ping(keep_alive_ms)
-            self.flush(session)
-
-    def check_authentication(self) -> None:
-        """The periodic credentials check: AUTH_CHALLENGE for expired tokens."""
-        for session in list(self.sessions.values()):
-            session.check_authentication()
-            self.flush(session)

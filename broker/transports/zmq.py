@@ -33,6 +33,7 @@ from ..pulsar_protocol import PulsarApi_pb2 as api
 from ..pulsar_protocol import PulsarSession
 from ..pulsar_protocol.framing import encode_command
 from ..pulsar_protocol.session import server_error
+from . import SessionTransport
 
 log = logging.getLogger("pulsarlab.broker.zmq")
 
@@ -54,7 +55,7 @@ def is_pulsar_frame(data: bytes) -> bool:
     return data[:1] == b"\x00"
 
 
-class ZmqTransport:
+class ZmqTransport(SessionTransport):
     """Pulsar sessions of DEALER peers on one ROUTER socket (sans-I/O: frames out through
     ``send(routing_id, message)``)."""
 
@@ -152,18 +153,6 @@ class ZmqTransport:
             self._ignore(identity)
 
     # -- housekeeping ---------------------------------------------------------------------
-
-    def ping(self, keep_alive_ms: int) -> None:
-        """A keep-alive turn for every session (PING, or close a silent one)."""
-        for session in list(self.sessions.values()):
-            session.ping(keep_alive_ms)
-            self.flush(session)
-
-    def check_authentication(self) -> None:
-        """The periodic credentials check: AUTH_CHALLENGE for expired tokens."""
-        for session in list(self.sessions.values()):
-            session.check_authentication()
-            self.flush(session)
 
     def socket_closed(self, fd: int) -> None:
         """A TCP socket of the ROUTER closed: the sessions tied to it end."""
