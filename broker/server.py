@@ -521,8 +521,10 @@ class Broker:
                 return
             header = recv(copy=False)
             if identity in pulsar_peers or (
-                identity not in msgpack_peers
-                and (pulsar.serves(identity) or is_pulsar_frame(header.buffer))
+                identity not in msgpack_peers and (
+                    pulsar.serves(identity)
+                    or (is_pulsar_frame(header.buffer) and not self.zmq.serves(identity))
+                )
             ):
                 if monitor is not None:
                     self._check_sessions()

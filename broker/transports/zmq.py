@@ -94,6 +94,13 @@ class ZmqTransport(SessionTransport):
         """One message from ``identity`` (bytes or a ``zmq.Frame``, its first part when it
         had ``parts`` of them): one Pulsar frame."""
         session = self.sessions.get(identity)
+        if session is not None and self._tie and identity in self.fds and (
+            source_fd(message) != self.fds[identity]
+        ):
+            # Another TCP connection under a live session's routing id (the first one
+            # closed, its notice not read yet): that session ends, this peer starts anew.
+            self.socket_closed(self.fds[identity])
+            session = None
         if session is None:
             if identity in self.ignored:
                 self.dropped_from_refused += 1
