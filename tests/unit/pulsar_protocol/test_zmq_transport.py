@@ -135,13 +135,20 @@ def test_an_empty_message_hangs_up_without_a_refusal() -> None:
     peers.connect(b"a")
 
 
-def test_a_tied_session_ends_with_its_socket(over_sockets) -> None:
+def _tied_producer(fd: int) -> Peers:
+    """Routing id ``a`` connected over TCP socket ``fd``, with a producer on ``t``."""
     peers = Peers(tie=True)
-    peers.run(b"a", on(42, command(T.CONNECT, "connect", client_version="t",
+    peers.run(b"a", on(fd, command(T.CONNECT, "connect", client_version="t",
                                    protocol_version=20)))
-    assert peers.transport.fds == {b"a": 42}
-    peers.run(b"a", on(42, command(T.PRODUCER, "producer", topic="t", producer_id=1,
+    assert peers.transport.fds == {b"a": fd}
+    peers.run(b"a", on(fd, command(T.PRODUCER, "producer", topic="t", producer_id=1,
                                    request_id=1)))
+    assert len(peers.h.service.topic_stats("t")["publishers"]) == 1
+    return peers
+
+
+def test_a_tied_session_ends_with_its_socket(over_sockets) -> None:
+    peers = _tied_producer(42)
     peers.transport.socket_closed(41)
     assert b"a" in peers.transport.sessions
     peers.transport.socket_closed(42)
@@ -164,13 +171,7 @@ def test_a_tied_session_is_not_served_to_another_socket(over_sockets) -> None:
     """The fd check: a message under a live session's routing id that came over another
     TCP socket ends that session and starts unauthenticated, even before the monitor
     reports the first socket closed."""
-    peers = Peers(tie=True)
-    peers.run(b"a", on(7, command(T.CONNECT, "connect", client_version="t",
-                                  protocol_version=20)))
-    assert peers.transport.fds == {b"a": 7}
-    peers.run(b"a", on(7, command(T.PRODUCER, "producer", topic="t", producer_id=1,
-                                  request_id=1)))
-    assert len(peers.h.service.topic_stats("t")["publishers"]) == 1
+    peers = _tied_producer(7)
     (error, closed) = peers.run(b"a", on(8, command(T.PRODUCER, "producer", topic="t",
                                                     producer_id=1, request_id=2)))
     assert "before CONNECT" in error.error.message and closed == "closed"
