@@ -42,6 +42,9 @@ def test_connect_produce_consume_ack_close(broker: Broker, dealer: PulsarDealer)
     dealer.subscribe(topic, "s", consumer_id=7)
     success = dealer.producer(topic, producer_id=3)
     assert success.producer_name
+    (publisher,) = broker.call(lambda s: s.topic_stats(topic))["publishers"]
+    assert publisher["address"].startswith("/127.0.0.1:")  # the DEALER's TCP peer
+    assert publisher["clientVersion"] == "raw-dealer"
     for seq in range(3):
         dealer.send(send_frame(3, seq, f"m{seq}".encode(), partition_key=f"k{seq}"))
     receipts = [dealer.expect(T.SEND_RECEIPT).send_receipt for _ in range(3)]
