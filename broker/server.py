@@ -328,16 +328,16 @@ class Broker:
         if self._curve_secret is not None:
             apply_server(self.router, self._curve_secret)
         self.router.setsockopt(zmq.MAXMSGSIZE, self.settings.max_message_size + _FRAME_OVERHEAD)
-        self._monitor: zmq.Socket | None = None
-        if self.authenticator.enabled:
-            # A peer may pick its own routing id, even one of an authenticated connection.
-            # Without handover ZeroMQ ignores a second peer claiming a live id; the monitor
-            # tells when a connection's socket closes, and that connection (its role) is
-            # dropped before any later peer with the same id is read (_check_sessions).
-            self._monitor = self.router.get_monitor_socket(zmq.EVENT_DISCONNECTED)
-            self._sockets.append(self._monitor)
-        else:
+        # The monitor tells when a TCP connection of the ROUTER closes: the Pulsar sessions
+        # tied to it end at once (their producers and consumers with them), as on pulsar://.
+        self._monitor: zmq.Socket = self.router.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self._sockets.append(self._monitor)
+        if not self.authenticator.enabled:
             self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        # With authentication on a peer may pick its own routing id, even one of an
+        # authenticated connection. Without handover ZeroMQ ignores a second peer claiming
+        # a live id, and a connection (its role) is dropped before any later peer with the
+        # same id is read (_check_sessions before every message).
         self.router.sndhwm = 0
         self.router.rcvhwm = 0
         # pyzmq's own send, without the Python layer over it (routing ids and groups, which
@@ -389,7 +389,7 @@ class Broker:
         self.zmq_pulsar = ZmqTransport(
             self._send_message, self._new_session, settings=self.settings,
             open_connections=self._open_connections, now_ms=self.clock.now_ms,
-            tie_to_socket=self._monitor is not None,
+            tie_to_socket=True,
         )
         self.admin = self.zmq.admin
         # Saved with the topics' metadata; shared by pulsar:// sessions and REST.
@@ -456,9 +456,8 @@ class Broker:
                 self.service.close()
         except Exception:
             log.exception("error while closing the broker core")
-        if self._monitor is not None:
-            self.router.disable_monitor()
-            self._monitor.close(linger=0)
+        self.router.disable_monitor()
+        self._monitor.close(linger=0)
         for sock in (self.router, self.pub, self.wake):
             sock.close(linger=0)
         for listener in self._listeners:
@@ -513,7 +512,7 @@ class Broker:
         pulsar_peers = pulsar.sessions
         msgpack_peers = self.zmq.connections
         now_ms = self.clock.now_ms()  # "last seen" for every command of the burst
-        monitor = self._monitor
+        monitor = self._monitor if self.authenticator.enabled else None
         for _ in range(_BURST):
             try:
                 identity = recv(_NOBLOCK)
@@ -526,7 +525,9 @@ class Broker:
                     or (is_pulsar_frame(header.buffer) and not self.zmq.serves(identity))
                 )
             ):
-                if monitor is not None:
+                if monitor is not None or identity not in pulsar_peers:
+                    # Before a new session records its socket: a closed socket's number
+                    # may be this one's, and its notice must not end the new session.
                     self._check_sessions()
                 parts = 1
                 if header.more:  # one message is one frame: the session refuses more
@@ -636,8 +637,8 @@ class Broker:
         hand_out(self.service.take_actions(), self.zmq.handle_actions)
 
     def _check_sessions(self) -> None:
-        """Drop authenticated connections whose TCP socket closed (monitor events)."""
-        assert self._monitor is not None
+        """End the connections whose TCP socket closed (monitor events): the Pulsar
+        sessions tied to it, and authenticated msgpack connections."""
         if not self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             return
         assert self.service is not None
@@ -656,8 +657,7 @@ class Broker:
             self.zmq_pulsar.socket_closed(fd)
 
     def _heartbeat(self) -> None:
-        if self._monitor is not None:
-            self._check_sessions()
+        self._check_sessions()
         now = self.clock.now_ms()
         if now >= self._next_auth_check:
             self._next_auth_check = now + self._auth_check_ms

@@ -185,3 +185,22 @@ def test_msgpack_and_pulsar_peers_share_the_router(broker: Broker, dealer: Pulsa
         dealer.expect(T.SEND_RECEIPT)
         got = [consumer.receive(timeout_millis=10_000).data() for _ in range(2)]
         assert got == [b"from-msgpack", b"from-pulsar"]
+
+
+def test_a_vanished_peer_releases_its_consumer_at_once(broker: Broker) -> None:
+    """A DEALER whose socket closes without hanging up (a crash) ends its session as soon
+    as its TCP connection closes, not two keep-alive periods later."""
+    topic = unique("zp-vanished")
+    first = PulsarDealer(broker.service_url)
+    first.connect()
+    first.subscribe(topic, "s")
+    first.close()  # no empty message: the TCP connection just closes
+    wait_until(lambda: broker.call(lambda s: not s.topic_stats(topic)["subscriptions"]["s"]
+                                   ["consumers"]),
+               "the closed socket's consumer to be released")
+    second = PulsarDealer(broker.service_url)
+    try:
+        second.connect()
+        second.subscribe(topic, "s")  # Exclusive: free again
+    finally:
+        second.close()
