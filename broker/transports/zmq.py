@@ -7,10 +7,10 @@ DEALER routing id, feeds it the frames and writes what it answers back through t
 It owns what is ZeroMQ's own: an empty message closes a connection (the client's way to
 hang up; from the broker, the notice that it closed the connection, as a TCP close), a
 connection the broker closed or refused has its routing id ignored for a while (what it
-still sends is dropped, counted in :attr:`dropped_from_refused`), and with authentication
-on a session is tied to the TCP socket its CONNECT came over (:meth:`socket_closed`), so a
-peer that later claims the same routing id starts unauthenticated. CurveZMQ is the
-socket's business and needs nothing here.
+still sends is dropped, counted in :attr:`dropped_from_refused`), and a session is tied to
+the TCP socket its CONNECT came over: it ends when that socket closes (:meth:`socket_closed`,
+from the ROUTER's monitor), and a message under its routing id from another socket starts a
+new, unauthenticated session. CurveZMQ is the socket's business and needs nothing here.
 
 Until every client speaks Pulsar frames the ROUTER also serves the msgpack command wire
 (:mod:`..zmq_session`): :func:`is_pulsar_frame` tells the two apart by a peer's first
@@ -71,8 +71,8 @@ class ZmqTransport(SessionTransport):
     ) -> None:
         """``new_session(peer=..., sender=..., route=...)`` makes a session;
         ``open_connections()`` counts every connection the broker serves, on any transport
-        (``max_connections``); ``tie_to_socket`` (authentication on) records which TCP
-        socket each session's messages come over."""
+        (``max_connections``); ``tie_to_socket`` records which TCP socket each session's
+        CONNECT came over (``zmq.SRCFD``) and serves it no other."""
         self.sessions: dict[bytes, PulsarSession] = {}
         self.fds: dict[bytes, int] = {}  # routing id -> its TCP socket (tie_to_socket)
         self.ignored: dict[bytes, int] = {}  # routing id -> when the broker closed it
