@@ -11,6 +11,7 @@ import pytest
 from pulsarlab import Broker
 from pulsarlab.broker.client import Client
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
+from pulsarlab.broker.pulsar_protocol.framing import decode_message
 
 from .dealer import CLOSED, QUIET_MS, PulsarDealer, T, command, send_frame, wait_until
 
@@ -204,3 +205,35 @@ def test_a_vanished_peer_releases_its_consumer_at_once(broker: Broker) -> None:
         second.subscribe(topic, "s")  # Exclusive: free again
     finally:
         second.close()
+
+
+def test_keep_alive_closes_a_silent_peer_and_keeps_one_that_answers() -> None:
+    with Broker(storage="memory", keep_alive_interval_seconds=0.2) as b:
+        silent = PulsarDealer(b.service_url)
+        answering = PulsarDealer(b.service_url)
+        try:
+            silent.connect()
+            silent.subscribe("keep-alive", "silent")
+            answering.connect()
+            answering.subscribe("keep-alive", "answering")
+
+            def silent_gone() -> bool:
+                assert answering.recv(20) is None  # PINGs answered; nothing else comes
+                return b.call(lambda s: not s.topic_stats("keep-alive")["subscriptions"]
+                              ["silent"]["consumers"])
+
+            wait_until(silent_gone, "the silent peer to be closed")
+            answering.send(command(T.PING, "ping"))
+            answering.expect(T.PONG)
+            assert b.call(lambda s: len(s.topic_stats("keep-alive")["subscriptions"]
+                                        ["answering"]["consumers"])) == 1
+            # The silent peer was pinged, then told its connection is closed.
+            frames = []
+            while silent.sock.poll(QUIET_MS):
+                frames.append(silent.sock.recv())
+            assert frames[-1] == b""
+            pinged = [decode_message(f, 1 << 30).command.type for f in frames[:-1]]
+            assert pinged and set(pinged) == {T.PING}
+        finally:
+            silent.close()
+            answering.close()
