@@ -84,6 +84,8 @@ class ZmqTransport(SessionTransport):
         self._now_ms = now_ms
         self._tie = tie_to_socket
 
+    scheme = "zmq"
+
     # -- reading --------------------------------------------------------------------------
 
     def serves(self, identity: bytes) -> bool:
