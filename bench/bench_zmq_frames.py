@@ -1,4 +1,5 @@
-"""Benchmark: broker CPU per message over ZeroMQ, Pulsar frames against the msgpack wire.
+"""Benchmark: broker CPU per message over ZeroMQ, Pulsar frames against the msgpack wire
+(and against the same frames over pulsar:// TCP).
 
 One broker process (``pulsarlab broker``, durable storage), two raw DEALER clients in this
 process doing the same work per message, in the same run, alternating: unbatched 100 B
@@ -8,7 +9,9 @@ time 500 arrived) and acknowledged one by one. The broker's CPU time (user + sys
 the OS) over each phase divided by the messages is the figure; client-side msgs/s are
 printed too. What differs is only the wire: Pulsar's frames (one per ZeroMQ message, served
 by PulsarSession) or the msgpack commands of pulsarlab's client today (whose broker groups
-receipts and deliveries into one message when it can). Prints one JSON document.
+receipts and deliveries into one message when it can); a third client sends the same
+Pulsar frames over a plain pulsar:// TCP socket, to tell the ZeroMQ transport's cost from
+the session's. Prints one JSON document.
 
     python bench/bench_zmq_frames.py [--messages N] [--runs R]
 """
@@ -20,6 +23,7 @@ import itertools
 import json
 import os
 import platform
+import socket
 import statistics
 import sys
 import tempfile
@@ -32,11 +36,12 @@ import zmq
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH_DIR)
 
-from benchlib import start_broker, stop_broker  # noqa: E402
+from benchlib import start_broker_report, stop_broker  # noqa: E402
 
 from pulsarlab.broker import wire  # noqa: E402
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api  # noqa: E402
 from pulsarlab.broker.pulsar_protocol.framing import (  # noqa: E402
+    FrameDecoder,
     decode_message,
     encode_command,
     encode_payload_command,
@@ -68,15 +73,21 @@ class PulsarFrames:
 
     name = "pulsar_frames"
 
-    def __init__(self, url: str) -> None:
-        self.sock = _dealer(url)
+    def __init__(self, urls: dict) -> None:
+        self.sock = self._connect(urls)
         self.sock.send(_command(T.CONNECT, "connect", client_version="bench",
                                 protocol_version=20))
         self._expect(T.CONNECTED)
 
+    def _connect(self, urls: dict):
+        return _dealer(urls["service_url"])
+
+    def _read(self):
+        return decode_message(self.sock.recv(), 1 << 30)
+
     def _recv(self):
         while True:
-            command = decode_message(self.sock.recv(), 1 << 30)
+            command = self._read()
             if command.command.type == T.PING:
                 self.sock.send(_command(T.PONG, "pong"))
                 continue
@@ -127,13 +138,36 @@ class PulsarFrames:
                 sock.send(_command(T.FLOW, "flow", consumer_id=2, messagePermits=MORE_PERMITS))
 
 
+class PulsarTcp(PulsarFrames):
+    """The same frames over pulsar:// (a plain TCP socket, Pulsar's length framing): the
+    same PulsarSession behind another transport."""
+
+    name = "pulsar_tcp"
+
+    def _connect(self, urls: dict):
+        host, port = urls["pulsar_url"].removeprefix("pulsar://").rsplit(":", 1)
+        sock = socket.create_connection((host, int(port)))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._decoder = FrameDecoder(1 << 30)
+        self._frames: list = []
+        return sock
+
+    def _read(self):
+        while not self._frames:
+            data = self.sock.recv(1 << 16)
+            if not data:
+                raise ConnectionError("the broker closed the connection")
+            self._frames = self._decoder.feed(data)[::-1]
+        return self._frames.pop()
+
+
 class Msgpack:
     """pulsarlab's msgpack commands (a header frame and payload frames per message)."""
 
     name = "msgpack"
 
-    def __init__(self, url: str) -> None:
-        self.sock = _dealer(url)
+    def __init__(self, urls: dict) -> None:
+        self.sock = _dealer(urls["service_url"])
         self._ids = itertools.count(1)
         self._request("CONNECT", client_version="bench")
 
@@ -210,15 +244,15 @@ def _phase(broker: psutil.Process, work: Callable[[], None], n: int) -> dict[str
     return {"broker_cpu_us_per_msg": cpu / n * 1e6, "msgs_per_s": n / wall}
 
 
-def run_once(broker: psutil.Process, url: str, kind: type, n: int) -> dict[str, dict]:
-    client = kind(url)
+def run_once(broker: psutil.Process, urls: dict, kind: type, n: int) -> dict[str, dict]:
+    client = kind(urls)
     topic = f"persistent://public/default/bench-zmq-frames-{next(_TOPICS)}"
     client.subscribe(topic, 1)  # the backlog is kept for the consume phase
     client.close_consumer(1)
     produce = _phase(broker, lambda: client.produce(topic, n), n)
     client.subscribe(topic, 2)
     consume = _phase(broker, lambda: client.consume(topic, n), n)
-    client.sock.close(linger=0)
+    client.sock.close()
     return {"produce": produce, "consume_ack": consume}
 
 
@@ -228,16 +262,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-zmq-frames-") as data_dir:
-        proc, url, _ready = start_broker(data_dir)
+        proc, urls, _ready = start_broker_report(data_dir)
         try:
             broker = psutil.Process(proc.pid)
-            kinds = (PulsarFrames, Msgpack)
+            kinds = (PulsarFrames, Msgpack, PulsarTcp)
             for kind in kinds:  # warm-up: imports, first topic, JIT-free but cache-warm
-                run_once(broker, url, kind, min(2000, args.messages))
+                run_once(broker, urls, kind, min(2000, args.messages))
             samples: dict[str, list] = {kind.name: [] for kind in kinds}
             for run in range(args.runs):
                 for kind in kinds if run % 2 == 0 else reversed(kinds):
-                    samples[kind.name].append(run_once(broker, url, kind, args.messages))
+                    samples[kind.name].append(run_once(broker, urls, kind, args.messages))
         finally:
             stop_broker(proc)
     result: dict = {
@@ -253,11 +287,12 @@ def main() -> None:
             }
             for phase in ("produce", "consume_ack")
         }
-    result["pulsar_frames_vs_msgpack_broker_cpu"] = {
-        phase: round(result["pulsar_frames"][phase]["broker_cpu_us_per_msg"]
-                     / result["msgpack"][phase]["broker_cpu_us_per_msg"], 2)
-        for phase in ("produce", "consume_ack")
-    }
+    for other in ("msgpack", "pulsar_tcp"):
+        result[f"pulsar_frames_vs_{other}_broker_cpu"] = {
+            phase: round(result["pulsar_frames"][phase]["broker_cpu_us_per_msg"]
+                         / result[other][phase]["broker_cpu_us_per_msg"], 2)
+            for phase in ("produce", "consume_ack")
+        }
     print(json.dumps(result, indent=2))
 
 
