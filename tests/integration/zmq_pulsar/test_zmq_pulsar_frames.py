@@ -235,3 +235,25 @@ def test_keep_alive_closes_a_silent_peer_and_keeps_one_that_answers() -> None:
         finally:
             silent.close()
             answering.close()
+
+
+def test_a_peer_taking_over_a_routing_id_does_not_inherit_its_session(broker: Broker) -> None:
+    """Without authentication ZeroMQ hands a routing id over to the newest peer claiming
+    it; the broker's session stays with the TCP socket its CONNECT came over, so the new
+    peer starts unconnected and the old session (its producer) ends."""
+    topic = unique("zp-takeover")
+    victim = PulsarDealer(broker.service_url, identity=b"taken-id")
+    victim.connect()
+    victim.producer(topic, producer_id=1)
+    thief = PulsarDealer(broker.service_url, identity=b"taken-id")
+    try:
+        thief.send(send_frame(1, 0, b"not yours"))
+        error = thief.expect(T.ERROR).error
+        assert "before CONNECT" in error.message
+        assert thief.recv() == CLOSED
+        stats = broker.call(lambda s: s.topic_stats(topic))
+        assert stats["publishers"] == []
+        assert stats["msgInCounter"] == 0
+    finally:
+        victim.close()
+        thief.close()
