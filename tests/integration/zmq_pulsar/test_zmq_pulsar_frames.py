@@ -22,10 +22,7 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{next(_COUNTER)}"
 
 
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Broker]:
-    with Broker(storage="memory") as b:
-        yield b
+# ``broker``: tests/integration/conftest.py's, one in-memory broker per module.
 
 
 @pytest.fixture
