@@ -176,3 +176,21 @@ def test_a_tied_session_is_not_served_to_another_socket(over_sockets) -> None:
                                                     producer_id=1, request_id=2)))
     assert "before CONNECT" in error.error.message and closed == "closed"
     assert peers.h.service.topic_stats("t")["publishers"] == []
+
+
+def test_a_frame_over_the_handshake_limit_before_connect_is_refused() -> None:
+    """Before CONNECT a frame may be at most MAX_HANDSHAKE_FRAME bytes, as on pulsar://."""
+    from pulsarlab.broker.pulsar_protocol.framing import MAX_HANDSHAKE_FRAME
+
+    peers = Peers()
+    big = command(T.CONNECT, "connect", client_version="x" * MAX_HANDSHAKE_FRAME,
+                  protocol_version=20)
+    error, closed = peers.run(b"a", big)
+    assert error.type == T.ERROR and "outside 4.." in error.error.message
+    assert closed == "closed"
+    peers.connect(b"b")  # after CONNECT the limit is the message size's
+    (success,) = peers.run(b"b", command(T.PRODUCER, "producer", topic="t", producer_id=1,
+                                         request_id=1))
+    assert success.type == T.PRODUCER_SUCCESS
+    replies = peers.run(b"b", send_frame(1, 0, b"x" * (2 * MAX_HANDSHAKE_FRAME)))
+    assert [r.type for r in replies] == [T.SEND_RECEIPT]
