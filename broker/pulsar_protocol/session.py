@@ -1,11 +1,13 @@
-"""One pulsar:// connection: Pulsar's commands in, core calls, Pulsar's answers out.
+"""One Pulsar connection: Pulsar's commands in, core calls, Pulsar's answers out.
 
 :class:`PulsarSession` is sans-I/O (the h11 shape): the socket shell hands it the bytes it
 read (:meth:`receive_data`), drains what to write (:meth:`data_to_send`) and closes the
 socket when :attr:`closed` says so. In between it keeps the connection's state (handshake,
 role, the client's producer and consumer ids mapped to the core's) and turns the core's
 actions addressed to it (:meth:`handle_action`) into frames. The session object itself is
-the ``conn`` the core records on producers and consumers.
+the ``conn`` the core records on producers and consumers. Every transport serves its
+connections with this class (:mod:`..transports`: pulsar:// and pulsar+ssl:// over TCP,
+one frame per message over ZeroMQ).
 
 Behaviour follows Pulsar 3.3's broker: LOOKUP answers authoritatively with this broker,
 a SEND whose checksum does not match gets ``ChecksumError`` and stores nothing, a SEEK
@@ -58,6 +60,7 @@ from .framing import (
     Frame,
     FrameDecoder,
     FrameError,
+    decode_message,
     encode_command,
     encode_payload_command,
 )
@@ -127,7 +130,7 @@ def _bits_to_words(bits: int) -> list[int]:
 
 
 class PulsarSession:
-    """The protocol state of one pulsar:// connection (no I/O: bytes in, bytes out)."""
+    """The protocol state of one Pulsar connection (no I/O: bytes in, bytes out)."""
 
     def __init__(
         self,
@@ -139,7 +142,11 @@ class PulsarSession:
         now_ms: Callable[[], int],
         peer: str = "",
         listeners: AdvertisedListeners | None = None,
+        sender: Any = None,
+        route: bytes = b"",
     ) -> None:
+        """``sender`` is the transport that writes what this session queues (a
+        :class:`~..transports.CommandSender`), ``route`` its name for this connection."""
         self.service = service
         self.settings = settings
         self.authenticator = authenticator
@@ -149,6 +156,8 @@ class PulsarSession:
         self.listeners = listeners or AdvertisedListeners.parse("", url=service_url)
         self.now_ms = now_ms
         self.peer = peer
+        self.sender = sender
+        self.route = route
         # Until CONNECT succeeds a frame may be at most MAX_HANDSHAKE_FRAME bytes: an
         # unauthenticated peer cannot make the broker buffer a 5 MiB frame.
         self.decoder = FrameDecoder(MAX_HANDSHAKE_FRAME)
@@ -189,6 +198,39 @@ class PulsarSession:
             if self.closed:
                 return
             self._handle(frame)
+
+    @property
+    def scheme(self) -> str:
+        """How the connection came (``pulsar``, ``pulsar+ssl``, ``zmq``), for log lines."""
+        return getattr(self.sender, "scheme", "pulsar")
+
+    def receive_frame(self, data: bytes) -> None:
+        """One whole frame, as a message transport (ZeroMQ) carries it: a message that is
+        not exactly one valid frame gets an ERROR and closes the connection."""
+        if self.closed:
+            return
+        self.last_seen_ms = self.now_ms()
+        try:
+            frame = decode_message(data, self.decoder.max_frame_size)
+        except FrameError as exc:
+            self._fail(f"invalid frame: {exc}")
+            return
+        self._handle(frame)
+
+    def fail(self, reason: str) -> None:
+        """The transport cannot read this connection any more: an ERROR saying why, and
+        the connection closes."""
+        if not self.closed:
+            self._fail(reason)
+
+    def frames_to_send(self) -> list[bytes]:
+        """Every frame queued since the last call, one by one (a message transport sends
+        each as its own message)."""
+        out = self._out
+        if not out:
+            return out
+        self._out = []
+        return out
 
     def data_to_send(self) -> bytes:
         """Everything queued for the socket since the last call."""
@@ -231,8 +273,8 @@ class PulsarSession:
         try:
             self._handle_action(action)
         except Exception as exc:  # a bug must cost this connection, never the broker
-            log.exception("internal error handling %s for a pulsar:// connection (%s %s)",
-                          type(action).__name__, getattr(action, "topic", ""),
+            log.exception("internal error handling %s for a %s:// connection (%s %s)",
+                          type(action).__name__, self.scheme, getattr(action, "topic", ""),
                           [list(e.position) for e in getattr(action, "entries", ())[:10]])
             self._fail(f"internal error ({type(exc).__name__}); the broker logged it")
 
@@ -359,7 +401,8 @@ class PulsarSession:
 
     def _close(self, reason: str) -> None:
         if not self.closed:
-            log.info("closing a pulsar:// connection%s: %s", self.peer and f" ({self.peer})",
+            log.info("closing a %s:// connection%s: %s", self.scheme,
+                     self.peer and f" ({self.peer})",
                      reason)
             self.closed = True
             self.close_reason = reason
@@ -470,7 +513,7 @@ class PulsarSession:
             message = f"{name}: transactions are not supported by pulsarlab"
         else:
             message = f"{name} is not supported by pulsarlab"
-        log.info("refused %s from a pulsar:// client", name)
+        log.info("refused %s from a %s:// client", name, self.scheme)
         self._error(request_id, "NotAllowedError", message)
 
     # -- handshake and lookups ------------------------------------------------------------

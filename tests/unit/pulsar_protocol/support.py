@@ -30,6 +30,13 @@ def send_frame(producer_id: int, sequence_id: int, payload: bytes, **metadata: A
     return encode_payload_command(cmd, md.SerializeToString(), payload)
 
 
+class Buffered:
+    """A transport that leaves what a session queued in place (tests read it)."""
+
+    def flush(self, session: PulsarSession) -> None:
+        pass
+
+
 class Harness:
     """One core; sessions on it; what each session wrote, decoded."""
 
@@ -45,7 +52,7 @@ class Harness:
         return PulsarSession(
             self.service, settings=self.settings, authenticator=self.authenticator,
             service_url="pulsar://127.0.0.1:6650",
-            now_ms=self.clock.now_ms,
+            now_ms=self.clock.now_ms, sender=Buffered(),
         )
 
     def run(self, session: PulsarSession, data: bytes = b"") -> list[api.BaseCommand]:
