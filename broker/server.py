@@ -31,7 +31,7 @@ import msgpack
 import zmq
 import zmq.utils.monitor
 
-from . import wire
+from . import local_brokers, wire
 from .clock import LoopClock
 from .curve import apply_server, load_secret_key
 from .errors import InvalidArgument, PulsarLabError
@@ -226,12 +226,14 @@ class Broker:
         except BaseException:
             self.stop()
             raise
+        local_brokers.register(self.service_url, self.web.url)
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving, persist cursors and close the storage."""
         if self._thread is None:
             return
+        local_brokers.unregister(self.service_url)
         if self.web is not None:
             self.web.stop()
         self._stop.set()

@@ -45,6 +45,10 @@ STATUS: dict[type[errors.PulsarLabError], int] = {
 }
 
 
+# The response header naming the broker error class behind an error answer.
+ERROR_HEADER = "X-Pulsarlab-Error"
+
+
 def status_of(exc: errors.PulsarLabError) -> int:
     for cls in type(exc).__mro__:
         status = STATUS.get(cls)
@@ -88,13 +92,18 @@ class AdminResource(RequestHandler):
                 headers.get("X-Pulsar-Auth-Method-Name", ""),
             )
         except errors.AuthenticationError as exc:
-            self.fail(401, str(exc))
+            self.fail(401, str(exc), type(exc).__name__)
 
     # -- answers --------------------------------------------------------------------------
 
-    def fail(self, status: int, reason: str) -> None:
+    def fail(self, status: int, reason: str, error: str | None = None) -> None:
+        """Pulsar's error answer; ``error`` names the broker error class in the
+        ``X-Pulsarlab-Error`` header, so ``pulsarlab.Admin`` raises that very class (the
+        status alone cannot tell TopicNotFound from SubscriptionNotFound)."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
+        if error is not None:
+            self.set_header(ERROR_HEADER, error)
         self.finish(json.dumps({"reason": reason}))
 
     def reply(self, value: Any) -> None:
@@ -187,7 +196,7 @@ def guarded(method: Callable[..., Any]) -> Callable[..., Any]:
         except ApiError as exc:
             self.fail(exc.status, exc.reason)
         except errors.PulsarLabError as exc:
-            self.fail(status_of(exc), str(exc))
+            self.fail(status_of(exc), str(exc), type(exc).__name__)
 
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__
