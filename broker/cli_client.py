@@ -35,12 +35,10 @@ def _add_url(parser: argparse.ArgumentParser) -> None:
 
 
 def _admin_url(args: argparse.Namespace) -> str:
-    """The admin REST API: ``--admin-url``, ``$PULSARLAB_ADMIN_URL``, an http(s):// ``--url``,
-    else the web port a ``pulsarlab broker`` serves by default."""
-    url = args.admin_url or os.environ.get(ADMIN_URL_VARIABLE)
-    if url:
-        return url
-    return args.url if args.url and not args.url.startswith("zmq://") else DEFAULT_ADMIN_URL
+    """The admin REST API: ``--admin-url``, ``$PULSARLAB_ADMIN_URL``, ``--url`` (a zmq://
+    one is refused by ``Admin`` with what to pass instead), else the web port a ``pulsarlab
+    broker`` serves by default."""
+    return args.admin_url or os.environ.get(ADMIN_URL_VARIABLE) or args.url or DEFAULT_ADMIN_URL
 
 
 def _add_admin_url(parser: argparse.ArgumentParser) -> None:

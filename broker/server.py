@@ -142,6 +142,7 @@ class Broker:
         self._calls: queue.SimpleQueue[tuple[Callable[[BrokerService], Any], Future]] = (
             queue.SimpleQueue()
         )
+        self._answers: list[tuple[Future, Any, BaseException | None]] = []
         self._ctx: zmq.Context | None = None
         self._wake_addr = f"inproc://pulsarlab-wake-{id(self)}"
         self._wake_lock = threading.Lock()
@@ -282,7 +283,11 @@ class Broker:
         return error
 
     def _fail_calls(self) -> None:
-        """Fail every call still queued: the loop that would have run them is gone."""
+        """Fail every call still queued or unanswered: the loop that would have run (or
+        answered) them is gone."""
+        answers, self._answers = self._answers, []
+        for future, _result, _exc in answers:
+            future.set_exception(self._not_running())
         while True:
             try:
                 _fn, future = self._calls.get_nowait()
@@ -484,6 +489,7 @@ class Broker:
             service.tick()
             self._heartbeat()
             self._flush_actions()
+            self._answer_calls()
 
     def _drain_router(self) -> None:
         """Read and handle queued commands (up to a burst) until the socket is empty.
@@ -638,6 +644,7 @@ class Broker:
             return False
 
     def _run_calls(self) -> None:
+        """Run the queued calls; their answers wait for :meth:`_answer_calls`."""
         while True:
             try:
                 fn, future = self._calls.get_nowait()
@@ -646,8 +653,19 @@ class Broker:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                future.set_result(fn(self.service))
+                self._answers.append((future, fn(self.service), None))
             except BaseException as exc:
+                self._answers.append((future, None, exc))
+
+    def _answer_calls(self) -> None:
+        """Answer the calls once what they caused is flushed to the connections: an admin
+        REST answer (terminate, unload …) reaches its caller after the clients were told,
+        as the ZeroMQ ADMIN reply did (it went out in the same flush)."""
+        answers, self._answers = self._answers, []
+        for future, result, exc in answers:
+            if exc is None:
+                future.set_result(result)
+            else:
                 future.set_exception(exc)
 
     # -- events ---------------------------------------------------------------------------

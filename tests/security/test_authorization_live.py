@@ -18,7 +18,7 @@ def broker(tmp_path_factory):
     data = tmp_path_factory.mktemp("authz-data")
     with Broker(str(data), authentication_enabled=True, authorization_enabled=True,
                 super_user_roles="root") as b:
-        with Admin(b.service_url, authentication=AuthenticationToken(b.create_token("root"))) as a:
+        with Admin(b.web_url, authentication=AuthenticationToken(b.create_token("root"))) as a:
             a.namespaces.grant_permission(NS, "writer", ["produce"])
             a.namespaces.grant_permission(NS, "reader", ["consume"])
             a.namespaces.grant_permission(NS, "both", {"produce", "consume"})
@@ -32,7 +32,7 @@ def client(broker, role: str) -> Client:
 
 
 def admin(broker, role: str) -> Admin:
-    return Admin(broker.service_url, authentication=AuthenticationToken(broker.create_token(role)))
+    return Admin(broker.web_url, authentication=AuthenticationToken(broker.create_token(role)))
 
 
 def test_permissions_are_listed_with_pulsars_names(broker):
