@@ -155,8 +155,14 @@ class ZmqConnection(Connection):
                      tls_trust_certs_file_path=self._ca_file, **self.security)
 
     def check(self, timeout_s: float) -> None:
+        from pulsarlab.broker import local_brokers
         from pulsarlab.broker.errors import AuthorizationError
 
+        if self.admin_url is None and local_brokers.web_url_for(self.service_url) is None:
+            raise ValueError(
+                f"{self.service_url} is not a broker started here: give its admin REST API "
+                "with --admin-url http://host:port (the web_url `pulsarlab broker` reports)"
+            )
         admin = self._new_admin(timeout_s)
         try:
             admin.topics.get_list()
@@ -302,6 +308,8 @@ def open_connection(
         return ClusterConnection(service_url, admin_url, token=token,
                                  tls_trust_certs_file_path=tls_trust_certs_file_path,
                                  allow_writes=allow_writes, announce=announce)
+    if scheme not in ("zmq", "tcp"):
+        raise ValueError(f"service URL must look like zmq://host:port, not {service_url!r}")
     security: dict[str, Any] = {}
     if token:
         from pulsarlab.broker.client.auth import AuthenticationToken
