@@ -102,7 +102,7 @@ class LiveBinding:
             "consistent_hashing_points":
                 broker.settings.subscription_key_shared_consistent_hashing_replica_points,
         }
-        kwargs.setdefault("admin_url", broker.web_url)
+        kwargs.setdefault("admin_url", getattr(broker, "web_url", None))
         return cls(broker.service_url, broker.events_url, topic, subscription,
                    settings=settings, **kwargs)
 

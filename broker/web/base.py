@@ -124,20 +124,26 @@ class AdminResource(RequestHandler):
 
     # -- the broker -----------------------------------------------------------------------
 
-    async def run_all(self, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
-        """Authorize and run admin operations, in order, in one trip to the broker thread."""
+    async def run_with(self, fn: Callable[[Callable[..., Any]], Any]) -> Any:
+        """``fn(call)`` in one trip to the broker thread, where ``call(op, **args)``
+        authorizes and runs one admin operation (``"topics.get_stats"`` …)."""
         role = self.role
         broker = self.broker
 
-        def work(_service: Any) -> list[Any]:
+        def work(_service: Any) -> Any:
             admin = broker.admin
-            out = []
-            for op, args in calls:
+
+            def call(op: str, **args: Any) -> Any:
                 admin.authorizer.check_admin(role, op, args)
-                out.append(admin.call(op, args))
-            return out
+                return admin.call(op, args)
+
+            return fn(call)
 
         return await asyncio.wrap_future(broker.submit(work))
+
+    async def run_all(self, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+        """Authorize and run admin operations, in order, in one trip to the broker thread."""
+        return await self.run_with(lambda call: [call(op, **args) for op, args in calls])
 
     async def run(self, op: str, **args: Any) -> Any:
         """Authorize and run one admin operation (``"topics.get_stats"`` …)."""
