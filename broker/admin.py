@@ -24,8 +24,8 @@ _EARLIEST = {"ledgerId": -1, "entryId": -1}
 
 def web_url_of(target: Any) -> str:
     """The admin REST API's URL for what ``Admin`` was given: a web URL as is, a ``Broker``
-    (or anything with ``web_url``), or the ``zmq://`` service URL of a broker this process
-    started or knows."""
+    (or anything with ``web_url``), or the ``zmq://`` service URL of a broker started on this
+    machine (:mod:`.local_brokers`)."""
     web_url = getattr(target, "web_url", None)
     if isinstance(web_url, str):
         return web_url
@@ -41,8 +41,8 @@ def web_url_of(target: Any) -> str:
             return found
         raise ValueError(
             f"Admin talks to the broker's admin REST API: pass its web service URL "
-            f"(http://host:port, the web_url `pulsarlab broker` reports, Broker.web_url), not "
-            f"the ZeroMQ service URL {target!r} of a broker this process does not know"
+            f"(http://host:port, the web_url `pulsarlab broker` reports, Broker.web_url); no "
+            f"broker started on this machine serves the ZeroMQ service URL {target!r}"
         )
     raise ValueError(f"Admin needs the broker's web service URL (http://host:port or "
                      f"https://host:port), not {target!r}")
@@ -96,7 +96,7 @@ class Admin:
         curve_server_key: str | bytes | None = None,
     ) -> None:
         """``web_url``: ``http://host:port`` or ``https://host:port`` (a ``Broker``, or the
-        ``zmq://`` URL of a broker started in this process, is taken too).
+        ``zmq://`` URL of a broker started on this machine, is taken too).
 
         ``authentication``: ``pulsarlab.AuthenticationToken`` (sent as ``Authorization:
         Bearer``), ``AuthenticationBasic`` (``Authorization: Basic``; ``http://user:pw@…``

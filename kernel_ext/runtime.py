@@ -46,7 +46,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .broker import local_brokers
 from .broker import settings as broker_settings
 from .broker.errors import InvalidArgument
 
@@ -297,8 +296,6 @@ class BrokerRuntime:
         self.service_url = report["service_url"]
         self.events_url = report.get("events_url")
         self.web_url = report.get("web_url")
-        if self.web_url:  # pulsarlab.Admin(service_url) finds the broker's REST API
-            local_brokers.register(self.service_url, self.web_url)
 
     def connect(self, service_url: str, events_url: str | None = None,
                 check_timeout: float = 5.0, *,
@@ -412,8 +409,6 @@ class BrokerRuntime:
             elif mode == "beside":
                 process, self.process = self.process, None
                 assert process is not None
-                if url is not None:
-                    local_brokers.unregister(url)
                 code = _terminate(process)
                 done.append(f"stopped the broker process {process.pid} at {url} (exit {code})")
                 if self._scratch is not None:

@@ -66,7 +66,7 @@ class LiveBinding:
         ``settings``: what is known of the broker's settings (e.g. ``pulsar_version``),
         handed to the views in every snapshot (see :meth:`for_broker`).
         ``admin_url``: the broker's admin REST API the stats are polled from (default: the
-        one of the broker this process started at ``service_url``)."""
+        one of the broker started on this machine at ``service_url``)."""
         self.settings: dict[str, Any] = dict(settings or {})
         security = dict(security or {})
         auth = security.get("authentication")

@@ -125,7 +125,7 @@ class ZmqConnection(Connection):
         """``view_settings``: what is known of the broker's settings that shape the views
         (``pulsar_version``, consistent-hashing points), handed to every live source.
         ``admin_url``: the broker's admin REST API (``http://host:port``); without it, the
-        one of the broker this process started at ``service_url``;
+        one of the broker started on this machine at ``service_url``;
         ``tls_trust_certs_file_path``: the CA file of an https:// ``admin_url``."""
         super().__init__()
         self.service_url = service_url
@@ -160,8 +160,9 @@ class ZmqConnection(Connection):
 
         if self.admin_url is None and local_brokers.web_url_for(self.service_url) is None:
             raise ValueError(
-                f"{self.service_url} is not a broker started here: give its admin REST API "
-                "with --admin-url http://host:port (the web_url `pulsarlab broker` reports)"
+                f"{self.service_url} is not a broker started on this machine: give its admin "
+                "REST API with --admin-url http://host:port (the web_url `pulsarlab broker` "
+                "reports)"
             )
         admin = self._new_admin(timeout_s)
         try:

@@ -50,7 +50,7 @@ def test_a_stopped_broker_is_forgotten() -> None:
     b = Broker(storage="memory").start()
     url = b.service_url
     b.stop()
-    with pytest.raises(ValueError, match="does not know"):
+    with pytest.raises(ValueError, match="no broker started on this machine"):
         Admin(url)
 
 
@@ -442,3 +442,30 @@ def test_message_id_of_the_official_shape(admin: Admin, broker: Broker) -> None:
     admin.topics.create_subscription(topic, "at", MessageId.earliest)
     assert admin.topics.peek_messages(topic, "at")[0]["messageId"].startswith(
         f"{sent.ledger_id()}:{sent.entry_id()}:")
+
+
+def test_a_broker_in_another_process_is_found_by_its_service_url(tmp_path) -> None:
+    """What Spark's Python workers and a kernel whose broker runs beside it rely on."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--storage", "memory",
+         "--port", "0", "--pulsar-port", "0", "--web-port", "0", "--events-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        while not lines or lines[-1].rstrip("\n") != "}":
+            lines.append(proc.stdout.readline())
+            assert lines[-1], "the broker process exited before its report"
+        report = json.loads("".join(lines))
+        with Admin(report["service_url"]) as a:
+            assert a.web_url == report["web_url"]
+            assert a.clusters.get_clusters() == ["standalone"]
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    with pytest.raises(ValueError, match="no broker started on this machine"):  # gone
+        Admin(report["service_url"])

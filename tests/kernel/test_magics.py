@@ -541,9 +541,9 @@ def test_start_errors(run, runtime, tmp_path) -> None:
         assert ran.out.startswith("%pulsar start: ") and "\n" not in ran.out.strip()
     assert runtime.mode is None
     assert_one_line_error(run("%pulsar connect zmq://127.0.0.1:1 --timeout 200"),
-                          "%pulsar connect: zmq://127.0.0.1:1 is not a broker started here: "
-                          "give its admin REST API with --admin-url http://host:port (the "
-                          "web_url `pulsarlab broker` reports)")
+                          "%pulsar connect: zmq://127.0.0.1:1 is not a broker started on this "
+                          "machine: give its admin REST API with --admin-url http://host:port "
+                          "(the web_url `pulsarlab broker` reports)")
     ran = run("%pulsar connect zmq://127.0.0.1:1 --admin-url http://127.0.0.1:1 --timeout 200")
     assert not ran.success and "\n" not in ran.out.strip()
     assert ran.out.startswith("%pulsar connect: no admin REST API answered at http://127.0.0.1:1")
