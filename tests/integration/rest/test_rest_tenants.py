@@ -74,7 +74,7 @@ def test_retention_ttl_and_deduplication(rest, broker):
     assert rest.get(f"{base}/messageTTL").json == 120
     assert rest.post(f"{base}/deduplication", True).status == 204
     assert rest.get(f"{base}/deduplication").json is True
-    with Admin(broker.web_url) as admin:  # the same policies as the ZeroMQ admin sees
+    with Admin(broker.web_url) as admin:  # the same policies as pulsarlab.Admin sees
         stored = admin.namespaces.get_policies("public/default")
     assert stored["message_ttl_in_seconds"] == 120 and stored["retention_policies"] == retention
     bad = rest.post(f"{base}/messageTTL", -5)
