@@ -446,26 +446,14 @@ def test_message_id_of_the_official_shape(admin: Admin, broker: Broker) -> None:
 
 def test_a_broker_in_another_process_is_found_by_its_service_url(tmp_path) -> None:
     """What Spark's Python workers and a kernel whose broker runs beside it rely on."""
-    import subprocess
-    import sys
+    from faults.support import BrokerProcess
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--storage", "memory",
-         "--port", "0", "--pulsar-port", "0", "--web-port", "0", "--events-port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
+    other = BrokerProcess(tmp_path / "data").start()
     try:
-        assert proc.stdout is not None
-        lines: list[str] = []
-        while not lines or lines[-1].rstrip("\n") != "}":
-            lines.append(proc.stdout.readline())
-            assert lines[-1], "the broker process exited before its report"
-        report = json.loads("".join(lines))
-        with Admin(report["service_url"]) as a:
-            assert a.web_url == report["web_url"]
+        with Admin(other.service_url) as a:
+            assert a.web_url == other.web_url
             assert a.clusters.get_clusters() == ["standalone"]
     finally:
-        proc.terminate()
-        proc.wait(60)
+        other.stop()
     with pytest.raises(ValueError, match="no broker started on this machine"):  # gone
-        Admin(report["service_url"])
+        Admin(other.service_url)
