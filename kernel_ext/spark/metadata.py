@@ -66,7 +66,14 @@ class BrokerMetadata:
         from ..cluster.rest import ClusterAdminError
 
         if self._admin is None:
-            self._admin = self._new_admin()
+            try:
+                self._admin = self._new_admin()
+            except ValueError:  # a zmq:// URL whose broker is not on this machine
+                raise PulsarSparkError(
+                    f"no pulsarlab broker at {self.service_url} runs on this machine: give its "
+                    "admin REST API with option 'admin.url' (http://host:port, the broker's "
+                    "web_url)"
+                ) from None
         try:
             return fn(self._admin)
         except ClusterAdminError as exc:
