@@ -365,7 +365,7 @@ class BrokerRuntime:
         return self.connection().client()
 
     def admin(self) -> Any:
-        """The shared admin of the magics (over ZeroMQ, or a cluster's REST API)."""
+        """The shared admin of the magics (the broker's or a cluster's admin REST API)."""
         return self.connection().admin()
 
     def add_binding(self, binding: Any) -> None:
