@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (PulsarLabError, PulsarException, TimeoutError, ValueError) as exc:
+    except (PulsarLabError, PulsarException, OSError, ValueError) as exc:  # OSError: unreachable
         print(f"pulsarlab: error: {exc}", file=sys.stderr)
         return 2
 

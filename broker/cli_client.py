@@ -1,8 +1,9 @@
 """``pulsarlab produce | consume | admin``: the client side of the command line.
 
 Modelled on ``pulsar-client produce/consume`` and ``pulsar-admin topics …``: the broker
-URL comes from ``--url`` or ``$PULSARLAB_URL`` (default ``zmq://127.0.0.1:6651``), admin
-output is the same JSON ``pulsar-admin`` prints.
+URL comes from ``--url`` or ``$PULSARLAB_URL`` (default ``zmq://127.0.0.1:6651``); ``admin``
+talks to the broker's admin REST API at ``--admin-url`` or ``$PULSARLAB_ADMIN_URL`` (default
+``http://127.0.0.1:8080``) and prints the same JSON ``pulsar-admin`` prints.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from .cli_security import add_client_options, add_namespace_commands, client_opt
 from .client.enums import ConsumerType
 
 DEFAULT_URL = "zmq://127.0.0.1:6651"
+DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"  # where `pulsarlab broker` serves it by default
+ADMIN_URL_VARIABLE = "PULSARLAB_ADMIN_URL"
 SUB_TYPES = tuple(t.wire_name for t in ConsumerType)
 
 
@@ -29,6 +32,24 @@ def _add_url(parser: argparse.ArgumentParser) -> None:
         "--url", help=f"broker service URL (default $PULSARLAB_URL or {DEFAULT_URL})"
     )
     add_client_options(parser)  # --token, --curve-server-key
+
+
+def _admin_url(args: argparse.Namespace) -> str:
+    """The admin REST API: ``--admin-url``, ``$PULSARLAB_ADMIN_URL``, ``--url`` (a zmq://
+    one is refused by ``Admin`` with what to pass instead), else the web port a ``pulsarlab
+    broker`` serves by default."""
+    return args.admin_url or os.environ.get(ADMIN_URL_VARIABLE) or args.url or DEFAULT_ADMIN_URL
+
+
+def _add_admin_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--admin-url", help=f"the broker's admin REST API (default ${ADMIN_URL_VARIABLE} or "
+                            f"{DEFAULT_ADMIN_URL})"
+    )
+    parser.add_argument("--url", help=argparse.SUPPRESS)  # an http(s):// --url is taken too
+    parser.add_argument("--tls-trust-certs", metavar="CA_FILE",
+                        help="the CA file of an https:// admin URL")
+    add_client_options(parser)  # --token
 
 
 def add_client_commands(commands: Any) -> None:
@@ -71,20 +92,20 @@ def add_client_commands(commands: Any) -> None:
     ):
         op = ops.add_parser(name, help=help_text)
         op.add_argument("topic")
-        _add_url(op)
+        _add_admin_url(op)
     ops.choices["delete"].add_argument("-f", "--force", action="store_true")
     op = ops.add_parser("list", help="topics of a namespace")
     op.add_argument("namespace", nargs="?", default="public/default")
-    _add_url(op)
+    _add_admin_url(op)
     op = ops.add_parser("create-partitioned-topic", help="create a partitioned topic")
     op.add_argument("topic")
     op.add_argument("-p", "--partitions", type=int, required=True)
-    _add_url(op)
+    _add_admin_url(op)
     op = ops.add_parser("peek-messages", help="look at the next messages of a subscription")
     op.add_argument("topic")
     op.add_argument("-s", "--subscription", required=True)
     op.add_argument("-n", "--count", type=int, default=1)
-    _add_url(op)
+    _add_admin_url(op)
     op = ops.add_parser("reset-cursor", help="move a subscription to a time or id")
     op.add_argument("topic")
     op.add_argument("-s", "--subscription", required=True)
@@ -92,8 +113,8 @@ def add_client_commands(commands: Any) -> None:
     where.add_argument("-t", "--time", type=int, help="publish time in ms since the epoch")
     where.add_argument("--earliest", action="store_true")
     where.add_argument("--latest", action="store_true")
-    _add_url(op)
-    add_namespace_commands(groups, _add_url)
+    _add_admin_url(op)
+    add_namespace_commands(groups, _add_admin_url)
     admin.set_defaults(func=_admin)
 
 
@@ -152,7 +173,8 @@ def _consume(args: argparse.Namespace) -> int:
 def _admin(args: argparse.Namespace) -> int:
     from .admin import Admin
 
-    with Admin(_url(args), **client_options(args)) as admin:
+    with Admin(_admin_url(args), tls_trust_certs_file_path=args.tls_trust_certs,
+               **client_options(args)) as admin:
         topics = admin.topics
         op = args.op
         result: Any

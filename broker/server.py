@@ -31,7 +31,7 @@ import msgpack
 import zmq
 import zmq.utils.monitor
 
-from . import wire
+from . import local_brokers, wire
 from .clock import LoopClock
 from .curve import apply_server, load_secret_key
 from .errors import InvalidArgument
@@ -125,6 +125,7 @@ class Broker:
         self._calls: queue.SimpleQueue[tuple[Callable[[BrokerService], Any], Future]] = (
             queue.SimpleQueue()
         )
+        self._answers: list[tuple[Future, Any, BaseException | None]] = []
         self._ctx: zmq.Context | None = None
         self._wake_addr = f"inproc://pulsarlab-wake-{id(self)}"
         self._wake_lock = threading.Lock()
@@ -211,12 +212,14 @@ class Broker:
         except BaseException:
             self.stop()
             raise
+        local_brokers.register(self.service_url, self.web.url)
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving, persist cursors and close the storage."""
         if self._thread is None:
             return
+        local_brokers.unregister(self.service_url)
         if self.web is not None:
             self.web.stop()
         self._stop.set()
@@ -265,7 +268,11 @@ class Broker:
         return error
 
     def _fail_calls(self) -> None:
-        """Fail every call still queued: the loop that would have run them is gone."""
+        """Fail every call still queued or unanswered: the loop that would have run (or
+        answered) them is gone."""
+        answers, self._answers = self._answers, []
+        for future, _result, _exc in answers:
+            future.set_exception(self._not_running())
         while True:
             try:
                 _fn, future = self._calls.get_nowait()
@@ -493,6 +500,7 @@ class Broker:
             service.tick()
             self._heartbeat()
             self._flush_actions()
+            self._answer_calls()
 
     def _drain_router(self) -> None:
         """Read and handle queued commands (up to a burst) until the socket is empty.
@@ -556,6 +564,7 @@ class Broker:
             return False
 
     def _run_calls(self) -> None:
+        """Run the queued calls; their answers wait for :meth:`_answer_calls`."""
         while True:
             try:
                 fn, future = self._calls.get_nowait()
@@ -564,8 +573,19 @@ class Broker:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                future.set_result(fn(self.service))
+                self._answers.append((future, fn(self.service), None))
             except BaseException as exc:
+                self._answers.append((future, None, exc))
+
+    def _answer_calls(self) -> None:
+        """Answer the calls once what they caused is flushed to the connections: an admin
+        REST answer (terminate, unload …) reaches its caller after the clients were told,
+        as the ZeroMQ ADMIN reply did (it went out in the same flush)."""
+        answers, self._answers = self._answers, []
+        for future, result, exc in answers:
+            if exc is None:
+                future.set_result(result)
+            else:
                 future.set_exception(exc)
 
     # -- events ---------------------------------------------------------------------------

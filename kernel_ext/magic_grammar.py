@@ -135,8 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="service URL: zmq://host:port, pulsar://host:6650 or "
                         "pulsar+ssl://host:6651")
     p.add_argument("--admin-url", metavar="URL",
-                   help="a cluster's admin REST API, http(s)://host:port (default: the "
-                        "service host, port 8080, or 8443 for pulsar+ssl)")
+                   help="the admin REST API, http(s)://host:port (a cluster's default: the "
+                        "service host, port 8080, or 8443 for pulsar+ssl; a zmq:// broker's "
+                        "web_url, needed unless it runs on this machine)")
     p.add_argument("--token-file", metavar="F", help="a file holding the auth token")
     p.add_argument("--tls-trust-certs", metavar="CA",
                    help="CA file for pulsar+ssl:// and https:// (a cluster)")

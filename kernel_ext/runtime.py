@@ -55,7 +55,8 @@ __all__ = ["BrokerRuntime", "PulsarMagicError", "one_line", "parse_setting"]
 
 STOP_TIMEOUT_S = 8.0  # bound for each shutdown step
 START_TIMEOUT_S = 30.0
-URL_VARIABLE = "PULSARLAB_URL"  # read by the pulsarlab produce/consume/admin commands
+URL_VARIABLE = "PULSARLAB_URL"  # read by the pulsarlab produce/consume commands
+ADMIN_URL_VARIABLE = "PULSARLAB_ADMIN_URL"  # read by the pulsarlab admin command
 
 
 class PulsarMagicError(Exception):
@@ -118,6 +119,7 @@ class BrokerRuntime:
         self.mode: str | None = None
         self.service_url: str | None = None
         self.events_url: str | None = None
+        self.web_url: str | None = None  # the admin REST API of a broker started here
         self.storage: str | None = None
         self.data_dir: str | None = None
         self.broker: Any = None  # pulsarlab.Broker in "kernel" mode
@@ -242,6 +244,7 @@ class BrokerRuntime:
         self.data_dir = broker.data_dir
         self.service_url = broker.service_url
         self.events_url = broker.events_url
+        self.web_url = broker.web_url
 
     def _start_beside(
         self, data_dir: str | None, port: int, events_port: int, memory: bool,
@@ -292,6 +295,7 @@ class BrokerRuntime:
         self.data_dir = report.get("data_dir")
         self.service_url = report["service_url"]
         self.events_url = report.get("events_url")
+        self.web_url = report.get("web_url")
 
     def connect(self, service_url: str, events_url: str | None = None,
                 check_timeout: float = 5.0, *,
@@ -322,10 +326,11 @@ class BrokerRuntime:
                 connection.security.update(security)
             try:
                 connection.check(check_timeout)
-            except TimeoutError as exc:
+            except (OSError, ValueError) as exc:  # no answer, refused, or no admin URL
                 raise PulsarMagicError(str(exc)) from None
             self._release_all()
             self.mode = "connected"
+            self.web_url = connection.admin_url
             self._connection = connection
             self._security = getattr(connection, "security", {})
             self.service_url = service_url
@@ -351,7 +356,8 @@ class BrokerRuntime:
 
                 self._connection = ZmqConnection(url, self.events_url,
                                                  security=self._security,
-                                                 view_settings=self._view_settings)
+                                                 view_settings=self._view_settings,
+                                                 admin_url=self.web_url)
             return self._connection
 
     def client(self) -> Any:
@@ -359,7 +365,7 @@ class BrokerRuntime:
         return self.connection().client()
 
     def admin(self) -> Any:
-        """The shared admin of the magics (over ZeroMQ, or a cluster's REST API)."""
+        """The shared admin of the magics (the broker's or a cluster's admin REST API)."""
         return self.connection().admin()
 
     def add_binding(self, binding: Any) -> None:
@@ -414,7 +420,9 @@ class BrokerRuntime:
                 log.info("pulsarlab: %s", line)
             if url is not None and os.environ.get(URL_VARIABLE) == url:
                 del os.environ[URL_VARIABLE]
-            self.mode = self.service_url = self.events_url = None
+            if self.web_url is not None and os.environ.get(ADMIN_URL_VARIABLE) == self.web_url:
+                del os.environ[ADMIN_URL_VARIABLE]
+            self.mode = self.service_url = self.events_url = self.web_url = None
             self.storage = self.data_dir = None
             return done
 
@@ -422,6 +430,8 @@ class BrokerRuntime:
         """``$PULSARLAB_URL`` for ``!pulsarlab produce|consume|admin`` run from the notebook."""
         if self.service_url is not None:
             os.environ[URL_VARIABLE] = self.service_url
+        if self.web_url is not None:
+            os.environ[ADMIN_URL_VARIABLE] = self.web_url
 
     def shutdown(self) -> None:
         """Stop everything, quietly and within a bounded time (idempotent, any thread)."""

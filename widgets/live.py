@@ -58,12 +58,15 @@ class LiveBinding:
         admin: Any = None,
         security: dict[str, Any] | None = None,
         settings: Mapping[str, Any] | None = None,
+        admin_url: str | None = None,
     ) -> None:
         """``security``: ``authentication`` (a ``pulsarlab.AuthenticationToken``) and/or
         ``curve_server_key`` for a broker with authentication or CURVE on; the token also
         logs the event subscriber in (ZeroMQ PLAIN, checked by the broker).
         ``settings``: what is known of the broker's settings (e.g. ``pulsar_version``),
-        handed to the views in every snapshot (see :meth:`for_broker`)."""
+        handed to the views in every snapshot (see :meth:`for_broker`).
+        ``admin_url``: the broker's admin REST API the stats are polled from (default: the
+        one of the broker started on this machine at ``service_url``)."""
         self.settings: dict[str, Any] = dict(settings or {})
         security = dict(security or {})
         auth = security.get("authentication")
@@ -80,7 +83,7 @@ class LiveBinding:
         self.fetches = 0
         self._clock = clock
         self._admin = admin if admin is not None else Admin(
-            service_url, timeout_seconds=5.0, **security
+            admin_url or service_url, timeout_seconds=5.0, **security
         )
         self._callbacks: list[Callable[[], None]] = []
         self._snapshot: Snapshot | None = None
@@ -99,6 +102,7 @@ class LiveBinding:
             "consistent_hashing_points":
                 broker.settings.subscription_key_shared_consistent_hashing_replica_points,
         }
+        kwargs.setdefault("admin_url", getattr(broker, "web_url", None))
         return cls(broker.service_url, broker.events_url, topic, subscription,
                    settings=settings, **kwargs)
 

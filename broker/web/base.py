@@ -45,6 +45,10 @@ STATUS: dict[type[errors.PulsarLabError], int] = {
 }
 
 
+# The response header naming the broker error class behind an error answer.
+ERROR_HEADER = "X-Pulsarlab-Error"
+
+
 def status_of(exc: errors.PulsarLabError) -> int:
     for cls in type(exc).__mro__:
         status = STATUS.get(cls)
@@ -88,13 +92,18 @@ class AdminResource(RequestHandler):
                 headers.get("X-Pulsar-Auth-Method-Name", ""),
             )
         except errors.AuthenticationError as exc:
-            self.fail(401, str(exc))
+            self.fail(401, str(exc), type(exc).__name__)
 
     # -- answers --------------------------------------------------------------------------
 
-    def fail(self, status: int, reason: str) -> None:
+    def fail(self, status: int, reason: str, error: str | None = None) -> None:
+        """Pulsar's error answer; ``error`` names the broker error class in the
+        ``X-Pulsarlab-Error`` header, so ``pulsarlab.Admin`` raises that very class (the
+        status alone cannot tell TopicNotFound from SubscriptionNotFound)."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
+        if error is not None:
+            self.set_header(ERROR_HEADER, error)
         self.finish(json.dumps({"reason": reason}))
 
     def reply(self, value: Any) -> None:
@@ -115,20 +124,26 @@ class AdminResource(RequestHandler):
 
     # -- the broker -----------------------------------------------------------------------
 
-    async def run_all(self, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
-        """Authorize and run admin operations, in order, in one trip to the broker thread."""
+    async def run_with(self, fn: Callable[[Callable[..., Any]], Any]) -> Any:
+        """``fn(call)`` in one trip to the broker thread, where ``call(op, **args)``
+        authorizes and runs one admin operation (``"topics.get_stats"`` …)."""
         role = self.role
         broker = self.broker
 
-        def work(_service: Any) -> list[Any]:
+        def work(_service: Any) -> Any:
             admin = broker.admin
-            out = []
-            for op, args in calls:
+
+            def call(op: str, **args: Any) -> Any:
                 admin.authorizer.check_admin(role, op, args)
-                out.append(admin.call(op, args))
-            return out
+                return admin.call(op, args)
+
+            return fn(call)
 
         return await asyncio.wrap_future(broker.submit(work))
+
+    async def run_all(self, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+        """Authorize and run admin operations, in order, in one trip to the broker thread."""
+        return await self.run_with(lambda call: [call(op, **args) for op, args in calls])
 
     async def run(self, op: str, **args: Any) -> Any:
         """Authorize and run one admin operation (``"topics.get_stats"`` …)."""
@@ -187,7 +202,7 @@ def guarded(method: Callable[..., Any]) -> Callable[..., Any]:
         except ApiError as exc:
             self.fail(exc.status, exc.reason)
         except errors.PulsarLabError as exc:
-            self.fail(status_of(exc), str(exc))
+            self.fail(status_of(exc), str(exc), type(exc).__name__)
 
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__

@@ -124,15 +124,21 @@ class TopicInfoHandler(AdminResource):
     @guarded
     async def get(self, domain: str, tenant: str, namespace: str, topic: str,
                   resource: str) -> None:
-        args: dict[str, Any] = {"topic": _topic(domain, tenant, namespace, topic)}
-        if resource in ("stats", "internalStats") and await _partition_count(
-            self, args["topic"]
-        ):  # Pulsar has no such topic: the partitions are the topics
-            raise ApiError(404, f"topic {args['topic']} not found: it is a partitioned "
-                                "topic, see partitioned-stats or one of its partitions")
+        name = _topic(domain, tenant, namespace, topic)
+        args: dict[str, Any] = {"topic": name}
         if resource == "partitioned-stats":
             args["per_partition"] = self.flag_default("perPartition", True)
-        self.reply(await self.run(_INFO_OPS[resource], **args))
+        op = _INFO_OPS[resource]
+
+        def answer(call: Any) -> Any:  # one trip to the broker: the live views poll these
+            if resource in ("stats", "internalStats") and call(
+                "topics.get_partitioned_topic_metadata", topic=name
+            )["partitions"]:  # Pulsar has no such topic: the partitions are the topics
+                raise ApiError(404, f"topic {name} not found: it is a partitioned topic, see "
+                                    "partitioned-stats or one of its partitions")
+            return call(op, **args)
+
+        self.reply(await self.run_with(answer))
 
     def flag_default(self, name: str, default: bool) -> bool:
         return self.flag(name) if self.get_query_argument(name, None) is not None else default

@@ -119,12 +119,19 @@ class ZmqConnection(Connection):
 
     def __init__(self, service_url: str, events_url: str | None = None, *,
                  security: dict[str, Any] | None = None,
-                 view_settings: dict[str, Any] | None = None) -> None:
+                 view_settings: dict[str, Any] | None = None,
+                 admin_url: str | None = None,
+                 tls_trust_certs_file_path: str | None = None) -> None:
         """``view_settings``: what is known of the broker's settings that shape the views
-        (``pulsar_version``, consistent-hashing points), handed to every live source."""
+        (``pulsar_version``, consistent-hashing points), handed to every live source.
+        ``admin_url``: the broker's admin REST API (``http://host:port``); without it, the
+        one of the broker started on this machine at ``service_url``;
+        ``tls_trust_certs_file_path``: the CA file of an https:// ``admin_url``."""
         super().__init__()
         self.service_url = service_url
         self.events_url = events_url
+        self.admin_url = admin_url
+        self._ca_file = tls_trust_certs_file_path
         self.security = dict(security or {})
         self.view_settings = dict(view_settings or {})
 
@@ -141,23 +148,30 @@ class ZmqConnection(Connection):
         return Client(self.service_url, operation_timeout_seconds=15,
                       connection_timeout_ms=5000, **self.security)
 
-    def _new_admin(self) -> Any:
+    def _new_admin(self, timeout_s: float = 10.0) -> Any:
         from pulsarlab.broker.admin import Admin
 
-        return Admin(self.service_url, timeout_seconds=10.0, **self.security)
+        return Admin(self.admin_url or self.service_url, timeout_seconds=timeout_s,
+                     tls_trust_certs_file_path=self._ca_file, **self.security)
 
     def check(self, timeout_s: float) -> None:
-        from pulsarlab.broker.admin import Admin
+        from pulsarlab.broker import local_brokers
         from pulsarlab.broker.errors import AuthorizationError
 
-        admin = Admin(self.service_url, timeout_seconds=timeout_s, **self.security)
+        if self.admin_url is None and local_brokers.web_url_for(self.service_url) is None:
+            raise ValueError(
+                f"{self.service_url} is not a broker started on this machine: give its admin "
+                "REST API with --admin-url http://host:port (the web_url `pulsarlab broker` "
+                "reports)"
+            )
+        admin = self._new_admin(timeout_s)
         try:
             admin.topics.get_list()
         except AuthorizationError:
             pass  # it answered (and knows the token): the role may just not list topics
         except TimeoutError:
             raise TimeoutError(
-                f"no broker answered at {self.service_url} within {timeout_s:g} s"
+                f"no broker answered at {admin.web_url} within {timeout_s:g} s"
             ) from None
         finally:
             admin.close()
@@ -169,7 +183,8 @@ class ZmqConnection(Connection):
             raise ValueError("live views need the event stream: "
                              "%pulsar connect URL --events tcp://host:port")
         return LiveBinding(self.service_url, self.events_url, topic, subscription,
-                           security=self.security, settings=self.view_settings)
+                           security=self.security, settings=self.view_settings,
+                           admin_url=self.admin_url)
 
 
 class ClusterConnection(Connection):
@@ -281,9 +296,10 @@ def open_connection(
     (``zmq://host:port``, whose admin client checks the URL).
 
     An option the chosen backend cannot use is refused with a one-line error rather than
-    ignored (``events_url`` and ``curve_server_key`` are pulsarlab's ZeroMQ features;
-    ``admin_url`` and the CA file belong to a cluster). A pulsarlab broker over ZeroMQ is a
-    sandbox: it takes writes without ``allow_writes``.
+    ignored (``events_url`` and ``curve_server_key`` are pulsarlab's ZeroMQ features).
+    ``admin_url`` is a cluster's or a zmq:// broker's admin REST API (a zmq:// broker this
+    process started is found without it). A pulsarlab broker over ZeroMQ is a sandbox: it
+    takes writes without ``allow_writes``.
     """
     scheme = urllib.parse.urlsplit(service_url).scheme
     if scheme in CLUSTER_SCHEMES:
@@ -293,9 +309,8 @@ def open_connection(
         return ClusterConnection(service_url, admin_url, token=token,
                                  tls_trust_certs_file_path=tls_trust_certs_file_path,
                                  allow_writes=allow_writes, announce=announce)
-    if admin_url or tls_trust_certs_file_path:
-        raise ValueError("--admin-url and --tls-trust-certs are for pulsar:// clusters; "
-                         "a zmq:// broker answers admin calls on its service URL")
+    if scheme not in ("zmq", "tcp"):
+        raise ValueError(f"service URL must look like zmq://host:port, not {service_url!r}")
     security: dict[str, Any] = {}
     if token:
         from pulsarlab.broker.client.auth import AuthenticationToken
@@ -303,4 +318,5 @@ def open_connection(
         security["authentication"] = AuthenticationToken(token)
     if curve_server_key:
         security["curve_server_key"] = curve_server_key
-    return ZmqConnection(service_url, events_url, security=security)
+    return ZmqConnection(service_url, events_url, security=security, admin_url=admin_url,
+                         tls_trust_certs_file_path=tls_trust_certs_file_path)

@@ -14,16 +14,15 @@ naming the status and Pulsar's ``reason``.
 
 from __future__ import annotations
 
-import base64
 import json
 import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from datetime import datetime
-from email.message import Message
 from typing import Any
+
+from pulsarlab.broker.admin_messages import message_from_headers
 
 __all__ = ["ClusterAdminError", "RestAdmin"]
 
@@ -51,40 +50,6 @@ def topic_path(topic: str) -> str:
     if len(parts) != 3 or not all(parts):
         raise ValueError(f"not a topic name: {topic!r} (want tenant/namespace/topic)")
     return "/".join([domain, *(urllib.parse.quote(p, safe="") for p in parts)])
-
-
-def _iso_ms(text: str | None) -> int | None:
-    if not text:
-        return None
-    try:
-        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return None
-
-
-def _peeked(topic: str, body: bytes, headers: Message) -> dict[str, Any]:
-    """A peeked message (payload + ``X-Pulsar-*`` headers) as ``Admin.peek_messages`` rows."""
-    props_json = headers.get("X-Pulsar-PROPERTY")
-    properties = json.loads(props_json) if props_json else {}
-    metadata: dict[str, Any] = {
-        "partition_key": headers.get("X-Pulsar-partition-key"),
-        "properties": properties,
-        "publish_time": _iso_ms(headers.get("X-Pulsar-publish-time")),
-        "event_time": _iso_ms(headers.get("X-Pulsar-event-time")),
-        "producer_name": headers.get("X-Pulsar-producer-name"),
-    }
-    schema_version = headers.get("X-Pulsar-Base64-schema-version-b64encoded")
-    if schema_version:  # the version of the topic's schema the message was written with
-        metadata["schema_version"] = base64.b64decode(schema_version)
-    count = headers.get("X-Pulsar-num-batch-message")
-    if count:
-        metadata["num_messages_in_batch"] = int(count)
-    message_id = headers.get("X-Pulsar-Message-ID") or ""
-    _, marker, index = topic.rpartition("-partition-")
-    partition = index if marker and index.isdigit() else "-1"
-    if message_id.count(":") == 1:  # ledger:entry, as pulsar-admin prints ids with a partition
-        message_id = f"{message_id}:{partition}"
-    return {"topic": topic, "messageId": message_id, "payload": body, "metadata": metadata}
 
 
 class RestAdmin:
@@ -200,7 +165,7 @@ class RestTopics:
                 if exc.status == 404 and (out or "message not found" in exc.reason.lower()):
                     break  # the backlog is shorter than count
                 raise
-            out.append(_peeked(topic, body, headers))
+            out.append(message_from_headers(topic, body, headers))
         return out
 
     def examine_message(self, topic: str, initial_position: str = "latest",
@@ -211,7 +176,7 @@ class RestTopics:
         body, headers = self._admin.request(
             "GET", f"{topic_path(topic)}/examinemessage?{query}", raw=True
         )
-        return _peeked(topic, body, headers)
+        return message_from_headers(topic, body, headers)
 
     # -- changing -----------------------------------------------------------------------
 

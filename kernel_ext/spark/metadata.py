@@ -1,6 +1,6 @@
 """Driver-side broker metadata for the Spark source: topics, partitions, last entries.
 
-Everything here goes through :class:`pulsarlab.Admin` (one DEALER socket, synchronous) — or,
+Everything here goes through :class:`pulsarlab.Admin` (the broker's admin REST API) — or,
 for a Pulsar cluster (``admin.url``), through its admin REST API with
 :class:`pulsarlab.cluster.RestAdmin`, which has the same method names — so planning a batch
 or a micro-batch opens no consumer and no subscription. A topic's latest
@@ -50,14 +50,15 @@ class BrokerMetadata:
         self._admin: Any = None
 
     def _new_admin(self) -> Any:
-        if self.admin_url is not None:
+        if self.service_url.startswith("pulsar"):  # a cluster: its admin.url
             from ..cluster.rest import RestAdmin
 
+            assert self.admin_url is not None
             return RestAdmin(self.admin_url, token=self.security.token,
                              timeout_seconds=self.timeout_ms / 1000)
         from ..broker.admin import Admin
 
-        return Admin(self.service_url, timeout_seconds=self.timeout_ms / 1000,
+        return Admin(self.admin_url or self.service_url, timeout_seconds=self.timeout_ms / 1000,
                      **self.security.client_kwargs())
 
     def _call(self, what: str, fn: Callable[[Any], T]) -> T:
@@ -65,7 +66,14 @@ class BrokerMetadata:
         from ..cluster.rest import ClusterAdminError
 
         if self._admin is None:
-            self._admin = self._new_admin()
+            try:
+                self._admin = self._new_admin()
+            except ValueError:  # a zmq:// URL whose broker is not on this machine
+                raise PulsarSparkError(
+                    f"no pulsarlab broker at {self.service_url} runs on this machine: give its "
+                    "admin REST API with option 'admin.url' (http://host:port, the broker's "
+                    "web_url)"
+                ) from None
         try:
             return fn(self._admin)
         except ClusterAdminError as exc:

@@ -242,12 +242,17 @@ def _service_url(opts: dict[str, str], *, cluster_ok: bool = False) -> str:
 
 
 def _admin_url(opts: dict[str, str], service_url: str) -> str | None:
-    """``admin.url``: required with a ``pulsar://`` service URL (topic metadata comes from
-    the cluster's admin REST API), meaningless with ``zmq://``."""
+    """``admin.url``: the admin REST API topic metadata comes from. Required with a
+    ``pulsar://`` service URL; with ``zmq://`` it defaults to the web URL of the broker this
+    process started there, found here on the driver (Spark plans in worker processes,
+    which know no broker)."""
     url = opts.get("admin.url", "").strip() or None
     if not service_url.startswith("pulsar"):
-        return None
-    if url is None:
+        if url is None:
+            from ..broker import local_brokers
+
+            return local_brokers.web_url_for(service_url)
+    elif url is None:
         raise PulsarSparkError(
             "option 'admin.url' is required with a pulsar:// service.url, e.g. "
             ".option('admin.url', 'http://broker:8080')"

@@ -218,6 +218,11 @@ class BrokerProcess:
     def service_url(self) -> str:
         return self.report["service_url"]
 
+    @property
+    def web_url(self) -> str:
+        """The broker's admin REST API (what ``pulsarlab.Admin`` talks to)."""
+        return self.report["web_url"]
+
     def topic_report(self, topic: str) -> dict[str, Any]:
         return self.report["topics"].get(full_topic(topic), {"entries": 0, "subscriptions": {}})
 

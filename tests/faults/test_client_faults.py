@@ -54,7 +54,7 @@ def test_consumer_killed_mid_batch_hands_its_messages_to_the_others(tmp_path: Pa
         producer.wait_for(lambda lines: "DONE" in lines, 30, "every receipt")
 
         def drained() -> bool:
-            with Admin(url) as admin:
+            with Admin(broker.web_url) as admin:
                 stats = admin.topics.get_stats(topic)["subscriptions"][sub]
             return stats["msgBacklog"] == 0 and stats["unackedMessages"] == 0
 

@@ -213,7 +213,7 @@ def _verify(broker: BrokerProcess, cursor: CursorState, model: Model, audit: boo
         )
         consumer.close()
 
-        with Admin(broker.service_url) as admin:
+        with Admin(broker.web_url) as admin:
             internal = admin.topics.get_internal_stats(TOPIC)
         assert internal["corruptEntries"] == [], f"{label}: {internal['corruptEntries']}"
     finally:
@@ -238,7 +238,7 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged_by_receipt(
     data_dir = tmp_path / "data"
     broker = BrokerProcess(data_dir, scenario.settings, tmp_path / "broker-0.log").start()
     try:
-        with Admin(broker.service_url) as admin:
+        with Admin(broker.web_url) as admin:
             admin.topics.create_subscription(TOPIC, "work", "earliest")
             if scenario.audit:
                 admin.topics.create_subscription(TOPIC, "audit", "earliest")
@@ -272,7 +272,7 @@ def test_a_caught_up_consumer_survives_a_rollover_to_an_empty_ledger(tmp_path: P
         for i in range(5):
             producer.send(f"m{i}".encode())
         held = [consumer.receive(READ_TIMEOUT_MS) for _ in range(5)]
-        with Admin(broker.service_url, timeout_seconds=5) as admin:
+        with Admin(broker.web_url, timeout_seconds=5) as admin:
             wait_until(
                 lambda: len(admin.topics.get_internal_stats(topic)["ledgers"]) == 2, 10,
                 "the full ledger to roll over",

@@ -187,16 +187,16 @@ def _crashed_broker_with(tmp_path: Path, topic: str, count: int) -> tuple[Path, 
     return data_dir, segment
 
 
-def _consume_earliest(url: str, topic: str, count: int) -> list[str]:
+def _consume_earliest(broker: BrokerProcess, topic: str, count: int) -> list[str]:
     """A new subscription from the earliest message: ``count`` messages, then nothing more."""
-    with Client(url) as client:
+    with Client(broker.service_url) as client:
         consumer = client.subscribe(topic, "check", initial_position=InitialPosition.Earliest)
         out = []
         for _ in range(count):
             msg = consumer.receive(WAIT_MS)
             consumer.acknowledge(msg)
             out.append(msg.data().decode())
-        with Admin(url) as admin:
+        with Admin(broker.web_url) as admin:
             wait_until(
                 lambda: admin.topics.get_stats(topic)["subscriptions"]["check"]["msgBacklog"]
                 == 0,
@@ -226,7 +226,7 @@ def test_torn_tail_is_truncated_with_a_log_line(tmp_path: Path) -> None:
         assert "truncating 48 bytes" in log and "CRC" not in log, log
         assert segment.stat().st_size == size
         assert broker.topic_report(topic)["entries"] == 30
-        assert _consume_earliest(broker.service_url, topic, 30) == [f"m:{i}" for i in range(30)]
+        assert _consume_earliest(broker, topic, 30) == [f"m:{i}" for i in range(30)]
         _still_serves(broker.service_url, topic)
     finally:
         broker.kill()
@@ -246,7 +246,7 @@ def test_corrupt_last_entry_is_truncated_as_a_torn_tail(tmp_path: Path) -> None:
         assert "torn tail" in log and f"offset {offset}" in log and "(entry 29)" in log, log
         assert segment.stat().st_size == offset
         assert broker.topic_report(topic)["entries"] == 29
-        assert _consume_earliest(broker.service_url, topic, 29) == [f"m:{i}" for i in range(29)]
+        assert _consume_earliest(broker, topic, 29) == [f"m:{i}" for i in range(29)]
         _still_serves(broker.service_url, topic)
     finally:
         broker.kill()
@@ -270,11 +270,11 @@ def test_corrupt_middle_entry_is_reported_skipped_visibly_and_the_broker_serves(
             assert f"ledger {ledger} entry 10 at byte offset {offset} failed its CRC" in log, log
             assert "torn tail" not in log, log
             assert segment.stat().st_size == len(raw), "a corrupt middle must not be cut"
-            with Admin(broker.service_url) as admin:
+            with Admin(broker.web_url) as admin:
                 internal = admin.topics.get_internal_stats(topic)
             assert internal["corruptEntries"] == [f"{ledger}:10"]
             if run == "second":
-                got = _consume_earliest(broker.service_url, topic, 29)
+                got = _consume_earliest(broker, topic, 29)
                 assert got == [f"m:{i}" for i in range(30) if i != 10]
                 skipped = broker.log_text()
                 assert f"skipping corrupt entry {ledger}:10" in skipped, skipped

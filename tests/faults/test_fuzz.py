@@ -375,7 +375,7 @@ def test_live_broker_survives_100k_hostile_frames_and_serves_a_healthy_client(
         assert frames_sent >= FRAMES and replies > FRAMES // 2
         assert growth < RSS_GROWTH_LIMIT, f"broker RSS grew by {growth >> 20} MiB"
         assert received == sent
-        with Admin(broker.service_url) as admin:
+        with Admin(broker.web_url) as admin:
             wait_until(
                 lambda: admin.topics.get_stats(HEALTHY_TOPIC)["subscriptions"]["healthy"][
                     "msgBacklog"] == 0,
@@ -438,7 +438,7 @@ def test_send_with_out_of_range_metadata_is_an_error_not_a_crash(
 def test_a_huge_partition_count_is_refused_without_wedging_the_broker(tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "data", log_path=tmp_path / "broker.log").start()
     try:
-        with Admin(broker.service_url, timeout_seconds=3) as admin:
+        with Admin(broker.web_url, timeout_seconds=3) as admin:
             with pytest.raises(Exception) as info:
                 admin.topics.create_partitioned_topic("huge", 2**63 - 1)
             assert not isinstance(info.value, TimeoutError), "the broker stopped answering"

@@ -67,7 +67,7 @@ def test_100_producers_100_consumers_20_topics_exact_accounting(tmp_path: Path) 
     deliveries: list[Delivery] = []
     lock = threading.Lock()
     try:
-        with Admin(broker.service_url) as admin:
+        with Admin(broker.web_url) as admin:
             for t in range(TOPICS):
                 if _kind(t) is ConsumerType.Failover:
                     admin.topics.create_partitioned_topic(_topic(t), PARTITIONS)
@@ -130,7 +130,7 @@ def test_100_producers_100_consumers_20_topics_exact_accounting(tmp_path: Path) 
                    interval=0.05)
 
         def drained() -> bool:
-            with Admin(broker.service_url) as admin:
+            with Admin(broker.web_url) as admin:
                 for t in range(TOPICS):
                     stats = (admin.topics.get_partitioned_stats(_topic(t))
                              if _kind(t) is ConsumerType.Failover

@@ -184,7 +184,7 @@ def test_live_broker_delivers_or_refuses_every_mutated_send_and_serves_a_healthy
                     break
         assert received == sent
         assert len(connections) > 1, "no mutated frame ever cost a connection"
-        with pulsarlab.Admin(broker.service_url) as admin:
+        with pulsarlab.Admin(broker.web_url) as admin:
             stats = admin.topics.get_stats(FUZZ_TOPIC)
         # Many hostile sends were stored (and so delivered to both faces), not just refused.
         assert stats["msgInCounter"] > FRAMES // 10, stats

@@ -38,10 +38,11 @@ def test_produce_consume_and_admin_against_a_broker():
     from pulsarlab import Broker
 
     with Broker(storage="memory") as broker:
-        url = broker.service_url
-        made = run("admin", "topics", "create-partitioned-topic", "cli-t", "-p", "2", "--url", url)
+        url, web = broker.service_url, broker.web_url
+        made = run("admin", "topics", "create-partitioned-topic", "cli-t", "-p", "2",
+                   "--admin-url", web)
         assert made.returncode == 0, made.stderr
-        sub = run("admin", "topics", "create", "cli-plain", "--url", url)
+        sub = run("admin", "topics", "create", "cli-plain", "--admin-url", web)
         assert sub.returncode == 0, sub.stderr
         produced = run("produce", "cli-plain", "-m", "hello", "-m", "world", "-n", "2",
                        "--url", url)
@@ -52,10 +53,10 @@ def test_produce_consume_and_admin_against_a_broker():
         assert consumed.returncode == 0, consumed.stderr
         assert consumed.stdout.count("content:hello") == 2
         assert "4 messages successfully consumed" in consumed.stdout
-        stats = run("admin", "topics", "stats", "cli-plain", "--url", url)
+        stats = run("admin", "topics", "stats", "cli-plain", "--admin-url", web)
         data = json.loads(stats.stdout)
         assert data["subscriptions"]["s1"]["msgBacklog"] == 0
-        listed = json.loads(run("admin", "topics", "list", "--url", url).stdout)
+        listed = json.loads(run("admin", "topics", "list", "--admin-url", web).stdout)
         assert "persistent://public/default/cli-t" in listed
 
 
@@ -63,6 +64,22 @@ def test_admin_error_is_one_line():
     from pulsarlab import Broker
 
     with Broker(storage="memory") as broker:
-        result = run("admin", "topics", "stats", "nope", "--url", broker.service_url)
+        result = run("admin", "topics", "stats", "nope", "--admin-url", broker.web_url)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "does not exist" in result.stderr
+
+
+def test_admin_with_a_zeromq_url_says_what_to_pass():
+    result = run("admin", "topics", "list", "--url", "zmq://127.0.0.1:1")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "web service URL (http://host:port" in result.stderr
+
+
+def test_admin_url_from_the_environment(monkeypatch):
+    from pulsarlab import Broker
+
+    with Broker(storage="memory") as broker:
+        monkeypatch.setenv("PULSARLAB_ADMIN_URL", broker.web_url)
+        listed = run("admin", "topics", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.strip() == "[]"

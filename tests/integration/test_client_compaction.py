@@ -16,7 +16,7 @@ def test_read_compacted_reader_over_zeromq(broker, client):
     producer = client.create_producer(topic, batching_enabled=False)
     for key, value in [("k1", b"a"), ("k2", b"b"), ("k1", b"c"), ("k2", b"")]:
         producer.send(value, partition_key=key)
-    with Admin(broker.service_url) as admin:
+    with Admin(broker.web_url) as admin:
         assert admin.topics.compaction_status(topic)["status"] == "NOT_RUN"
         admin.topics.compact(topic)
         assert admin.topics.compaction_status(topic) == {"status": "SUCCESS", "lastError": ""}

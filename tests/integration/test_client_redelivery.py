@@ -104,7 +104,7 @@ def events(broker, client):
 
 def wait_backlog_zero(broker: Broker, topic: str, subscription: str) -> int:
     """The subscription's backlog once it reaches 0 (or whatever it is after 10 s)."""
-    with Admin(broker.service_url) as admin:
+    with Admin(broker.web_url) as admin:
         deadline = time.monotonic() + 10
         while True:
             backlog = admin.topics.get_stats(topic)["subscriptions"][subscription]["msgBacklog"]

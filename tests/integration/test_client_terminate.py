@@ -19,7 +19,7 @@ def test_sends_fail_and_late_consumers_see_the_end(broker, client):
     consumer = client.subscribe(topic, "s")
     producer = client.create_producer(topic, batching_enabled=False)
     last = [producer.send(f"m{i}".encode()) for i in range(2)][-1]
-    with Admin(broker.service_url) as admin:
+    with Admin(broker.web_url) as admin:
         end = admin.topics.terminate_topic(topic)
     assert (end["ledgerId"], end["entryId"]) == (last.ledger_id(), last.entry_id())
     with pytest.raises(TopicTerminated):
@@ -40,12 +40,11 @@ def test_sends_fail_and_late_consumers_see_the_end(broker, client):
 
 def test_cli_terminates_a_topic(broker):
     topic = unique("cli-ended")
-    url = broker.service_url
-    with Admin(url) as admin:
+    with Admin(broker.web_url) as admin:
         admin.topics.create_non_partitioned_topic(topic)
     result = subprocess.run(
         [sys.executable, "-m", "pulsarlab.broker.cli", "admin", "topics", "terminate", topic,
-         "--url", url],
+         "--admin-url", broker.web_url],
         capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 0, result.stderr

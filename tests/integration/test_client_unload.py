@@ -24,7 +24,7 @@ def test_producer_and_consumer_survive_an_unload(broker):
         producer = client.create_producer(topic, batching_enabled=False)
         producer.send(b"a")
         assert consumer.receive(10_000).data() == b"a"  # not acked
-        with Admin(broker.service_url) as admin:
+        with Admin(broker.web_url) as admin:
             admin.topics.unload(topic)
         producer.send(b"b")  # the producer was opened again before this send
         got = [consumer.receive(10_000).data() for _ in range(2)]

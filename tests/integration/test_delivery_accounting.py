@@ -146,7 +146,7 @@ def test_client_killed_without_closing_hands_its_messages_to_others(quick_keep_a
 def client_stats(broker, topic):
     from pulsarlab import Admin
 
-    with Admin(broker.service_url) as admin:
+    with Admin(broker.web_url) as admin:
         try:
             return admin.topics.get_stats(topic)
         except Exception:

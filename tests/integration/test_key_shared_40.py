@@ -37,7 +37,7 @@ def test_a_moved_key_reaches_the_new_consumer_only_after_the_old_one_acks(broker
     """PIP-379 through the client: c2 gets the key's next message after c1's ack."""
     topic = unique("ks40")
     key = _moving_key()
-    with Client(broker.service_url) as client, Admin(broker.service_url) as admin:
+    with Client(broker.service_url) as client, Admin(broker.web_url) as admin:
         c1 = client.subscribe(topic, "sub", ConsumerType.KeyShared, consumer_name="c1",
                               initial_position=InitialPosition.Earliest)
         producer = client.create_producer(topic)

@@ -130,7 +130,7 @@ def test_stats_use_pulsar_field_names(broker):
     c.request("PRODUCER", topic="stats-t", producer_id=1)
     c.request("SUBSCRIBE", topic="stats-t", subscription="s", consumer_id=1,
               sub_type="Key_Shared", consumer_name="ks-1")
-    with Admin(broker.service_url) as admin:
+    with Admin(broker.web_url) as admin:
         stats = admin.topics.get_stats("stats-t")
         internal = admin.topics.get_internal_stats("stats-t")
     sub = stats["subscriptions"]["s"]

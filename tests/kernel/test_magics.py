@@ -222,6 +222,12 @@ def test_connect_to_a_running_broker(run, runtime) -> None:
             f"disconnected from {other.service_url} (that broker keeps running)"
         )
         assert other.running
+        # a broker this kernel did not start is found by its admin REST API
+        ran = run(f"%pulsar connect {other.service_url} --admin-url {other.web_url}")
+        assert ran.success, ran.out
+        assert ran.out.strip() == f"connected to {other.service_url} (admin {other.web_url})"
+        assert run("%pulsar topics").value == ["persistent://public/default/elsewhere"]
+        run("%pulsar stop")
 
 
 # -- topics and messages ------------------------------------------------------------------------
@@ -241,19 +247,25 @@ def test_create_and_topics(run, broker) -> None:
     assert run("%pulsar topics other/ns").value == []
 
 
-def test_namespace_policies(run, broker) -> None:
+def test_namespace_policies(run, runtime, broker) -> None:
+    # Pulsar's rules over the admin REST API: the namespace must exist, the answer is
+    # its Policies JSON
+    missing = run("%pulsar policies tenant-p/ns")
+    assert_one_line_error(missing, "%pulsar policies: tenant 'tenant-p' does not exist")
+    runtime.admin().tenants.create_tenant("tenant-p")
+    runtime.admin().namespaces.create_namespace("tenant-p/ns")
     ran = run("%pulsar policies tenant-p/ns")
-    assert ran.success and ran.value == {}
+    assert ran.success and ran.value["backlog_quota_map"] == {}
+    assert "message_ttl_in_seconds" not in ran.value
     ran = run("%pulsar policies tenant-p/ns --ttl 60 --retention 10,-1 --dedup on")
     assert ran.success, ran.out
-    assert ran.value == {
-        "message_ttl_in_seconds": 60,
-        "retention_policies": {"retentionTimeInMinutes": 10, "retentionSizeInMB": -1},
-        "deduplication_enabled": True,
-    }
+    assert ran.value["message_ttl_in_seconds"] == 60
+    assert ran.value["retention_policies"] == {"retentionTimeInMinutes": 10,
+                                               "retentionSizeInMB": -1}
+    assert ran.value["deduplicationEnabled"] is True
     assert "policies of tenant-p/ns" in ran.out
-    assert run("%pulsar policies tenant-p/ns --dedup off").value["deduplication_enabled"] is False
-    assert run("%pulsar policies").value == {}  # public/default untouched
+    assert run("%pulsar policies tenant-p/ns --dedup off").value["deduplicationEnabled"] is False
+    assert "message_ttl_in_seconds" not in run("%pulsar policies").value  # public/default
     bad = run("%pulsar policies tenant-p/ns --retention 10")
     assert_one_line_error(bad, "%pulsar policies: argument --retention: expected MINUTES,MB "
                                "(e.g. 60,100; -1 for unlimited), not '10' "
@@ -529,7 +541,12 @@ def test_start_errors(run, runtime, tmp_path) -> None:
         assert ran.out.startswith("%pulsar start: ") and "\n" not in ran.out.strip()
     assert runtime.mode is None
     assert_one_line_error(run("%pulsar connect zmq://127.0.0.1:1 --timeout 200"),
-                          "%pulsar connect: no broker answered at zmq://127.0.0.1:1 within 0.2 s")
+                          "%pulsar connect: zmq://127.0.0.1:1 is not a broker started on this "
+                          "machine: give its admin REST API with --admin-url http://host:port "
+                          "(the web_url `pulsarlab broker` reports)")
+    ran = run("%pulsar connect zmq://127.0.0.1:1 --admin-url http://127.0.0.1:1 --timeout 200")
+    assert not ran.success and "\n" not in ran.out.strip()
+    assert ran.out.startswith("%pulsar connect: no admin REST API answered at http://127.0.0.1:1")
     assert_one_line_error(run("%pulsar connect http://example.org"),
                           "%pulsar connect: service URL must look like zmq://host:port, not "
                           "'http://example.org'")

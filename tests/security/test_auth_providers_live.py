@@ -222,7 +222,7 @@ def test_pulsarlab_client_with_basic_and_token(broker: Broker) -> None:
     finally:
         bad.close()
     assert "persistent://public/default/ours-refused" not in broker.call(lambda s: s.topics)
-    admin = pulsarlab.Admin(broker.service_url,
+    admin = pulsarlab.Admin(broker.web_url,
                             authentication=pulsarlab.AuthenticationBasic("alice", "wonder"))
     try:
         assert "persistent://public/default/ours-basic" in admin.topics.get_list(

@@ -18,12 +18,19 @@ def broker(tmp_path_factory):
     data = tmp_path_factory.mktemp("authz-data")
     with Broker(str(data), authentication_enabled=True, authorization_enabled=True,
                 super_user_roles="root") as b:
-        with Admin(b.service_url, authentication=AuthenticationToken(b.create_token("root"))) as a:
+        with Admin(b.web_url, authentication=AuthenticationToken(b.create_token("root"))) as a:
+            _create_namespace(a)
             a.namespaces.grant_permission(NS, "writer", ["produce"])
             a.namespaces.grant_permission(NS, "reader", ["consume"])
             a.namespaces.grant_permission(NS, "both", {"produce", "consume"})
             a.topics.create_partitioned_topic(f"{NS}/parted", 2)
         yield b
+
+
+def _create_namespace(a: Admin) -> None:
+    """Permissions are granted on a namespace that exists, as on Pulsar."""
+    a.tenants.create_tenant(NS.split("/")[0])
+    a.namespaces.create_namespace(NS)
 
 
 def client(broker, role: str) -> Client:
@@ -32,7 +39,7 @@ def client(broker, role: str) -> Client:
 
 
 def admin(broker, role: str) -> Admin:
-    return Admin(broker.service_url, authentication=AuthenticationToken(broker.create_token(role)))
+    return Admin(broker.web_url, authentication=AuthenticationToken(broker.create_token(role)))
 
 
 def test_permissions_are_listed_with_pulsars_names(broker):
@@ -159,6 +166,7 @@ def test_permissions_survive_a_restart(tmp_path):
     settings = {"authentication_enabled": True, "authorization_enabled": True,
                 "super_user_roles": "root"}
     with Broker(str(tmp_path), **settings) as b, admin(b, "root") as a:
+        _create_namespace(a)
         a.namespaces.grant_permission(NS, "kept", ["consume"])
     with Broker(str(tmp_path), **settings) as b:
         c = client(b, "kept")

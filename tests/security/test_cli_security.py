@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from pulsarlab import Broker
+from pulsarlab import Admin, Broker
 from pulsarlab.broker import curve, tokens
 
 
@@ -104,7 +104,8 @@ def test_client_commands_take_a_token_and_a_curve_key(key_file, tmp_path):
         produced = run("produce", "t", "-m", "hi", "--url", url, "--token", token,
                        "--curve-server-key", str(public_path))
         assert produced.returncode == 0, produced.stderr
-        listed = run("admin", "topics", "list", "--url", url, "--token", f"file://{token_file}",
+        listed = run("admin", "topics", "list", "--admin-url", b.web_url,
+                     "--token", f"file://{token_file}",
                      env={"PULSARLAB_CURVE_SERVER_KEY": str(public_path)})
         assert listed.returncode == 0, listed.stderr
         assert "persistent://public/default/t" in json.loads(listed.stdout)
@@ -113,7 +114,7 @@ def test_client_commands_take_a_token_and_a_curve_key(key_file, tmp_path):
                             "PULSARLAB_CURVE_SERVER_KEY": str(public_path)})
         assert consumed.returncode == 0, consumed.stderr
         assert "content:hi" in consumed.stdout
-        refused = run("admin", "topics", "list", "--url", url, "--token", "wrong",
+        refused = run("admin", "topics", "list", "--admin-url", b.web_url, "--token", "wrong",
                       "--curve-server-key", str(public_path))
         assert refused.returncode == 2
         assert refused.stderr.strip() == (
@@ -140,7 +141,10 @@ def test_the_broker_report_says_how_to_reach_it(key_file, tmp_path):
 def test_admin_namespaces_permissions_like_pulsar_admin():
     with Broker(storage="memory", authentication_enabled=True, authorization_enabled=True,
                 super_user_roles="root") as b:
-        root = ["--url", b.service_url, "--token", b.create_token("root")]
+        root = ["--admin-url", b.web_url, "--token", b.create_token("root")]
+        with Admin(b, token=b.create_token("root")) as admin:  # grants need the namespace
+            admin.tenants.create_tenant("acme")
+            admin.namespaces.create_namespace("acme/ns")
         granted = run("admin", "namespaces", "grant-permission", "acme/ns", "--role", "alice",
                       "--actions", "produce,consume", *root)
         assert granted.returncode == 0, granted.stderr
@@ -154,7 +158,8 @@ def test_admin_namespaces_permissions_like_pulsar_admin():
             "pulsarlab: error: role 'alice' is not authorized to look up topics in namespace "
             "public/default"
         )
-        not_root = run("admin", "namespaces", "permissions", "acme/ns", *alice)
+        not_root = run("admin", "namespaces", "permissions", "acme/ns", "--admin-url", b.web_url,
+                       "--token", b.create_token("alice"))
         assert not_root.returncode == 2 and "not a superuser" in not_root.stderr
         revoked = run("admin", "namespaces", "revoke-permission", "acme/ns", "--role", "alice",
                       *root)

@@ -71,7 +71,7 @@ def test_a_client_with_the_right_server_key_talks(broker, keys, as_path):
         assert consumer.receive(timeout_millis=10_000).data() == b"over curve"
     finally:
         client.close()
-    with Admin(broker.service_url, curve_server_key=public) as admin:
+    with Admin(broker.web_url, curve_server_key=public) as admin:
         assert "persistent://public/default/encrypted" in admin.topics.get_list()
 
 

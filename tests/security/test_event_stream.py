@@ -118,7 +118,7 @@ def test_live_widgets_follow_a_locked_broker_with_its_token_and_key(tmp_path):
                 LiveBinding(b.service_url, b.events_url, "watched", "s",
                             security=security) as binding,
                 LiveBinding(b.service_url, b.events_url, "watched", "s",
-                            admin=Admin(b.service_url, **security)) as outsider,
+                            admin=Admin(b.web_url, **security)) as outsider,
             ):
                 def seen() -> bool:
                     producer.send(b"x")

@@ -64,7 +64,7 @@ def test_max_producers_per_connection():
                 client.create_producer("p3")
             p1.close()
             client.create_producer("p3").send(b"a closed producer frees its slot")
-            with Admin(b.service_url) as admin:
+            with Admin(b.web_url) as admin:
                 admin.topics.create_partitioned_topic("parted", 2)
             other = Client(b.service_url)
             try:
@@ -102,7 +102,7 @@ def test_max_topics():
                 client.subscribe("t5", "s")
             client.create_producer("t1").send(b"existing topics are served")
             with (
-                Admin(b.service_url) as admin,
+                Admin(b.web_url) as admin,
                 pytest.raises(errors.NotAllowed, match="max_topics"),
             ):
                 admin.topics.create_partitioned_topic("p", 2)

@@ -61,7 +61,7 @@ def client(broker: pulsarlab.Broker) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def admin(broker: pulsarlab.Broker) -> Iterator[pulsarlab.Admin]:
-    a = pulsarlab.Admin(broker.service_url)
+    a = pulsarlab.Admin(broker.web_url)
     yield a
     a.close()
 

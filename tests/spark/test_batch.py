@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import socket
 import time
 
@@ -164,8 +165,26 @@ def test_unreachable_broker_fails_after_a_bounded_wait(spark):
         read(spark, f"zmq://127.0.0.1:{port}", topic="t", connectionTimeoutMs="1000").count()
     assert time.monotonic() - began < 30
     line = error_summary(err.value)
-    expected = f"no answer from a pulsarlab broker at zmq://127.0.0.1:{port} within 1 s"
+    expected = (f"no pulsarlab broker at zmq://127.0.0.1:{port} runs on this machine: give "
+                "its admin REST API with option 'admin.url'")
     assert line.startswith(expected)
+
+
+def test_a_broker_that_stops_answering_fails_after_a_bounded_wait(spark, tmp_path):
+    from faults.support import BrokerProcess
+
+    other = BrokerProcess(tmp_path / "data").start()
+    other.proc.send_signal(signal.SIGSTOP)  # alive, registered, silent
+    try:
+        began = time.monotonic()
+        with pytest.raises(Exception) as err:
+            read(spark, other.service_url, topic="t", connectionTimeoutMs="1000").count()
+        assert time.monotonic() - began < 30
+        assert error_summary(err.value).startswith(
+            f"no answer from the admin REST API at {other.web_url} while ")
+    finally:
+        other.proc.send_signal(signal.SIGCONT)
+        other.stop()
 
 
 def test_the_session_is_reused_and_registration_is_idempotent(spark):

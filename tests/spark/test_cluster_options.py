@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pulsarlab.broker import local_brokers
 from pulsarlab.spark.options import PulsarSparkError, parse_sink_options, parse_source_options
 
 
@@ -27,9 +28,18 @@ def test_the_admin_url_is_required_and_checked_for_a_cluster() -> None:
                               "topic": "t"}, streaming=False)
 
 
-def test_zmq_ignores_the_admin_url_and_the_sink_stays_zmq() -> None:
+def test_zmq_takes_the_admin_url_or_finds_its_broker_and_the_sink_stays_zmq() -> None:
     opts = parse_source_options({"service.url": "zmq://b:6651", "admin.url": "http://b:8080",
                                  "topic": "t"}, streaming=False)
-    assert opts.admin_url is None
+    assert opts.admin_url == "http://b:8080"
+    opts = parse_source_options({"service.url": "zmq://b:6651", "topic": "t"}, streaming=False)
+    assert opts.admin_url is None  # no broker of this process there: Admin says what to pass
+    local_brokers.register("zmq://b:6651", "http://b:41234")  # as Broker.start does
+    try:
+        opts = parse_source_options({"service.url": "zmq://b:6651", "topic": "t"},
+                                    streaming=False)
+    finally:
+        local_brokers.unregister("zmq://b:6651")
+    assert opts.admin_url == "http://b:41234"  # resolved on the driver, for the workers
     with pytest.raises(PulsarSparkError, match="must look like zmq://host:port"):
         parse_sink_options({"service.url": "pulsar://b:6650", "topic": "t"})

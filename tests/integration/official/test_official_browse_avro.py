@@ -41,7 +41,7 @@ def test_browse_reads_each_message_by_its_schema_version(broker: Broker,
     second.send(parcel_v2(parcel_id="p-2", weight=8, depot="north"))
     second.close()
     rest = RestAdmin(broker.web_url)
-    for admin in (Admin(broker.service_url), rest):
+    for admin in (Admin(broker.web_url), rest):
         decode = SchemaDecoder(admin_lookup(admin))
         rows, read = browse_messages(admin.topics, [topic], decode=decode)
         assert read == 2

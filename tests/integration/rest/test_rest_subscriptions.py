@@ -78,7 +78,7 @@ def test_reset_cursor_by_time_and_by_message_id(rest, client, broker):
     assert rest.post(f"{BASE}/reset/subscription/s/resetcursor",
                      dict(third, isExcluded=True)).status == 204
     assert _backlog(rest, "reset", "s") == 1
-    with Admin(broker.service_url) as admin:
+    with Admin(broker.web_url) as admin:
         publish_time = admin.topics.peek_messages("reset", "s")[0]["metadata"]["publish_time"]
     assert rest.post(f"{BASE}/reset/subscription/s/resetcursor/{2**62}").status == 204
     assert _backlog(rest, "reset", "s") == 0

@@ -74,7 +74,7 @@ def test_retention_ttl_and_deduplication(rest, broker):
     assert rest.get(f"{base}/messageTTL").json == 120
     assert rest.post(f"{base}/deduplication", True).status == 204
     assert rest.get(f"{base}/deduplication").json is True
-    with Admin(broker.service_url) as admin:  # the same policies as the ZeroMQ admin sees
+    with Admin(broker.web_url) as admin:  # the same policies as pulsarlab.Admin sees
         stored = admin.namespaces.get_policies("public/default")
     assert stored["message_ttl_in_seconds"] == 120 and stored["retention_policies"] == retention
     bad = rest.post(f"{base}/messageTTL", -5)
@@ -125,7 +125,7 @@ def test_unknown_paths_and_methods_answer_with_a_reason(rest):
 
 def test_the_zeromq_admin_has_the_same_operations(rest, broker):
     assert rest.put("/admin/v2/tenants/both").status == 204
-    with Admin(broker.service_url) as admin:
+    with Admin(broker.web_url) as admin:
         assert admin.clusters.get_clusters() == ["standalone"]
         assert admin.clusters.get_cluster("standalone")["serviceUrl"] == broker.web_url
         assert "both" in admin.tenants.get_tenants()
