@@ -80,6 +80,10 @@ class AdminHandler:
             "topics.skip_messages": self.skip_messages,
             "topics.peek_messages": self.peek_messages,
             "topics.expire_messages": self.expire_messages,
+            "topics.expire_messages_all_subscriptions": self.expire_messages_all_subscriptions,
+            "topics.grant_permission": self.authorizer.grant_topic_permission,
+            "topics.revoke_permission": self.authorizer.revoke_topic_permission,
+            "topics.get_permissions": self.authorizer.get_topic_permissions,
             "topics.unload": self.unload,
             "topics.terminate_topic": self.terminate_topic,
             "topics.terminate_partitioned_topic": self.terminate_partitioned_topic,
@@ -265,6 +269,13 @@ class AdminHandler:
     def expire_messages(self, topic: str, subscription: str, expire_time_seconds: int) -> None:
         for part in self._partitions(topic):
             self.service.expire_messages(part, subscription, expire_time_seconds)
+
+    def expire_messages_all_subscriptions(self, topic: str, expire_time_seconds: int) -> None:
+        """Pulsar's ``all_subscription/expireMessages/{t}``: each subscription of each
+        partition."""
+        for part in self._partitions(topic):
+            for sub in list(self.service.get_topic(part, create=False).subscriptions):
+                self.service.expire_messages(part, sub, expire_time_seconds)
 
     def unload(self, topic: str) -> None:
         """Close the topic (each partition): its clients are disconnected and reconnect,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import errors
 from .base import AdminResource, ApiError, guarded, integer
 from .messages import MessageHandler, write_message
 
@@ -132,7 +133,11 @@ class TopicInfoHandler(AdminResource):
                                 "topic, see partitioned-stats or one of its partitions")
         if resource == "partitioned-stats":
             args["per_partition"] = self.flag_default("perPartition", True)
-        self.reply(await self.run(_INFO_OPS[resource], **args))
+        try:
+            self.reply(await self.run(_INFO_OPS[resource], **args))
+        except errors.TopicNotFound:
+            # the reason as Pulsar words it (PersistentTopicsBase.getTopicNotFoundErrorMessage)
+            raise ApiError(404, f"Topic {args['topic']} not found") from None
 
     def flag_default(self, name: str, default: bool) -> bool:
         return self.flag(name) if self.get_query_argument(name, None) is not None else default
@@ -279,6 +284,52 @@ class CursorActionHandler(AdminResource):
                 args["message_id"][1] += 1
             op = "topics.reset_cursor"
         self.reply(await self.run(op, **args))
+
+
+class ExpireAllSubscriptionsHandler(AdminResource):
+    """POST all_subscription/expireMessages/{seconds}: expire on every subscription."""
+
+    @guarded
+    async def post(self, domain: str, tenant: str, namespace: str, topic: str,
+                   seconds: str) -> None:
+        self.reply(await self.run(
+            "topics.expire_messages_all_subscriptions",
+            topic=_topic(domain, tenant, namespace, topic),
+            expire_time_seconds=integer(seconds, "expireTimeInSeconds")))
+
+
+class TopicPermissionsHandler(AdminResource):
+    """GET permissions: ``{role: [actions]}``, the namespace's grants and the topic's own."""
+
+    @guarded
+    async def get(self, domain: str, tenant: str, namespace: str, topic: str) -> None:
+        await self.run("namespaces.get_topics", namespace=f"{tenant}/{namespace}")  # 404
+        self.reply(await self.run("topics.get_permissions",
+                                  topic=_topic(domain, tenant, namespace, topic)))
+
+
+class TopicRolePermissionsHandler(AdminResource):
+    """POST permissions/{role} grants the actions in the body on the topic, DELETE revokes
+    the topic's own grant (Pulsar's ``grant-permission`` / ``revoke-permission``)."""
+
+    @guarded
+    async def post(self, domain: str, tenant: str, namespace: str, topic: str,
+                   role: str) -> None:
+        actions = self.body()
+        if not isinstance(actions, list):
+            raise ApiError(400, "the body must be a JSON list of actions, e.g. "
+                                '["produce", "consume"]')
+        await self.run("namespaces.get_topics", namespace=f"{tenant}/{namespace}")  # 404
+        self.reply(await self.run("topics.grant_permission",
+                                  topic=_topic(domain, tenant, namespace, topic), role=role,
+                                  actions=actions))
+
+    @guarded
+    async def delete(self, domain: str, tenant: str, namespace: str, topic: str,
+                     role: str) -> None:
+        await self.run("namespaces.get_topics", namespace=f"{tenant}/{namespace}")  # 404
+        self.reply(await self.run("topics.revoke_permission",
+                                  topic=_topic(domain, tenant, namespace, topic), role=role))
 
 
 class PeekHandler(MessageHandler):
