@@ -137,3 +137,18 @@ def test_examine_message(rest, client):
     assert rest.get(f"{BASE}/ghost/examinemessage").status == 404
     assert rest.put(f"{BASE}/empty").status == 204
     assert rest.get(f"{BASE}/empty/examinemessage").status == 412
+
+
+def test_expire_on_all_subscriptions(rest, client):
+    """``pulsar-admin topics expire-messages-all-subscriptions``: every subscription."""
+    assert rest.put(f"{BASE}/expall").status == 204
+    for sub in ("a", "b"):
+        assert rest.put(f"{BASE}/expall/subscription/{sub}",
+                        {"ledgerId": -1, "entryId": -1}).status == 204
+    _fill(client, "expall", 4)
+    assert rest.post(f"{BASE}/expall/all_subscription/expireMessages/3600").status == 204
+    assert [_backlog(rest, "expall", s) for s in "ab"] == [4, 4]  # nothing is an hour old
+    assert rest.post(f"{BASE}/expall/all_subscription/expireMessages/0").status == 204
+    assert [_backlog(rest, "expall", s) for s in "ab"] == [0, 0]
+    assert rest.post(f"{BASE}/expall/all_subscription/expireMessages/x").status == 400
+    assert rest.post(f"{BASE}/nope-expall/all_subscription/expireMessages/1").status == 404

@@ -116,6 +116,39 @@ def test_permissions_grant_get_revoke(rest):
     assert rest.get(f"{NS}/public/missing/permissions").status == 404
 
 
+def test_topic_permissions_add_to_the_namespace_grants(rest):
+    """``pulsar-admin topics grant-permission / permissions / revoke-permission``: the
+    topic's own grants live in ``auth_policies.destination_auth``; GET merges the
+    namespace's (PersistentTopicsBase.internalGetPermissionsOnTopic)."""
+    assert rest.put(f"{NS}/public/tperm").status == 204
+    topic = "/admin/v2/persistent/public/tperm/orders"
+    assert rest.post(f"{NS}/public/tperm/permissions/ops", ["produce"]).status == 204
+    assert rest.post(f"{topic}/permissions/app", ["consume"]).status == 204
+    assert rest.post(f"{topic}/permissions/ops", ["consume"]).status == 204
+    assert rest.get(f"{topic}/permissions").json == {"app": ["consume"],
+                                                      "ops": ["consume", "produce"]}
+    auth = rest.get(f"{NS}/public/tperm").json["auth_policies"]
+    assert auth["destination_auth"] == {"persistent://public/tperm/orders": {
+        "app": ["consume"], "ops": ["consume"]}}
+    assert auth["namespace_auth"] == {"ops": ["produce"]}
+    # a partition answers with its partitioned topic's grants
+    assert rest.get(f"{topic}-partition-1/permissions").json["app"] == ["consume"]
+    assert rest.delete(f"{topic}/permissions/app").status == 204
+    assert rest.get(f"{topic}/permissions").json == {"ops": ["consume", "produce"]}
+    assert rest.post(f"{topic}/permissions/x", ["sing"]).status == 412
+    assert rest.post(f"{topic}/permissions/x", "consume").status == 400
+    missing = "/admin/v2/persistent/public/nope-ns/t/permissions"
+    assert rest.get(missing).status == 404
+    assert rest.post(f"{missing}/app", ["consume"]).status == 404
+
+
+def test_policies_say_schemas_may_auto_update(rest):
+    """Pulsar sets ``is_allow_auto_update_schema`` at creation (allowAutoUpdateSchemaEnabled,
+    true by default); ``pulsar-admin namespaces policies`` prints it."""
+    assert rest.put(f"{NS}/public/autoschema").status == 204
+    assert rest.get(f"{NS}/public/autoschema").json["is_allow_auto_update_schema"] is True
+
+
 def test_unknown_paths_and_methods_answer_with_a_reason(rest):
     missing = rest.get("/admin/v2/bookies")
     assert missing.status == 404 and "/admin/v2/bookies" in missing.reason
