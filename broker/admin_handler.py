@@ -330,11 +330,14 @@ class AdminHandler:
                 # connection's address, client version and metadata stay unset, left out
                 agg["consumers"].extend(
                     {k: v for k, v in c.items() if k not in _PER_CONNECTION_FIELDS}
+                    | {"avgMessagesPerEntry": 0}  # not added up by ConsumerStatsImpl.add
                     for c in sub["consumers"]
                 )
                 agg["type"] = sub["type"]
-        if per_partition:
-            total["partitions"] = stats
+                _add_subscription_fields(agg, sub)
+        total.update(_partitioned_topic_fields(list(stats.values())))
+        total["metadata"]["deleted"] = False
+        total["partitions"] = stats if per_partition else {}
         return total
 
     # -- namespaces -----------------------------------------------------------------------
@@ -372,6 +375,76 @@ _SUMMED_SUBSCRIPTION_FIELDS = (
     "messageAckRate", "msgBacklog", "backlogSize", "unackedMessages", "msgRateExpired",
     "totalMsgExpired",
 )
+
+
+# What PartitionedTopicStatsImpl.add / SubscriptionStatsImpl.add do with the fields the
+# sums above leave out: counters add up, flags and settings come from a partition, the
+# timestamps are not carried over (0).
+_ADDED_TOPIC_FIELDS = (
+    "systemTopicBytesInCounter", "bytesOutInternalCounter", "publishRateLimitedTimes",
+    "offloadedStorageSize", "ongoingTxnCount", "abortedTxnCount", "committedTxnCount",
+    "waitingPublishers", "nonContiguousDeletedMessagesRanges",
+)
+_ADDED_SUBSCRIPTION_FIELDS = (
+    "msgBacklogNoDelayed", "msgDelayed", "msgInReplay", "nonContiguousDeletedMessagesRanges",
+    "filterProcessedMsgCount", "filterAcceptedMsgCount", "filterRejectedMsgCount",
+    "filterRescheduledMsgCount", "dispatchThrottledMsgEventsBySubscriptionLimit",
+    "dispatchThrottledBytesEventsBySubscriptionLimit", "dispatchThrottledMsgEventsByTopicLimit",
+    "dispatchThrottledBytesEventsByTopicLimit", "dispatchThrottledMsgEventsByBrokerLimit",
+    "dispatchThrottledBytesEventsByBrokerLimit", "drainingHashesCount",
+    "drainingHashesClearedTotal", "drainingHashesUnackedMessages",
+)
+_ZEROED_SUBSCRIPTION_FIELDS = (
+    "earliestMsgPublishTimeInBacklog", "lastExpireTimestamp", "lastConsumedFlowTimestamp",
+    "lastConsumedTimestamp", "lastAckedTimestamp", "lastMarkDeleteAdvancedTimestamp",
+)
+
+
+def _partitioned_topic_fields(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    first = parts[0]
+    out: dict[str, Any] = {f: sum(p[f] for p in parts) for f in _ADDED_TOPIC_FIELDS}
+    out.update({
+        "msgChunkPublished": any(p["msgChunkPublished"] for p in parts),
+        "backlogQuotaLimitSize": first["backlogQuotaLimitSize"],
+        "backlogQuotaLimitTime": first["backlogQuotaLimitTime"],
+        "oldestBacklogMessageAgeSeconds": 0,
+        "earliestMsgPublishTimeInBacklogs": 0,
+        "lastOffloadLedgerId": 0, "lastOffloadSuccessTimeStamp": 0,
+        "lastOffloadFailureTimeStamp": 0,
+        "replication": {},
+    })
+    # publishers are added up by their index in each partition's list (PublisherStatsImpl
+    # .add: the rates only; names and connections stay unset)
+    publishers: list[dict[str, Any]] = []
+    for part in parts:
+        for i, pub in enumerate(part["publishers"]):
+            if i == len(publishers):
+                publishers.append({"msgRateIn": 0.0, "msgThroughputIn": 0.0,
+                                   "chunkedMessageRate": 0.0, "producerId": 0,
+                                   "supportsPartialProducer": False})
+            for f in ("msgRateIn", "msgThroughputIn", "chunkedMessageRate"):
+                publishers[i][f] += pub[f]
+    for pub in publishers:
+        pub["averageMsgSize"] = (pub["msgThroughputIn"] / pub["msgRateIn"]
+                                 if pub["msgRateIn"] else 0.0)
+    out["publishers"] = publishers
+    return out
+
+
+def _add_subscription_fields(agg: dict[str, Any], sub: dict[str, Any]) -> None:
+    for f in _ADDED_SUBSCRIPTION_FIELDS:
+        if f in sub:
+            agg[f] = agg.get(f, 0) + sub[f]
+    for f in _ZEROED_SUBSCRIPTION_FIELDS:
+        agg[f] = 0
+    agg["chunkedMessageRate"] = agg.get("chunkedMessageRate", 0.0) + sub["chunkedMessageRate"]
+    agg["blockedSubscriptionOnUnackedMsgs"] = (agg.get("blockedSubscriptionOnUnackedMsgs",
+                                                       False)
+                                               or sub["blockedSubscriptionOnUnackedMsgs"])
+    for f in ("isDurable", "durable", "isReplicated", "replicated", "allowOutOfOrderDelivery"):
+        agg[f] = sub[f]
+    for f in ("consumersAfterMarkDeletePosition", "subscriptionProperties"):
+        agg[f] = {**agg.get(f, {}), **sub[f]}
 
 
 def _terminated_id(position: tuple[int, int]) -> dict[str, int]:
