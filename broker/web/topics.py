@@ -98,7 +98,10 @@ class PartitionsHandler(AdminResource):
 
     @guarded
     async def get(self, *path: str) -> None:
-        self.reply(await self.run("topics.get_partitioned_topic_metadata", topic=_topic(*path)))
+        meta = await self.run("topics.get_partitioned_topic_metadata", topic=_topic(*path))
+        # PartitionedTopicMetadata as Pulsar serializes it (its "deleted" flag is set only
+        # while a deletion is under way, which pulsarlab does at once)
+        self.reply({**meta, "deleted": False})
 
     @guarded
     async def put(self, *path: str) -> None:
@@ -114,7 +117,9 @@ class PartitionsHandler(AdminResource):
     async def delete(self, *path: str) -> None:
         topic = _topic(*path)
         if not await _partition_count(self, topic):
-            raise ApiError(404, f"partitioned topic {topic} does not exist")
+            await self.run("topics.get_subscriptions", topic=topic)  # 404 if there is none
+            # Pulsar: a non-partitioned topic of that name is a conflict, not a missing one
+            raise ApiError(409, f"{topic} is a non-partitioned topic: use delete topic")
         self.reply(await self.run("topics.delete", topic=topic, force=self.flag("force")))
 
 
@@ -333,7 +338,8 @@ class TopicRolePermissionsHandler(AdminResource):
 
 
 class PeekHandler(MessageHandler):
-    """GET subscription/{sub}/position/{n}: the n-th (1 = next) unacknowledged message."""
+    """GET subscription/{sub}/position/{n}: the n-th (1 = next) unacknowledged message; a
+    subscription that does not exist yet is created at the earliest message first."""
 
     @guarded
     async def get(self, domain: str, tenant: str, namespace: str, topic: str,
@@ -343,6 +349,11 @@ class PeekHandler(MessageHandler):
         if n < 1:
             raise ApiError(412, f"message position must be >= 1, not {n}")
         await _refuse_partitioned(self, name, "peek messages")
+        if subscription not in await self.run("topics.get_subscriptions", topic=name):
+            # as Pulsar's peek does (PersistentTopicsBase.getSubscriptionReference): a
+            # subscription that does not exist is created, at the earliest message
+            await self.run("topics.create_subscription", topic=name,
+                           subscription=subscription, message_id="earliest")
         messages = await self.run("topics.peek_messages", topic=name,
                                   subscription=subscription, count=n)
         if len(messages) < n:
