@@ -2,7 +2,8 @@
 requests (issue 25, item 3): the status code and the shape of the answer must be equal.
 
 The shape is what a client branches on: a JSON object's sorted keys (``{"reason": ...}`` for
-an error), ``list`` / ``text`` / ``int`` / ``bool`` / ``None`` (an empty body) otherwise.
+an error), its JSON type otherwise (``list``, ``string``, ``int``, ``bool``, ``null`` for an
+empty body).
 test_stats_rest.py compares the stats documents key by key and test_pulsar_admin.py the
 common commands through Pulsar's own CLI; this file walks the rest of the routing table
 (``broker/web/app.py``), successes and refusals, one scenario per release line.
@@ -15,20 +16,11 @@ from typing import Any
 import pulsar
 
 from .conftest import Session, admin_path
+from .test_stats_rest import _type
 
 
 def _shape(body: Any) -> Any:
-    if isinstance(body, dict):
-        return sorted(body)
-    if body is None:
-        return None
-    if isinstance(body, bool):
-        return "bool"
-    if isinstance(body, int):
-        return "int"
-    if isinstance(body, list):
-        return "list"
-    return "text"
+    return sorted(body) if isinstance(body, dict) else _type(body)
 
 
 # (method, path, JSON body); {t}: a topic with 3 messages and subscription "s", {p}: a
