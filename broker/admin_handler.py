@@ -78,6 +78,10 @@ class AdminHandler:
             "topics.skip_messages": self.skip_messages,
             "topics.peek_messages": self.peek_messages,
             "topics.expire_messages": self.expire_messages,
+            "topics.expire_messages_all_subscriptions": self.expire_messages_all_subscriptions,
+            "topics.grant_permission": self.authorizer.grant_topic_permission,
+            "topics.revoke_permission": self.authorizer.revoke_topic_permission,
+            "topics.get_permissions": self.authorizer.get_topic_permissions,
             "topics.unload": self.unload,
             "topics.terminate_topic": self.terminate_topic,
             "topics.terminate_partitioned_topic": self.terminate_partitioned_topic,
@@ -264,6 +268,13 @@ class AdminHandler:
         for part in self._partitions(topic):
             self.service.expire_messages(part, subscription, expire_time_seconds)
 
+    def expire_messages_all_subscriptions(self, topic: str, expire_time_seconds: int) -> None:
+        """Pulsar's ``all_subscription/expireMessages/{t}``: each subscription of each
+        partition."""
+        for part in self._partitions(topic):
+            for sub in list(self.service.get_topic(part, create=False).subscriptions):
+                self.service.expire_messages(part, sub, expire_time_seconds)
+
     def unload(self, topic: str) -> None:
         """Close the topic (each partition): its clients are disconnected and reconnect,
         unacked messages are delivered again, the topic reloads on next use."""
@@ -317,11 +328,14 @@ class AdminHandler:
                 # connection's address, client version and metadata stay unset, left out
                 agg["consumers"].extend(
                     {k: v for k, v in c.items() if k not in _PER_CONNECTION_FIELDS}
+                    | {"avgMessagesPerEntry": 0}  # not added up by ConsumerStatsImpl.add
                     for c in sub["consumers"]
                 )
                 agg["type"] = sub["type"]
-        if per_partition:
-            total["partitions"] = stats
+                _add_subscription_fields(agg, sub)
+        total.update(_partitioned_topic_fields(list(stats.values())))
+        total["metadata"]["deleted"] = False
+        total["partitions"] = stats if per_partition else {}
         return total
 
     # -- namespaces -----------------------------------------------------------------------
@@ -359,6 +373,76 @@ _SUMMED_SUBSCRIPTION_FIELDS = (
     "messageAckRate", "msgBacklog", "backlogSize", "unackedMessages", "msgRateExpired",
     "totalMsgExpired",
 )
+
+
+# What PartitionedTopicStatsImpl.add / SubscriptionStatsImpl.add do with the fields the
+# sums above leave out: counters add up, flags and settings come from a partition, the
+# timestamps are not carried over (0).
+_ADDED_TOPIC_FIELDS = (
+    "systemTopicBytesInCounter", "bytesOutInternalCounter", "publishRateLimitedTimes",
+    "offloadedStorageSize", "ongoingTxnCount", "abortedTxnCount", "committedTxnCount",
+    "waitingPublishers", "nonContiguousDeletedMessagesRanges",
+)
+_ADDED_SUBSCRIPTION_FIELDS = (
+    "msgBacklogNoDelayed", "msgDelayed", "msgInReplay", "nonContiguousDeletedMessagesRanges",
+    "filterProcessedMsgCount", "filterAcceptedMsgCount", "filterRejectedMsgCount",
+    "filterRescheduledMsgCount", "dispatchThrottledMsgEventsBySubscriptionLimit",
+    "dispatchThrottledBytesEventsBySubscriptionLimit", "dispatchThrottledMsgEventsByTopicLimit",
+    "dispatchThrottledBytesEventsByTopicLimit", "dispatchThrottledMsgEventsByBrokerLimit",
+    "dispatchThrottledBytesEventsByBrokerLimit", "drainingHashesCount",
+    "drainingHashesClearedTotal", "drainingHashesUnackedMessages",
+)
+_ZEROED_SUBSCRIPTION_FIELDS = (
+    "earliestMsgPublishTimeInBacklog", "lastExpireTimestamp", "lastConsumedFlowTimestamp",
+    "lastConsumedTimestamp", "lastAckedTimestamp", "lastMarkDeleteAdvancedTimestamp",
+)
+
+
+def _partitioned_topic_fields(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    first = parts[0]
+    out: dict[str, Any] = {f: sum(p[f] for p in parts) for f in _ADDED_TOPIC_FIELDS}
+    out.update({
+        "msgChunkPublished": any(p["msgChunkPublished"] for p in parts),
+        "backlogQuotaLimitSize": first["backlogQuotaLimitSize"],
+        "backlogQuotaLimitTime": first["backlogQuotaLimitTime"],
+        "oldestBacklogMessageAgeSeconds": 0,
+        "earliestMsgPublishTimeInBacklogs": 0,
+        "lastOffloadLedgerId": 0, "lastOffloadSuccessTimeStamp": 0,
+        "lastOffloadFailureTimeStamp": 0,
+        "replication": {},
+    })
+    # publishers are added up by their index in each partition's list (PublisherStatsImpl
+    # .add: the rates only; names and connections stay unset)
+    publishers: list[dict[str, Any]] = []
+    for part in parts:
+        for i, pub in enumerate(part["publishers"]):
+            if i == len(publishers):
+                publishers.append({"msgRateIn": 0.0, "msgThroughputIn": 0.0,
+                                   "chunkedMessageRate": 0.0, "producerId": 0,
+                                   "supportsPartialProducer": False})
+            for f in ("msgRateIn", "msgThroughputIn", "chunkedMessageRate"):
+                publishers[i][f] += pub[f]
+    for pub in publishers:
+        pub["averageMsgSize"] = (pub["msgThroughputIn"] / pub["msgRateIn"]
+                                 if pub["msgRateIn"] else 0.0)
+    out["publishers"] = publishers
+    return out
+
+
+def _add_subscription_fields(agg: dict[str, Any], sub: dict[str, Any]) -> None:
+    for f in _ADDED_SUBSCRIPTION_FIELDS:
+        if f in sub:
+            agg[f] = agg.get(f, 0) + sub[f]
+    for f in _ZEROED_SUBSCRIPTION_FIELDS:
+        agg[f] = 0
+    agg["chunkedMessageRate"] = agg.get("chunkedMessageRate", 0.0) + sub["chunkedMessageRate"]
+    agg["blockedSubscriptionOnUnackedMsgs"] = (agg.get("blockedSubscriptionOnUnackedMsgs",
+                                                       False)
+                                               or sub["blockedSubscriptionOnUnackedMsgs"])
+    for f in ("isDurable", "durable", "isReplicated", "replicated", "allowOutOfOrderDelivery"):
+        agg[f] = sub[f]
+    for f in ("consumersAfterMarkDeletePosition", "subscriptionProperties"):
+        agg[f] = {**agg.get(f, {}), **sub[f]}
 
 
 def _terminated_id(position: tuple[int, int]) -> dict[str, int]:

@@ -456,7 +456,37 @@ class Subscription:
         }
         stats.update(dispatcher.stats() if dispatcher is not None else {"msgDelayed": 0})
         stats["msgBacklogNoDelayed"] = backlog - stats["msgDelayed"]
+        stats.update(self._stats_by_pulsar_defaults(stats))
         return stats
+
+    def _stats_by_pulsar_defaults(self, stats: dict[str, Any]) -> dict[str, Any]:
+        """``SubscriptionStatsImpl`` fields with no dispatcher of their own here: what
+        Pulsar reports for a subscription without entry filters, geo-replication or dispatch
+        rate limits; ``durable`` is the same flag as ``isDurable`` (both are serialized)."""
+        out: dict[str, Any] = {
+            "durable": self.durable,
+            "isReplicated": False,
+            "replicated": False,
+            "earliestMsgPublishTimeInBacklog": 0,  # only with ?getEarliestTimeInBacklog
+            "subscriptionProperties": {},
+            "nonContiguousDeletedMessagesRanges": len(self.cursor.individually_deleted),
+            "filterProcessedMsgCount": 0,
+            "filterAcceptedMsgCount": 0,
+            "filterRejectedMsgCount": 0,
+            "filterRescheduledMsgCount": 0,
+        }
+        out["msgInReplay"] = stats.get("msgInReplay", 0)
+        out["allowOutOfOrderDelivery"] = stats.get("allowOutOfOrderDelivery", False)
+        out["consumersAfterMarkDeletePosition"] = stats.get(
+            "consumersAfterMarkDeletePosition", {})
+        if self.settings.version().at_least(4, 0):
+            for limit in ("Subscription", "Topic", "Broker"):
+                out[f"dispatchThrottledMsgEventsBy{limit}Limit"] = 0
+                out[f"dispatchThrottledBytesEventsBy{limit}Limit"] = 0
+            for key in ("drainingHashesCount", "drainingHashesClearedTotal",
+                        "drainingHashesUnackedMessages"):
+                out[key] = stats.get(key, 0)
+        return out
 
     def _consumer_stats(self, consumer: ServerConsumer) -> dict[str, Any]:
         out = consumer.msg_out_rate
@@ -485,4 +515,8 @@ class Subscription:
         }
         if self.dispatcher is not None:
             stats.update(self.dispatcher.consumer_stats(consumer))
+        if self.settings.version().at_least(4, 0):  # ConsumerStatsImpl of 4.0: 0 unless
+            for key in ("drainingHashesCount", "drainingHashesClearedTotal",  # Key_Shared
+                        "drainingHashesUnackedMessages"):
+                stats.setdefault(key, 0)
         return stats

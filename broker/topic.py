@@ -80,6 +80,7 @@ class Producer:
             "connectedSince": date_string(self.connected_since_ms),
             "clientVersion": self.client_version,
             "metadata": {},
+            "supportsPartialProducer": False,  # only Pulsar's partial producers set it
         }
 
 
@@ -549,6 +550,7 @@ class AbstractTopic:
         subscriptions = {name: s.stats() for name, s in self.subscriptions.items()}
         rate_in = sum(p["msgRateIn"] for p in publishers)
         throughput_in = sum(p["msgThroughputIn"] for p in publishers)
+        policies = self.context.policies_for(self)
         return {
             "msgRateIn": rate_in,
             "msgThroughputIn": throughput_in,
@@ -566,6 +568,16 @@ class AbstractTopic:
             "backlogSize": self.backlog_size_bytes(),
             "publishers": publishers,
             "subscriptions": subscriptions,
+            **_stats_pulsarlab_has_no_source_for(),
+            "systemTopicBytesInCounter": self.bytes_in_counter if self.topic_name.is_system_topic
+            else 0,
+            # the namespace's destination_storage quota (pulsarlab has no message_age one)
+            "backlogQuotaLimitSize": policies.backlog_quota_limit_bytes,
+            "backlogQuotaLimitTime": -1,
+            # MessageDeduplication.Status: pulsarlab's state is ready when enabled
+            "deduplicationStatus": "Enabled" if policies.deduplication_enabled else "Disabled",
+            "nonContiguousDeletedMessagesRanges": sum(
+                s["nonContiguousDeletedMessagesRanges"] for s in subscriptions.values()),
         }
 
     def internal_stats(self) -> dict[str, Any]:
@@ -606,6 +618,29 @@ class AbstractTopic:
                 for p, gone in sorted(compacted.compacted_out.items())
             },
         }
+
+
+def _stats_pulsarlab_has_no_source_for() -> dict[str, Any]:
+    """``TopicStatsImpl`` fields of features pulsarlab does not have (tiered storage,
+    transactions, geo-replication, publish rate limits, queued exclusive producers, internal
+    replicator cursors), with the values Pulsar reports when they are not in use; -1 is
+    Pulsar's "not computed" for the backlog age (computed only by time-based quota checks)
+    and 0 its "not asked for" of the earliest publish time (``?getEarliestTimeInBacklog``)."""
+    return {
+        "bytesOutInternalCounter": 0,
+        "publishRateLimitedTimes": 0,
+        "earliestMsgPublishTimeInBacklogs": 0,
+        "oldestBacklogMessageAgeSeconds": -1,
+        "offloadedStorageSize": 0,
+        "lastOffloadLedgerId": 0,
+        "lastOffloadSuccessTimeStamp": 0,
+        "lastOffloadFailureTimeStamp": 0,
+        "ongoingTxnCount": 0,
+        "abortedTxnCount": 0,
+        "committedTxnCount": 0,
+        "waitingPublishers": 0,
+        "replication": {},
+    }
 
 
 class PersistentTopic(AbstractTopic):

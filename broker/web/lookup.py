@@ -37,6 +37,8 @@ class TopicLookupHandler(AdminResource):
         def lookup(service: Any) -> Any:
             full = str(TopicName.get(name))
             broker.admin.authorizer.check_topic(role, full, "lookup")
+            # NamespaceNotFound (404) for a namespace that does not exist, as Pulsar
+            broker.admin.call("namespaces.get_topics", {"namespace": f"{tenant}/{namespace}"})
             listener = broker.advertised.lookup(listener_name)
             if (not service.settings.allow_auto_topic_creation
                     and service.get_partitioned_topic_metadata(full) == 0):
@@ -58,6 +60,8 @@ class TopicLookupHandler(AdminResource):
             "httpUrl": broker.web_url,
             "httpUrlTls": broker.web_url_tls,
             "nativeUrl": listener.broker_service_url,
+            # LookupData's deprecated alias of brokerUrlTls, "" without TLS (as Pulsar's)
+            "brokerUrlSsl": listener.broker_service_url_tls or "",
         })
 
 

@@ -27,6 +27,8 @@ def pulsar_policies(stored: dict[str, Any]) -> dict[str, Any]:
         "bundles": {"boundaries": ["0x00000000", "0xffffffff"], "numBundles": 1},
         "backlog_quota_map": _quota_map(stored),
         "deleted": False,
+        # set at creation from allowAutoUpdateSchemaEnabled (default true) in Pulsar
+        "is_allow_auto_update_schema": stored.get("is_allow_auto_update_schema", True),
     }
     if "retention_policies" in stored:
         out["retention_policies"] = stored["retention_policies"]

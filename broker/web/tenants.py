@@ -14,7 +14,16 @@ class ClustersHandler(AdminResource):
 class ClusterHandler(AdminResource):
     @guarded
     async def get(self, cluster: str) -> None:
-        self.reply(await self.run("clusters.get_cluster", cluster=cluster))
+        data = await self.run("clusters.get_cluster", cluster=cluster)
+        # ClusterDataImpl's non-null defaults, which Pulsar's answer carries too (the TLS
+        # client settings of a cluster that does not use TLS; 4.0 adds the SSL factory)
+        data = {**data, "brokerClientTlsEnabled": False, "tlsAllowInsecureConnection": False,
+                "brokerClientTlsEnabledWithKeyStore": False,
+                "brokerClientTlsTrustStoreType": "JKS", "brokerClientTlsKeyStoreType": "JKS"}
+        if self.broker.settings.version().at_least(4, 0):
+            data["brokerClientSslFactoryPlugin"] = (
+                "org.apache.pulsar.common.util.DefaultPulsarSslFactory")
+        self.reply(data)
 
 
 class TenantsHandler(AdminResource):

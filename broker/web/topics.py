@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import errors
 from .base import AdminResource, ApiError, guarded, integer
 from .messages import MessageHandler, write_message
 
@@ -97,7 +98,10 @@ class PartitionsHandler(AdminResource):
 
     @guarded
     async def get(self, *path: str) -> None:
-        self.reply(await self.run("topics.get_partitioned_topic_metadata", topic=_topic(*path)))
+        meta = await self.run("topics.get_partitioned_topic_metadata", topic=_topic(*path))
+        # PartitionedTopicMetadata as Pulsar serializes it (its "deleted" flag is set only
+        # while a deletion is under way, which pulsarlab does at once)
+        self.reply({**meta, "deleted": False})
 
     @guarded
     async def put(self, *path: str) -> None:
@@ -113,7 +117,9 @@ class PartitionsHandler(AdminResource):
     async def delete(self, *path: str) -> None:
         topic = _topic(*path)
         if not await _partition_count(self, topic):
-            raise ApiError(404, f"partitioned topic {topic} does not exist")
+            await self.run("topics.get_subscriptions", topic=topic)  # 404 if there is none
+            # Pulsar: a non-partitioned topic of that name is a conflict, not a missing one
+            raise ApiError(409, f"{topic} is a non-partitioned topic: use delete topic")
         self.reply(await self.run("topics.delete", topic=topic, force=self.flag("force")))
 
 
@@ -138,7 +144,11 @@ class TopicInfoHandler(AdminResource):
                                     "partitioned-stats or one of its partitions")
             return call(op, **args)
 
-        self.reply(await self.run_with(answer))
+        try:
+            self.reply(await self.run_with(answer))
+        except errors.TopicNotFound:
+            # the reason as Pulsar words it (PersistentTopicsBase.getTopicNotFoundErrorMessage)
+            raise ApiError(404, f"Topic {name} not found") from None
 
     def flag_default(self, name: str, default: bool) -> bool:
         return self.flag(name) if self.get_query_argument(name, None) is not None else default
@@ -287,8 +297,55 @@ class CursorActionHandler(AdminResource):
         self.reply(await self.run(op, **args))
 
 
+class ExpireAllSubscriptionsHandler(AdminResource):
+    """POST all_subscription/expireMessages/{seconds}: expire on every subscription."""
+
+    @guarded
+    async def post(self, domain: str, tenant: str, namespace: str, topic: str,
+                   seconds: str) -> None:
+        self.reply(await self.run(
+            "topics.expire_messages_all_subscriptions",
+            topic=_topic(domain, tenant, namespace, topic),
+            expire_time_seconds=integer(seconds, "expireTimeInSeconds")))
+
+
+class TopicPermissionsHandler(AdminResource):
+    """GET permissions: ``{role: [actions]}``, the namespace's grants and the topic's own."""
+
+    @guarded
+    async def get(self, domain: str, tenant: str, namespace: str, topic: str) -> None:
+        await self.run("namespaces.get_topics", namespace=f"{tenant}/{namespace}")  # 404
+        self.reply(await self.run("topics.get_permissions",
+                                  topic=_topic(domain, tenant, namespace, topic)))
+
+
+class TopicRolePermissionsHandler(AdminResource):
+    """POST permissions/{role} grants the actions in the body on the topic, DELETE revokes
+    the topic's own grant (Pulsar's ``grant-permission`` / ``revoke-permission``)."""
+
+    @guarded
+    async def post(self, domain: str, tenant: str, namespace: str, topic: str,
+                   role: str) -> None:
+        actions = self.body()
+        if not isinstance(actions, list):
+            raise ApiError(400, "the body must be a JSON list of actions, e.g. "
+                                '["produce", "consume"]')
+        await self.run("namespaces.get_topics", namespace=f"{tenant}/{namespace}")  # 404
+        self.reply(await self.run("topics.grant_permission",
+                                  topic=_topic(domain, tenant, namespace, topic), role=role,
+                                  actions=actions))
+
+    @guarded
+    async def delete(self, domain: str, tenant: str, namespace: str, topic: str,
+                     role: str) -> None:
+        await self.run("namespaces.get_topics", namespace=f"{tenant}/{namespace}")  # 404
+        self.reply(await self.run("topics.revoke_permission",
+                                  topic=_topic(domain, tenant, namespace, topic), role=role))
+
+
 class PeekHandler(MessageHandler):
-    """GET subscription/{sub}/position/{n}: the n-th (1 = next) unacknowledged message."""
+    """GET subscription/{sub}/position/{n}: the n-th (1 = next) unacknowledged message; a
+    subscription that does not exist yet is created at the earliest message first."""
 
     @guarded
     async def get(self, domain: str, tenant: str, namespace: str, topic: str,
@@ -298,6 +355,11 @@ class PeekHandler(MessageHandler):
         if n < 1:
             raise ApiError(412, f"message position must be >= 1, not {n}")
         await _refuse_partitioned(self, name, "peek messages")
+        if subscription not in await self.run("topics.get_subscriptions", topic=name):
+            # as Pulsar's peek does (PersistentTopicsBase.getSubscriptionReference): a
+            # subscription that does not exist is created, at the earliest message
+            await self.run("topics.create_subscription", topic=name,
+                           subscription=subscription, message_id="earliest")
         messages = await self.run("topics.peek_messages", topic=name,
                                   subscription=subscription, count=n)
         if len(messages) < n:

@@ -38,7 +38,7 @@ def test_rest_lookup_answers_the_broker_urls(broker: Broker) -> None:
     assert body == {
         "brokerUrl": broker.pulsar_url, "brokerUrlTls": broker.pulsar_ssl_url,
         "httpUrl": broker.web_url, "httpUrlTls": broker.web_url_tls,
-        "nativeUrl": broker.pulsar_url,
+        "nativeUrl": broker.pulsar_url, "brokerUrlSsl": broker.pulsar_ssl_url,
     }
     status, body = get(f"{broker.web_url}/lookup/v2/topic/persistent/public/default/t1"
                        "?listenerName=nope")

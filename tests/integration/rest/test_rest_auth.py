@@ -52,7 +52,7 @@ def test_roles_get_lookups_by_namespace_permission_and_nothing_else(secured, adm
                            ["consume"]).status == 204
     viewer = Rest(secured.web_url, secured.create_token("viewer"))
     assert viewer.get(f"{BASE}/guarded/stats").status == 200
-    assert viewer.get(f"{BASE}/guarded/partitions").json == {"partitions": 0}
+    assert viewer.get(f"{BASE}/guarded/partitions").json == {"partitions": 0, "deleted": False}
     assert "persistent://public/default/guarded" in viewer.get(BASE).json
     refused = viewer.put(f"{BASE}/another")
     assert refused.status == 403 and "'viewer' is not a superuser" in refused.reason
@@ -62,6 +62,21 @@ def test_roles_get_lookups_by_namespace_permission_and_nothing_else(secured, adm
     lookup = stranger.get(f"{BASE}/guarded/stats")
     assert lookup.status == 403 and "not authorized" in lookup.reason
     assert admin_rest.get(f"{BASE}/guarded/stats").status == 200
+
+
+def test_a_topic_grant_covers_that_topic_and_its_partitions_only(secured, admin_rest):
+    """PulsarAuthorizationProvider.checkPermission: the namespace's grants, then the
+    topic's own (``destination_auth``; a partition checks its partitioned topic)."""
+    assert admin_rest.put(f"{BASE}/granted/partitions", 2).status == 204
+    assert admin_rest.put(f"{BASE}/other").status == 204
+    assert admin_rest.post(f"{BASE}/granted/permissions/topical", ["consume"]).status == 204
+    topical = Rest(secured.web_url, secured.create_token("topical"))
+    assert topical.get(f"{BASE}/granted/partitions").json == {"partitions": 2, "deleted": False}
+    assert topical.get(f"{BASE}/granted-partition-0/stats").status == 200
+    assert topical.get(f"{BASE}/other/stats").status == 403
+    assert topical.post(f"{BASE}/granted/permissions/topical", ["produce"]).status == 403
+    assert admin_rest.delete(f"{BASE}/granted/permissions/topical").status == 204
+    assert topical.get(f"{BASE}/granted/partitions").status == 403
 
 
 def test_authentication_without_authorization_lets_any_valid_token_in():

@@ -77,7 +77,7 @@ def test_http_topic_lookup(broker, rest):
     data = rest.get("/lookup/v2/topic/persistent/public/default/looked-up").json
     assert data == {"brokerUrl": broker.pulsar_url, "brokerUrlTls": None,
                     "httpUrl": broker.web_url, "httpUrlTls": None,
-                    "nativeUrl": broker.pulsar_url}
+                    "nativeUrl": broker.pulsar_url, "brokerUrlSsl": ""}
     assert rest.get("/lookup/v2/topic/persistent/public/default/auto-created").status == 200
 
 

@@ -10,7 +10,12 @@ NS = "/admin/v2/namespaces"
 def test_the_standalone_cluster(rest, broker):
     assert rest.get("/admin/v2/clusters").json == ["standalone"]
     data = rest.get("/admin/v2/clusters/standalone").json
-    assert data == {"serviceUrl": broker.web_url, "brokerServiceUrl": broker.pulsar_url}
+    assert (data["serviceUrl"], data["brokerServiceUrl"]) == (broker.web_url, broker.pulsar_url)
+    # ClusterDataImpl's defaults for a cluster without TLS, as Pulsar's answer has them (the
+    # 3.3 line: no brokerClientSslFactoryPlugin, a 4.0 field)
+    assert (data["brokerClientTlsEnabled"], data["tlsAllowInsecureConnection"]) == (False, False)
+    assert data["brokerClientTlsTrustStoreType"] == "JKS"
+    assert "brokerClientSslFactoryPlugin" not in data
     missing = rest.get("/admin/v2/clusters/elsewhere")
     assert missing.status == 404 and "'elsewhere' does not exist" in missing.reason
 
@@ -114,6 +119,53 @@ def test_permissions_grant_get_revoke(rest):
     assert rest.delete(f"{base}/alice").status == 204
     assert rest.get(base).json == {"bob": ["consume"]}
     assert rest.get(f"{NS}/public/missing/permissions").status == 404
+
+
+def test_deleting_partitions_of_a_plain_topic_is_a_conflict(rest):
+    """Pulsar answers 409 for delete-partitioned-topic on a non-partitioned topic, 404 when
+    there is no topic of that name at all."""
+    plain = "/admin/v2/persistent/public/default/plain-not-parts"
+    assert rest.put(plain).status == 204
+    assert rest.delete(f"{plain}/partitions").status == 409
+    assert rest.delete("/admin/v2/persistent/public/default/no-such/partitions").status == 404
+
+
+def test_lookup_in_a_missing_namespace_is_404(rest):
+    assert rest.get("/lookup/v2/topic/persistent/public/no-such-ns/t").status == 404
+    assert rest.get("/lookup/v2/topic/persistent/public/default/t").status == 200
+
+
+def test_topic_permissions_add_to_the_namespace_grants(rest):
+    """``pulsar-admin topics grant-permission / permissions / revoke-permission``: the
+    topic's own grants live in ``auth_policies.destination_auth``; GET merges the
+    namespace's (PersistentTopicsBase.internalGetPermissionsOnTopic)."""
+    assert rest.put(f"{NS}/public/tperm").status == 204
+    topic = "/admin/v2/persistent/public/tperm/orders"
+    assert rest.post(f"{NS}/public/tperm/permissions/ops", ["produce"]).status == 204
+    assert rest.post(f"{topic}/permissions/app", ["consume"]).status == 204
+    assert rest.post(f"{topic}/permissions/ops", ["consume"]).status == 204
+    assert rest.get(f"{topic}/permissions").json == {"app": ["consume"],
+                                                      "ops": ["consume", "produce"]}
+    auth = rest.get(f"{NS}/public/tperm").json["auth_policies"]
+    assert auth["destination_auth"] == {"persistent://public/tperm/orders": {
+        "app": ["consume"], "ops": ["consume"]}}
+    assert auth["namespace_auth"] == {"ops": ["produce"]}
+    # a partition answers with its partitioned topic's grants
+    assert rest.get(f"{topic}-partition-1/permissions").json["app"] == ["consume"]
+    assert rest.delete(f"{topic}/permissions/app").status == 204
+    assert rest.get(f"{topic}/permissions").json == {"ops": ["consume", "produce"]}
+    assert rest.post(f"{topic}/permissions/x", ["sing"]).status == 412
+    assert rest.post(f"{topic}/permissions/x", "consume").status == 400
+    missing = "/admin/v2/persistent/public/nope-ns/t/permissions"
+    assert rest.get(missing).status == 404
+    assert rest.post(f"{missing}/app", ["consume"]).status == 404
+
+
+def test_policies_say_schemas_may_auto_update(rest):
+    """Pulsar sets ``is_allow_auto_update_schema`` at creation (allowAutoUpdateSchemaEnabled,
+    true by default); ``pulsar-admin namespaces policies`` prints it."""
+    assert rest.put(f"{NS}/public/autoschema").status == 204
+    assert rest.get(f"{NS}/public/autoschema").json["is_allow_auto_update_schema"] is True
 
 
 def test_unknown_paths_and_methods_answer_with_a_reason(rest):
