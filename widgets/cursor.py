@@ -7,7 +7,9 @@ acknowledged up to the mark-delete position, individually acknowledged above it 
 (batch-index acks; hover shows which indexes are still pending), delivered but not
 acknowledged, read but owed to nobody (waiting in the replay set for redelivery: what-if
 mode only, where the core's pending acks are known), or not read yet (at or after the read
-position). Two lines mark the
+position). A cluster reports no pending acks, so there a read, unacknowledged entry may be
+delivered or waiting in the replay set: the view says "read, unacked" and gives the
+subscription's own counts (``unackedMessages``, ``msgInReplay``). Two lines mark the
 mark-delete and read positions; the numbers (backlog, holes) come from the same stats.
 Everything is read from ``stats-internal`` (``markDeletePosition``, ``readPosition``,
 ``individuallyDeletedMessages``, ``batchDeletedIndexes``, ``ledgers``).
@@ -46,6 +48,9 @@ CELL_STATES = (
 )
 """Strip cell states, in the order of their code in :attr:`CursorView.states`."""
 
+READ_UNACKED = "read, unacked (delivered or in replay)"
+"""State 3's name where the pending acks are unknown (a cluster): delivered or in replay."""
+
 _COLORS = ("#c8e6c9", "#2e7d32", "#9ccc65", "#ffb74d", "#e57373", "#90a4ae")
 _COMPACTION = "#6a1b9a"
 _COMPACTION_CURSOR = "__compaction"
@@ -67,7 +72,8 @@ class CursorView(View):
 
     _history_fields = ("positions", "states", "mark_delete", "read_position", "holes",
                        "batch_bits", "pending", "backlog", "changed", "horizon",
-                       "compacted_out_ranges", "compacted_out_batches")
+                       "compacted_out_ranges", "compacted_out_batches", "unacked",
+                       "in_replay")
 
     def __init__(
         self,
@@ -89,6 +95,10 @@ class CursorView(View):
         self.batch_bits: dict[Position, int] = {}
         self.pending: set[Position] | None = None
         self.backlog = 0
+        self.unacked: int | None = None
+        """The subscription's ``unackedMessages`` (its stats; ``None``: not reported)."""
+        self.in_replay: int | None = None
+        """The subscription's ``msgInReplay`` (its stats; ``None``: not reported)."""
         self.changed: list[int] = []
         """Indexes (into :attr:`positions`) of the cells whose state changed in the step."""
         self.horizon: Position | None = None
@@ -165,6 +175,7 @@ class CursorView(View):
         cursor = snapshot.cursor(self.source.subscription, topic)
         sub = snapshot.subscription(self.source.subscription, topic) or {}
         self.backlog = int(sub.get("msgBacklog") or 0)
+        self.unacked, self.in_replay = sub.get("unackedMessages"), sub.get("msgInReplay")
         if not internal or not cursor:
             self.positions, self.states = [], np.zeros(0, dtype=np.int8)
             return
@@ -221,7 +232,7 @@ class CursorView(View):
     # -- drawing --------------------------------------------------------------------------
 
     def _hover(self, st: Any, position: Position, state: int) -> str:
-        text = f"{format_position(position)}: {CELL_STATES[state]}"
+        text = f"{format_position(position)}: {_state_names(st)[state]}"
         bits = st.batch_bits.get(position)
         if bits is not None:
             pending = [i for i in range(bits.bit_length()) if bits >> i & 1]
@@ -270,6 +281,9 @@ class CursorView(View):
             heat.x = np.arange(n)
             heat.hovertext = [[self._hover(st, p, s) for p, s in zip(st.positions, st.states,
                                                                   strict=True)]]
+            for trace, name in zip(self.fig.data[-len(CELL_STATES):], _state_names(st),
+                                   strict=True):
+                trace.name = name
             self.fig.data[1].x = list(st.changed)
             self.fig.data[1].y = [0] * len(st.changed)
             for trace, xs in ((self.fig.data[2], _compacted_out(st)),
@@ -311,12 +325,30 @@ class CursorView(View):
             f"compaction <b>{s['compacted_out']}</b> · batches partly compacted out "
             f"<b>{s['partly_compacted_batches']}</b> (a read_compacted reader skips them)"
         )
+        if st.pending is None:  # a cluster: which read entries were delivered is unknown
+            unacked = (f"read, unacked <b>{s['delivered_unacked']}</b> (the subscription's "
+                       f"stats: unacked <b>{_count(st.unacked)}</b>, in replay "
+                       f"<b>{_count(st.in_replay)}</b>)")
+        else:
+            unacked = (f"delivered, unacked <b>{s['delivered_unacked']}</b> · awaiting "
+                       f"redelivery <b>{s['awaiting_redelivery']}</b>")
         return (
             f"backlog <b>{s['backlog']}</b> · holes (individually acked ranges) "
             f"<b>{s['holes']}</b> · partly acked batches <b>{s['partial_batches']}</b> · "
-            f"delivered, unacked <b>{s['delivered_unacked']}</b> · awaiting redelivery "
-            f"<b>{s['awaiting_redelivery']}</b> · unread <b>{s['unread']}</b>{compaction}"
+            f"{unacked} · unread <b>{s['unread']}</b>{compaction}"
         )
+
+
+def _state_names(st: Any) -> tuple[str, ...]:
+    """The cell states' names as ``st`` can tell them: without pending acks (a cluster), a
+    read, unacknowledged entry is delivered or in replay."""
+    if st.pending is not None:
+        return CELL_STATES
+    return (*CELL_STATES[:3], READ_UNACKED, *CELL_STATES[4:])
+
+
+def _count(value: Any) -> str:
+    return "—" if value is None else str(value)
 
 
 def _compacted_out(st: Any) -> list[int]:

@@ -1,4 +1,5 @@
-"""Tutorials 03, 05, 09, 14 and 16 in Chromium: each pinned view draws the numbers its text gives.
+"""Tutorials 03, 04, 05, 09, 13, 14, 16 and 17 in Chromium: each pinned view draws the
+numbers its text gives.
 
 For every view cell (and still) of these tutorials, :data:`PINNED` lists what the text beside
 it tells the reader to see — which consumer owns which range and keys, permits and unacked
@@ -106,6 +107,21 @@ def _drawn_03_sticky(shown: Shown) -> None:
     assert all(color == colors[owner] for owner, color in keys.values()), (keys, colors)
 
 
+# -- 04: the consistent-hash ring -------------------------------------------------------------
+
+def _drawn_04_ring(counts: dict[str, int], moved: int) -> Callable[[Shown], None]:
+    """60 keys, ``counts`` per consumer (the table's *keys* column), each key in its owner's
+    colour, and ``moved`` keys ringed as moved in this step."""
+    def check(shown: Shown) -> None:
+        keys = _by_key(shown, "keys", RING_KEY)
+        assert len(keys) == 60
+        assert {o: len(ks) for o, ks in _owners(keys).items()} == counts
+        colors = _ring_colors(shown, sorted(counts))
+        assert all(color == colors[owner] for owner, color in keys.values()), (keys, colors)
+        assert len(shown.trace("moved in this step")["hovertext"]) == moved
+    return check
+
+
 # -- 05: flow --------------------------------------------------------------------------------
 
 def _drawn_05_waiting(shown: Shown) -> None:
@@ -137,6 +153,22 @@ def _drawn_09_poison(shown: Shown) -> None:
     dispatched = shown.trace("dispatched")
     labels = sorted(t for t in dispatched["text"] if t)
     assert labels == ["↻1", "↻2", "↻3"]
+
+
+# -- 13: a recorded cluster's stats -----------------------------------------------------------
+
+def _drawn_13_stats(shown: Shown) -> None:
+    ranges = shown.trace("ranges")
+    drawn = {text: (base, base + width - 1)
+             for text, base, width in zip(ranges["text"], ranges["base"], ranges["x"],
+                                          strict=True)}
+    # the ranges the summary printed, one bar each
+    assert drawn == {"fulfilment-7f9c-a": (49153, 65536), "fulfilment-7f9c-b": (16385, 32768),
+                     "fulfilment-7f9c-c": (0, 16384), "fulfilment-7f9c-d": (32769, 49152)}
+    assert len(set(ranges["color"])) == 4  # a colour per consumer
+    backlog = shown.trace("backlog")
+    assert dict(zip(backlog["x"], backlog["y"], strict=True)) == {"fulfilment": 26,
+                                                                  "audit-archiver": 1}
 
 
 # -- 14 and 16: hash rings -------------------------------------------------------------------
@@ -201,6 +233,31 @@ def _drawn_16_held(shown: Shown) -> None:
     assert all(len(ds) == 6 for ds in _deliveries(shown).values())
 
 
+# -- 17: a cluster's stuck Key_Shared subscription -------------------------------------------
+
+def _drawn_17_flow(shown: Shown) -> None:
+    last = {name: shown.trace(name)["y"][-1] for name in
+            ("worker-1 permits", "worker-1 unacked", "worker-2 permits", "worker-2 unacked")}
+    # as `%pulsar stats` printed: worker-1 blocked with 10 unacked, worker-2 4 permits
+    assert last == {"worker-1 permits": 1, "worker-1 unacked": 10, "worker-2 permits": 4,
+                    "worker-2 unacked": 0}
+    waits, holds = shown.trace("waits for mark-delete"), shown.trace("holds mark-delete back")
+    assert waits["y"][-1:] == [4] and len(waits["y"]) == len(waits["points"])  # on worker-2
+    assert holds["y"][-1:] == [10] and len(holds["y"]) == len(holds["points"])  # worker-1
+
+
+def _drawn_17_cursor(shown: Shown) -> None:
+    cells = [text.split(": ", 1) for text in shown.trace("trace 0")["hovertext"][0]]
+    states = dict(cells)
+    # mark-delete 0:-1: nothing acked before worker-1's first message, 0:0
+    assert "acked" not in states.values()
+    assert "delivered, unacked" not in states.values()  # the cluster does not say
+    # the hole: worker-2 acknowledged the one message it got, 0:10
+    assert [p for p, state in cells if state == "individually acked"] == ["0:10"]
+    assert next(p for p, state in cells if state == "unread") == "0:15"  # the read position
+    assert len(cells) == 60  # the 60 orders sent
+
+
 PINNED: dict[str, list[Pinned]] = {
     "03-key-shared-hash-ranges.ipynb": [
         Pinned('view.show_step("add consumer C4")   # the step this section describes',
@@ -213,6 +270,19 @@ PINNED: dict[str, list[Pinned]] = {
                ("STICKY hash ranges — 2 consumer(s)", "C1 [0, 16383]", "C2 [16384, 32767]",
                 "C1 [32768, 49151]", "C2 [49152, 65535]", "Order-3459134"),
                _drawn_03_sticky),
+    ],
+    "04-consistent-hashing.ipynb": [
+        Pinned('ring_view.show_step("add consumer C3")   # three consumers, as printed below',
+               "step 3: add consumer C3",
+               # the shares the next cell prints, and the keys each consumer owns
+               ("consistent-hash ring — 3 consumer(s), 300 points, 64 arc(s) changed owner",
+                "C1 100 35.51% 26", "C2 100 37.12% 20", "C3 100 27.37% 14"),
+               _drawn_04_ring({"C1": 26, "C2": 20, "C3": 14}, 14)),
+        # C4 took 10 keys from C1, C2 and C3; the shares the cell below it prints
+        Pinned('ring_view.still("add consumer C4")', "step 4: add consumer C4",
+               ("consistent-hash ring — 4 consumer(s), 400 points, 72 arc(s) changed owner",
+                "C1 100 26.54% 23", "C2 100 25.74% 15", "C3 100 21.85% 12",
+                "C4 100 25.87% 10", "this step moved 10 of 60 keys")),
     ],
     "05-key-shared-ordering.ipynb": [
         Pinned("view.pin()   # this step; the cells below go on changing the what-if",
@@ -229,6 +299,17 @@ PINNED: dict[str, list[Pinned]] = {
                ("redelivery timeline — 3 message(s), 16 event(s)", "0:0", "0:1", "0:2",
                 "nacked", "dead-lettered"),
                _drawn_09_poison, static=("↻1", "↻2", "↻3")),
+    ],
+    "13-operations-stats.ipynb": [
+        Pinned("view", "step 0: loaded",
+               ("fulfilment (3.x)", "key hash ranges", "backlog per subscription",
+                "fulfilment: type Key_Shared, mode AUTO_SPLIT, backlog 26, unacked 20",
+                # the consumers as the cell below prints them, and the diagnosis' numbers
+                "fulfilment-7f9c-a 996 4 [49153, 65536]", "fulfilment-7f9c-b 0 12 [16385, 32768]",
+                "fulfilment-7f9c-c 996 4 [0, 16384]",
+                "fulfilment-7f9c-d 1000 0 [32769, 49152] recently joined, waits for "
+                "mark-delete to pass 1290:1214"),
+               _drawn_13_stats),
     ],
     "14-official-client.ipynb": [
         Pinned("ring.pin()   # both official consumers in; later cells go on", "step 4: t = ",
@@ -255,6 +336,24 @@ PINNED: dict[str, list[Pinned]] = {
                ("Pulsar 4.0 ring, 65,535 slots — 3 consumer(s), 300 points,"
                 " 66 arc(s) changed owner", "c1 100 31.04%", "c2 100 32.65%", "c3 100 36.31%"),
                _drawn_16_ring("4.0", {"user-2": "c2", "user-3": "c2", "user-5": "c3"})),
+    ],
+    "17-operating-a-cluster.ipynb": [
+        Pinned("flow.pin()      # this output keeps the step described here; later cells poll on",
+               "step 1: t = ",
+               ("worker-1: 1 permits, 10 unacked · worker-2: 4 permits, 0 unacked",
+                "waiting for the mark-delete: worker-2 · holding it back: worker-1",
+                "worker-1 1 — 10 holds the oldest unacked message",
+                "worker-2 4 — 0 recently joined: gets only entries before 0:11 until the "
+                "mark-delete (0:-1) passes it"),
+               _drawn_17_flow),
+        Pinned("cursor.pin()", "step 1: t = ",
+               ("cursor of 'billing': mark-delete 0:-1, read 0:15, backlog 59",
+                "holes (individually acked ranges) 1",
+                # a cluster does not say which read entries were delivered: the stats' counts
+                # (as `%pulsar stats` printed, unacked 10), not 14 "delivered"
+                "read, unacked (delivered or in replay)", "read, unacked 14",
+                "unacked 10, in replay 4"),
+               _drawn_17_cursor),
     ],
 }
 """Per tutorial, its view cells and what the text beside each says the reader sees."""

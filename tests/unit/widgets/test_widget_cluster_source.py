@@ -117,6 +117,27 @@ def test_cursor_draws_a_clusters_ack_holes() -> None:
     assert view.backlog == 11
 
 
+def test_cursor_on_a_cluster_calls_read_entries_read_unacked_and_gives_the_stats_counts() -> None:
+    """A cluster reports no pending acks: a read, unacknowledged entry may be delivered or
+    waiting in the replay set, so the picture must not call it "delivered" (tutorial 17's
+    drew 14 "delivered, unacked" where its stats said unacked 10 and 4 in replay)."""
+    view = CursorView(source_of(stuck_33(), "orders-ks"))
+    read_unacked = [p for p, s in zip(view.positions, view.states, strict=True) if s == 3]
+    assert len(read_unacked) == 11  # 12:42..12:57 less the 5 acked in holes
+    assert view.fig.data[-3].name == "read, unacked (delivered or in replay)"
+    assert "delivered" not in " ".join(t.name for t in view.fig.data[-6:] if t.name != (
+        "read, unacked (delivered or in replay)"))
+    assert view.fig.data[0].hovertext[0][42] == "12:42: read, unacked (delivered or in replay)"
+    assert ("read, unacked <b>11</b> (the subscription's stats: unacked <b>11</b>, in replay "
+            "<b>3</b>)") in view.table.value
+    assert "awaiting redelivery" not in view.table.value
+    # a what-if knows its pending acks: the usual words
+    whatif = whatif_from_snapshot(view.source.snapshot(), "orders-ks")
+    copied = CursorView(whatif)
+    assert copied.fig.data[-3].name == "delivered, unacked"
+    assert "awaiting redelivery" in copied.table.value
+
+
 def test_cursor_over_a_closed_and_an_open_ledger_40() -> None:
     admin = RecordedAdmin(load("stats-4.0-key-shared-draining.json"),
                           load("internal-stats-4.0.json"))
