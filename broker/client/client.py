@@ -49,6 +49,7 @@ from .policies import (
     validate_sticky_ranges,
 )
 from .producer import Producer
+from .pulsar_connection import PulsarConnection
 from .reader import Reader, reader_listener_adapter
 from .redelivery import DLQ_SUFFIX, MAX_RECONSUMETIMES, RETRY_SUFFIX, unacked
 from .redelivery.negative_acks import MIN_NACK_DELAY_MS
@@ -120,7 +121,10 @@ class Client:
         if logger is not None and not isinstance(logger, logging.Logger):
             raise ValueError("Logger is expected to be either None or a logging.Logger")
         self._service_url = service_url
-        self._conn = Connection(
+        # pulsar://: Pulsar's binary protocol over TCP; zmq:// (and tcp/ipc): the DEALER.
+        connection_class = (PulsarConnection if service_url.strip().startswith("pulsar://")
+                            else Connection)
+        self._conn = connection_class(
             service_url,
             auth_token=authentication.token if authentication is not None else None,
             auth_method=authentication.method_and_data() if authentication is not None
@@ -164,6 +168,7 @@ class Client:
         *,
         hashing_scheme: HashingScheme = HashingScheme.JavaStringHash,
         chunk_max_message_size: int | None = None,
+        _initial_subscription_name: str | None = None,
     ) -> Producer:
         """Create a producer (official arguments and defaults).
 
@@ -214,6 +219,7 @@ class Client:
             chunking_enabled=chunking_enabled,
             chunk_max_message_size=chunk_max_message_size,
             properties=dict(properties or {}),
+            initial_subscription_name=_initial_subscription_name,
         )
         partitions = self._partitions_of(name)
         names = [name] if partitions == 0 else [

@@ -30,6 +30,8 @@ import zmq
 
 from .. import wire
 from ..curve import apply_client
+from ..entry import MessageMetadata
+from ..format.batch import batch_items, encode_batch
 from .exceptions import (
     AlreadyClosed,
     AuthenticationError,
@@ -99,7 +101,7 @@ class Connection:
         connection_timeout_ms: int = 10_000,
         curve_server_key: bytes | None = None,
     ) -> None:
-        self.endpoint = parse_service_url(service_url)
+        self.endpoint = self._parse_url(service_url)
         self.auth_token = auth_token  # a token or a supplier called at each CONNECT
         self.auth_method = auth_method  # (method, data) of another provider, e.g. basic
         self.curve_server_key = curve_server_key  # the broker's CURVE public key (Z85)
@@ -131,6 +133,9 @@ class Connection:
         self._ctx = zmq.Context()
         self._thread = threading.Thread(target=self._run, name="pulsarlab-client-io", daemon=True)
         self._thread.start()
+
+    def _parse_url(self, service_url: str) -> str:
+        return parse_service_url(service_url)
 
     # -- any thread -----------------------------------------------------------------------
 
@@ -269,6 +274,18 @@ class Connection:
         heapq.heappush(self._timers, (handle.deadline, next(self._timer_seq), handle))
         return handle
 
+    speaks_pulsar = False  # Pulsar's binary protocol (True) or pulsarlab's msgpack wire
+    # The batch layout this connection's broker reads (Pulsar's on a Pulsar-protocol one).
+    encode_batch = staticmethod(encode_batch)
+    batch_items = staticmethod(batch_items)
+
+    def send_message(self, producer_id: int, sequence_id: int, metadata: MessageMetadata,
+                     payload: bytes, num_messages: int = 1,
+                     highest_sequence_id: int | None = None) -> None:
+        """SEND one entry (a message, a batch or a chunk)."""
+        self.send_now("SEND", 0, (payload,), producer_id=producer_id, sequence_id=sequence_id,
+                      metadata=metadata.to_dict())
+
     def send_now(self, name: str, rid: int, payloads: tuple = (), **fields: Any) -> None:
         frames = wire.encode(name, rid, payloads, **fields)
         try:
@@ -277,6 +294,30 @@ class Connection:
             log.warning("could not send %s to the broker: %s", name, exc)
 
     def _run(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self._wake_r.fileno(), zmq.POLLIN)
+        self._transport_open(poller)
+        try:
+            while True:
+                self._wake_pending = False
+                self._run_tasks()
+                if self._stop.is_set():
+                    break
+                self._transport_flush()
+                timeout = self._next_timeout()
+                ready = dict(poller.poll(timeout))
+                if self._wake_r.fileno() in ready:
+                    self._drain_wake()
+                self._transport_ready(ready)
+                self._run_timers()
+        except Exception:
+            log.exception("pulsarlab client I/O loop crashed")
+        finally:
+            self._shutdown()
+
+    # The transport: a DEALER here; a subclass may bring its own sockets.
+
+    def _transport_open(self, poller: zmq.Poller) -> None:
         self._socket = self._ctx.socket(zmq.DEALER)
         self._socket.linger = 0
         self._socket.sndhwm = 0
@@ -284,26 +325,17 @@ class Connection:
         if self.curve_server_key is not None:
             apply_client(self._socket, self.curve_server_key)
         self._socket.connect(self.endpoint)
-        poller = zmq.Poller()
         poller.register(self._socket, zmq.POLLIN)
-        poller.register(self._wake_r.fileno(), zmq.POLLIN)
-        try:
-            while True:
-                self._wake_pending = False
-                self._run_tasks()
-                if self._stop.is_set():
-                    break
-                timeout = self._next_timeout()
-                ready = dict(poller.poll(timeout))
-                if self._wake_r.fileno() in ready:
-                    self._drain_wake()
-                if self._socket in ready:
-                    self._read()
-                self._run_timers()
-        except Exception:
-            log.exception("pulsarlab client I/O loop crashed")
-        finally:
-            self._shutdown()
+
+    def _transport_ready(self, ready: dict[Any, int]) -> None:
+        if self._socket in ready:
+            self._read()
+
+    def _transport_flush(self) -> None:
+        """Write what the loop's tasks queued (the DEALER sends at once: nothing to do)."""
+
+    def _transport_close(self) -> None:
+        self._socket.close(linger=0)
 
     def _shutdown(self) -> None:
         self._run_tasks()
@@ -316,7 +348,8 @@ class Connection:
                 handler.on_connection_closed()
             except Exception:
                 log.exception("error while closing a producer/consumer")
-        self._socket.close(linger=0)
+        self._transport_flush()
+        self._transport_close()
         self._ctx.term()
 
     def _drain_wake(self) -> None:

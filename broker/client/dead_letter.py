@@ -96,10 +96,13 @@ class LetterProducers:
         with self._lock:
             self._check_open()
             if self._dead is None:
-                if self.policy.initial_subscription_name:
+                initial = self.policy.initial_subscription_name
+                if initial and not self._client._conn.speaks_pulsar:
                     self._create_initial_subscription()
+                    initial = None
+                # On Pulsar's protocol the producer asks for it, as Pulsar's client does.
                 self._dead = self._create(self.policy.dead_letter_topic,
-                                          self.dead_letter_producer_name)
+                                          self.dead_letter_producer_name, initial)
             return self._dead
 
     def retry_letter(self) -> Any:
@@ -114,13 +117,16 @@ class LetterProducers:
         if self._closed:
             raise AlreadyClosed(f"the consumer on {self._topic} is closed")
 
-    def _create(self, topic: str, name: str | None) -> Any:
+    def _create(self, topic: str, name: str | None, initial_subscription: str | None = None
+                ) -> Any:
+        extra = {"_initial_subscription_name": initial_subscription} if initial_subscription else {}
         producer = self._client.create_producer(
             topic,
             producer_name=name,
             batching_enabled=False,
             chunking_enabled=True,
             block_if_queue_full=False,
+            **extra,
         )
         # Owned by the consumer (closed with it), not by Client.close()'s producer sweep.
         self._client._forget(producer)

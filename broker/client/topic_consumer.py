@@ -40,12 +40,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..entry import MessageMetadata, decode_entry
+from ..format.compression import decompress
+from ..format.metadata import from_pulsar
 from ..message_id import MessageId
 from ..topic_name import TopicName
 from .ack_grouping import AckGroupingTracker
-from .batch import batch_items
 from .chunking import ChunkedMessageCollector
-from .compression import decompress
 from .connection import TimerHandle, now_ms
 from .dead_letter import LetterProducers, copy_message, origin_topic
 from .entries import EntryBatch
@@ -171,6 +171,12 @@ class TopicConsumer:
         start = config.start_message_id
         if start is not None and start.batch_index() >= 0:
             self._batch_filter = (start.position, start.batch_index(), self.start_inclusive)
+        elif (start is not None and not self.start_inclusive and self._conn.speaks_pulsar
+              and start.ledger_id() >= 0 and start.entry_id() >= 0
+              and start != MessageId.latest):
+            # Pulsar's brokers start a reader AT its start id; an exclusive start skips that
+            # entry client-side, as Pulsar's clients do.
+            self._batch_filter = (start.position, -1, False)
 
     # -- requests (caller's thread) -------------------------------------------------------
 
@@ -362,11 +368,25 @@ class TopicConsumer:
     # -- I/O thread: deliveries -----------------------------------------------------------
 
     def on_message(self, cmd: Any) -> None:
+        """The msgpack wire's MESSAGE: entries as the broker stores them."""
+        self._io_deliver([(entry, raw, None) for entry, raw
+                          in zip(cmd["entries"], cmd.payloads, strict=False)])
+
+    def on_entries(self, entries: list[tuple[tuple, bytes, bytes]]) -> None:
+        """Pulsar MESSAGEs: ``((ledger, entry, partition, redelivery_count, ack_set),
+        serialized MessageMetadata, payload)`` each."""
+        self._io_deliver(entries)
+
+    def _io_deliver(self, entries: list[tuple[Any, Any, bytes | None]]) -> None:
         out: list[Message] = []
         now = now_ms()
-        for entry, raw in zip(cmd["entries"], cmd.payloads, strict=False):
+        for entry, raw, payload in entries:
             try:
-                messages = self._io_decode(entry, bytes(raw), now)
+                if payload is None:
+                    meta, payload = decode_entry(bytes(raw))
+                else:
+                    meta = from_pulsar(raw)
+                messages = self._io_decode(entry, meta, payload, now)
             except Exception as exc:
                 log.warning("dropped an undecodable entry %s on %s: %s", entry[:2], self.topic, exc)
                 self.add_permits(1)
@@ -394,11 +414,13 @@ class TopicConsumer:
         self._io_redeliver([position], "consumer_request", [now])
         return []
 
-    def _io_decode(self, entry: list, raw: bytes, now: int) -> list[Message]:
+    def _io_decode(self, entry: Any, meta: MessageMetadata, payload: bytes,
+                   now: int) -> list[Message]:
         ledger, entry_id, partition, redelivery_count = entry[:4]
         ack_set = entry[4] if len(entry) > 4 else None
+        if partition < 0:
+            partition = self.partition
         position = (ledger, entry_id)
-        meta, payload = decode_entry(raw)
         if self.acks.is_duplicate(position):
             self.add_permits(meta.num_messages)
             return []
@@ -423,6 +445,9 @@ class TopicConsumer:
             return self._io_entry_batch(meta, payload, position, partition, ack_set,
                                         redelivery_count, chunk_positions)
         if meta.num_messages_in_batch is None:
+            if self._batch_filter is not None and self._filtered(position, -1):
+                self.add_permits(1)
+                return []
             if chunk_positions is not None:
                 self._chunk_members[position] = chunk_positions
             fields = (meta.properties or None, meta.partition_key, meta.ordering_key,
@@ -432,7 +457,7 @@ class TopicConsumer:
                                                meta.schema_version, redelivery_count, schema),
                               -1, self)]
         n = meta.num_messages_in_batch
-        items = batch_items(payload, n)
+        items = self._conn.batch_items(payload, n)
         self.acks.on_batch_received(position, n, ack_set)
         delivery = Delivery(topic, partition, ledger, entry_id, n, meta.publish_time,
                             meta.producer_name, meta.schema_version, redelivery_count, schema)
@@ -459,7 +484,7 @@ class TopicConsumer:
             return [EntryBatch(self.topic, partition, ledger, entry_id, meta, payload, None,
                                None, redelivery_count, self)]
         n = meta.num_messages_in_batch
-        items = batch_items(payload, n)
+        items = self._conn.batch_items(payload, n)
         self.acks.on_batch_received(position, n, ack_set)
         indexes = None
         if ack_set is not None or self._batch_filter is not None:
@@ -497,7 +522,7 @@ class TopicConsumer:
     def on_close_consumer(self, cmd: Any) -> None:
         log.warning("the broker closed the consumer on %s: %s", self.topic, cmd.get("reason"))
         self.connected = False
-        if cmd.get("reason") == "unloaded" and not self.closed:
+        if cmd.get("reason") in ("unloaded", "reconnect") and not self.closed:
             self._io_resubscribe()
 
     def _io_resubscribe(self) -> None:

@@ -30,7 +30,7 @@ from pulsarlab.broker.client import (
 )
 from pulsarlab.broker.client import client as client_module
 from pulsarlab.broker.client import topic_consumer as tc_module
-from pulsarlab.broker.client.batch import OutgoingMessage, encode_batch
+from pulsarlab.broker.client.batch import OutgoingMessage, batch_items, encode_batch
 from pulsarlab.broker.client.connection import TimerHandle
 from pulsarlab.broker.client.consumer import Consumer
 from pulsarlab.broker.client.topic_consumer import ConsumerConfig, TopicConsumer
@@ -46,6 +46,9 @@ class FakeConn:
 
     operation_timeout = 5.0
     closed = False
+    speaks_pulsar = False
+    batch_items = staticmethod(batch_items)
+    encode_batch = staticmethod(encode_batch)
 
     def __init__(self) -> None:
         self.now = T0
@@ -373,6 +376,20 @@ def test_nack_at_the_max_count_dead_letters_instead_of_redelivering(conn):
                                     "ORIGIN_MESSAGE_IDY_TIME": origin}
     assert acked(conn) == [[1, 1]]
     assert tc._possible_dlq == {} and tc._dlq_inflight == set()
+
+
+def test_on_pulsars_protocol_the_dlq_producer_asks_for_the_initial_subscription(conn):
+    """As Pulsar's client: CommandProducer.initial_subscription_name, no admin call."""
+    conn.speaks_pulsar = True
+    policy = ConsumerDeadLetterPolicy(1, initial_subscription_name="init")
+    consumer, tc = make(conn, negative_ack_redelivery_delay_ms=300, dead_letter_policy=policy)
+    deliver(tc, 0, redelivery_count=2)
+    consumer.run_jobs()
+    assert conn.requests == []
+    assert consumer._client.log[0] == ("create_producer", f"{TOPIC}-sub-DLQ", {
+        "producer_name": f"{TOPIC}-sub-c1-DLQ", "batching_enabled": False,
+        "chunking_enabled": True, "block_if_queue_full": False,
+        "_initial_subscription_name": "init"})
 
 
 def test_ack_timeout_at_the_max_count_dead_letters(conn):

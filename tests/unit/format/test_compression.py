@@ -7,7 +7,7 @@ import tracemalloc
 import pytest
 
 from pulsarlab.broker.client import CompressionType
-from pulsarlab.broker.client.compression import codec_name, compress, decompress
+from pulsarlab.broker.format.compression import codec_name, compress, decompress
 
 CODECS = list(CompressionType)
 PAYLOADS = [b"", b"a", b"hello pulsar " * 500, bytes(range(256)) * 40]

@@ -1,0 +1,843 @@
+"""The client's Pulsar-protocol connection: ``pulsar://host:port`` against any Pulsar broker.
+
+Speaks Pulsar's binary protocol (``BaseCommand`` + ``MessageMetadata`` + payload, length
+framed, CRC32C-checked) over TCP, with the same I/O-thread model and the same interface as
+:class:`~.connection.Connection`: the producers and consumers ask for commands by their
+pulsarlab names (``PRODUCER``, ``SUBSCRIBE``, ``SEND``, ``ACK``, ...) and get replies and pushes
+as :class:`~pulsarlab.broker.wire.Command`-shaped objects; this module maps both ways.
+
+One logical connection holds one TCP socket per broker (:class:`_BrokerCnx`), as Pulsar's
+``ConnectionPool`` does: a producer or consumer is first looked up (``LOOKUP``, following
+redirects with the ``authoritative`` flag the answer gives) and then created on the socket
+of the broker that owns its topic. A lost socket closes its producers and consumers with
+reason ``"reconnect"``; they create themselves again (a new lookup, a new socket), retried
+with back-off (100 ms doubling to 30 s) until they succeed or are closed. Authentication:
+``CONNECT`` carries ``auth_method_name`` ``"token"`` and the token (a supplier is asked
+again for each connection and each ``AUTH_CHALLENGE``), or another provider's method and
+data.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import logging
+import secrets
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import zmq
+
+from ..entry import MessageMetadata
+from ..format.batch import encode_pulsar_batch, pulsar_batch_items
+from ..format.metadata import pulsar_metadata
+from ..pulsar_protocol import PulsarApi_pb2 as pb
+from ..pulsar_protocol.framing import (
+    MAX_FRAME_OVERHEAD,
+    Frame,
+    FrameDecoder,
+    FrameError,
+    encode_command,
+    encode_payload_command,
+)
+from ..wire import Command
+from .connection import CLIENT_VERSION, DEFAULT_MAX_MESSAGE_SIZE, Connection, now_ms
+from .exceptions import (
+    AlreadyClosed,
+    AuthenticationError,
+    ConnectError,
+    ErrorGettingAuthenticationData,
+    InvalidUrl,
+    PulsarException,
+    exception_for,
+)
+
+__all__ = ["PulsarConnection", "parse_pulsar_url"]
+
+log = logging.getLogger("pulsarlab.client")
+
+PROTOCOL_VERSION = 21  # Pulsar 3.x/4.x clients announce 21
+MAX_LOOKUP_REDIRECTS = 20
+BACKOFF_INITIAL_MS = 100
+BACKOFF_MAX_MS = 30_000
+# Errors after which creating a producer/consumer is tried again (Java's retriable ones).
+_RETRIABLE = frozenset({"ServiceUnitNotReady", "BrokerMetadataError", "ConnectError",
+                        "NotConnected", "Timeout", "TooManyLookupRequestException"})
+# ... and, re-creating one the broker may still hold (the old connection not yet seen
+# closed), these.
+_RETRIABLE_AGAIN = _RETRIABLE | {"ProducerBusy", "ConsumerBusy"}
+_SUB_TYPES = {"Exclusive": 0, "Shared": 1, "Failover": 2, "Key_Shared": 3}
+_ACCESS_MODES = {"Shared": 0, "Exclusive": 1, "WaitForExclusive": 2, "ExclusiveWithFencing": 3}
+_T = pb.BaseCommand.Type
+_MASK64 = (1 << 64) - 1
+
+
+def parse_pulsar_url(service_url: str) -> tuple[str, int]:
+    """``pulsar://host:port`` → ``(host, port)`` (the first host of a list)."""
+    url = service_url.strip().rstrip("/")
+    if not url.startswith("pulsar://"):
+        raise InvalidUrl(f"service URL {service_url!r} must look like pulsar://host:port")
+    hostport = url[len("pulsar://"):].split(",")[0]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise InvalidUrl(f"service URL {service_url!r} must look like pulsar://host:port")
+    return host.strip("[]"), int(port)
+
+
+def words_to_bits(words: Any) -> int:
+    """Pulsar's ``ack_set`` (a ``BitSet``'s 64-bit words, signed) as one int."""
+    bits = 0
+    for i, word in enumerate(words):
+        bits |= (word & _MASK64) << (64 * i)
+    return bits
+
+
+def bits_to_words(bits: int, size: int) -> list[int]:
+    """One int of bits as a ``BitSet``'s words (signed 64-bit, as Java writes them)."""
+    out = []
+    for _ in range(max(1, (size + 63) // 64)):
+        word = bits & _MASK64
+        out.append(word - (1 << 64) if word >> 63 else word)
+        bits >>= 64
+    return out
+
+
+def _id_data(position: Any, partition: int = -1) -> pb.MessageIdData:
+    return pb.MessageIdData(ledgerId=position[0] & _MASK64, entryId=position[1] & _MASK64,
+                            partition=partition)
+
+
+class _BrokerCnx:
+    """One TCP socket to one broker: its framing, its outbox, its producers and consumers."""
+
+    def __init__(self, url: str, max_frame: int) -> None:
+        self.url = url
+        self.sock: socket.socket | None = None
+        self.decoder = FrameDecoder(max_frame, checksum_optional=True)
+        self.outbox: list[bytes] = []  # written when the loop flushes
+        self.unsent = b""  # what the kernel did not take yet
+        self.ready = False  # CONNECTED received
+        self.waiting: list[Callable[[BaseException | None], None]] = []
+        self.producers: set[int] = set()
+        self.consumers: set[int] = set()
+        self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+
+
+class PulsarConnection(Connection):
+    """A Pulsar-protocol client connection over TCP (see the module docstring)."""
+
+    speaks_pulsar = True
+    encode_batch = staticmethod(encode_pulsar_batch)
+    batch_items = staticmethod(pulsar_batch_items)
+
+    def _parse_url(self, service_url: str) -> str:
+        self.service_host, self.service_port = parse_pulsar_url(service_url)
+        self.service_url = f"pulsar://{self.service_host}:{self.service_port}"
+        self._cnxs: dict[str, _BrokerCnx] = {}
+        self._by_fd: dict[int, _BrokerCnx] = {}
+        self._requests: dict[int, tuple[_BrokerCnx, Callable[[Frame], None]]] = {}
+        self._producer_cnx: dict[int, _BrokerCnx] = {}
+        self._consumer_cnx: dict[int, _BrokerCnx] = {}
+        self._created: set[tuple[str, int]] = set()  # producers/consumers once created
+        self._poller: zmq.Poller | None = None
+        return self.service_url
+
+    # -- any thread -----------------------------------------------------------------------
+
+    def request(self, name: str, payloads: tuple = (), **fields: Any) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self.post(lambda: self._io_request(name, fields, future))
+        return future
+
+    def send(self, name: str, payloads: tuple = (), **fields: Any) -> None:
+        self.post(lambda: self.send_now(name, 0, payloads, **fields))
+
+    def ensure_connected(self) -> None:
+        if self.connected:
+            return
+        with self._connect_lock:
+            if self.connected:
+                return
+            if self._auth_failure is not None:
+                raise self._auth_failure
+            future: concurrent.futures.Future = concurrent.futures.Future()
+            self.post(lambda: self._io_cnx(self.service_url, lambda err: _settle(future, err)))
+            try:
+                future.result(self.connection_timeout)
+            except (AuthenticationError, ErrorGettingAuthenticationData) as exc:
+                self._auth_failure = exc
+                raise
+            except concurrent.futures.TimeoutError:
+                raise ConnectError(
+                    f"no answer from a Pulsar broker at {self.service_url} within "
+                    f"{self.connection_timeout:g} s"
+                ) from None
+            self.connected = True
+
+    # -- I/O thread: the commands the producers and consumers send ------------------------
+
+    def send_message(self, producer_id: int, sequence_id: int, metadata: MessageMetadata,
+                     payload: bytes, num_messages: int = 1,
+                     highest_sequence_id: int | None = None) -> None:
+        """SEND one entry (a message, a batch or a chunk)."""
+        cnx = self._producer_cnx.get(producer_id)
+        if cnx is None:
+            return  # reconnecting: the producer sends it again once re-created
+        raw = pulsar_metadata(metadata)
+        command = pb.BaseCommand(type=_T.SEND)
+        send = command.send
+        send.producer_id = producer_id
+        send.sequence_id = sequence_id & _MASK64
+        if num_messages != 1:
+            send.num_messages = num_messages
+        if highest_sequence_id is not None:
+            send.highest_sequence_id = highest_sequence_id & _MASK64
+        if metadata.num_chunks_from_msg is not None and metadata.num_chunks_from_msg > 1:
+            send.is_chunk = True
+        cnx.outbox.append(encode_payload_command(command, raw, payload))
+
+    def send_now(self, name: str, rid: int, payloads: tuple = (), **fields: Any) -> None:
+        """Fire-and-forget commands: FLOW, ACK, REDELIVER_UNACKNOWLEDGED."""
+        consumer_id = fields.get("consumer_id")
+        cnx = self._consumer_cnx.get(consumer_id) if consumer_id is not None else None
+        if cnx is None:
+            return  # the consumer is reconnecting: it sends FLOW again when re-created
+        command = pb.BaseCommand()
+        if name == "FLOW":
+            command.type = _T.FLOW
+            command.flow.consumer_id = consumer_id
+            command.flow.messagePermits = fields["permits"]
+        elif name == "ACK":
+            command.type = _T.ACK
+            ack = command.ack
+            ack.consumer_id = consumer_id
+            ack.ack_type = 1 if fields.get("cumulative") else 0
+            with_sets = {(s[0], s[1]): s for s in fields.get("ack_sets") or ()}
+            for position in fields["positions"]:
+                mid = ack.message_id.add(ledgerId=position[0], entryId=position[1])
+                ack_set = with_sets.get((position[0], position[1]))
+                if ack_set is not None:
+                    mid.ack_set.extend(bits_to_words(ack_set[2], ack_set[3]))
+                    mid.batch_size = ack_set[3]
+        elif name == "REDELIVER_UNACKNOWLEDGED":
+            command.type = _T.REDELIVER_UNACKNOWLEDGED_MESSAGES
+            redeliver = command.redeliverUnacknowledgedMessages
+            redeliver.consumer_id = consumer_id
+            for position in fields.get("positions") or ():
+                redeliver.message_ids.append(_id_data(position))
+        else:
+            log.warning("%s is not a command of the Pulsar protocol", name)
+            return
+        cnx.outbox.append(encode_command(command))
+
+    def _io_request(self, name: str, fields: dict[str, Any],
+                    future: concurrent.futures.Future) -> None:
+        try:
+            if name == "PRODUCER":
+                self._io_create("producer", fields, future)
+            elif name == "SUBSCRIBE":
+                self._io_create("consumer", fields, future)
+            elif name == "PARTITIONED_METADATA":
+                self._io_partitioned_metadata(fields["topic"], future)
+            elif name == "GET_TOPICS":
+                self._io_get_topics(fields, future)
+            elif name in ("CLOSE_PRODUCER",):
+                self._io_close_producer(fields["producer_id"], future)
+            elif name in ("CLOSE_CONSUMER", "UNSUBSCRIBE", "SEEK", "GET_LAST_MESSAGE_ID"):
+                self._io_consumer_request(name, fields, future)
+            else:
+                raise PulsarException(f"{name} is not a command of the Pulsar protocol")
+        except BaseException as exc:
+            if not future.done():
+                future.set_exception(exc)
+
+    def _rpc(self, cnx: _BrokerCnx, command: pb.BaseCommand, field: str,
+             on_reply: Callable[[Frame], None]) -> None:
+        """Send a request (its ``request_id`` set here) and route its answer to ``on_reply``."""
+        rid = next(self._request_ids)
+        getattr(command, field).request_id = rid
+        self._requests[rid] = (cnx, on_reply)
+        cnx.outbox.append(encode_command(command))
+
+    def _io_lookup(self, topic: str, done: Callable[[_BrokerCnx | None, BaseException | None],
+                   None]) -> None:
+        """Find the broker owning ``topic`` (following redirects) and its ready socket."""
+
+        def ask(url: str, authoritative: bool, hops: int) -> None:
+            def on_ready(err: BaseException | None) -> None:
+                if err is not None:
+                    done(None, err)
+                    return
+                command = pb.BaseCommand(type=_T.LOOKUP)
+                command.lookupTopic.topic = topic
+                command.lookupTopic.authoritative = authoritative
+                self._rpc(self._cnxs[url], command, "lookupTopic", answered)
+
+            def answered(frame: Frame) -> None:
+                cmd = frame.command
+                if cmd.type == _T.ERROR:
+                    done(None, _error(cmd.error.error, cmd.error.message))
+                    return
+                r = cmd.lookupTopicResponse
+                if r.response == r.Failed:
+                    done(None, _error(r.error, r.message or f"lookup of {topic} failed"))
+                    return
+                target = r.brokerServiceUrl or url
+                if r.proxy_through_service_url:
+                    target = self.service_url
+                if r.response == r.Redirect:
+                    if hops >= MAX_LOOKUP_REDIRECTS:
+                        done(None, ConnectError(f"lookup of {topic}: too many redirects"))
+                        return
+                    ask(target, r.authoritative, hops + 1)
+                    return
+                self._io_cnx(target, lambda err: done(self._cnxs.get(target), err))
+
+            self._io_cnx(url, on_ready)
+
+        ask(self.service_url, False, 0)
+
+    def _io_create(self, kind: str, fields: dict[str, Any],
+                   future: concurrent.futures.Future) -> None:
+        """Create a producer or consumer on its topic's broker; retried with back-off
+        while the error is retriable (always, for one that existed before)."""
+        ident = fields["producer_id" if kind == "producer" else "consumer_id"]
+        again = (kind, ident) in self._created
+        deadline = None if again else now_ms() + int(self.operation_timeout * 1000)
+        if kind == "consumer" and not fields.get("consumer_name"):
+            fields = dict(fields, consumer_name=secrets.token_hex(5))
+        delay = [BACKOFF_INITIAL_MS]
+
+        def retry_or_fail(err: BaseException) -> None:
+            code = getattr(getattr(err, "result", None), "name", "")
+            handlers = self._producers if kind == "producer" else self._consumers
+            retriable = (isinstance(err, ConnectError)
+                         or code in (_RETRIABLE_AGAIN if again else _RETRIABLE))
+            if (retriable and ident in handlers and not self._closed
+                    and (deadline is None or now_ms() + delay[0] < deadline)):
+                log.info("creating the %s on %s again in %d ms: %s", kind, fields["topic"],
+                         delay[0], err)
+                self.schedule(delay[0], attempt)
+                delay[0] = min(delay[0] * 2, BACKOFF_MAX_MS)
+                return
+            if not future.done():
+                future.set_exception(err)
+
+        def attempt() -> None:
+            self._io_lookup(fields["topic"], looked_up)
+
+        def looked_up(cnx: _BrokerCnx | None, err: BaseException | None) -> None:
+            if err is not None or cnx is None:
+                retry_or_fail(err or ConnectError("lookup failed"))
+                return
+            if kind == "producer":
+                command, field = self._producer_command(fields), "producer"
+            else:
+                command, field = self._subscribe_command(fields), "subscribe"
+            self._rpc(cnx, command, field, lambda frame: created(cnx, frame))
+
+        def created(cnx: _BrokerCnx, frame: Frame) -> None:
+            cmd = frame.command
+            if cmd.type == _T.ERROR:
+                retry_or_fail(_error(cmd.error.error, cmd.error.message))
+                return
+            if cmd.type == _T.PRODUCER_SUCCESS and not cmd.producer_success.producer_ready:
+                # WaitForExclusive: queued; the broker answers again when it is admitted.
+                self._requests[cmd.producer_success.request_id] = (
+                    cnx, lambda f: created(cnx, f))
+                return
+            self._created.add((kind, ident))
+            if kind == "producer":
+                self._producer_cnx[ident] = cnx
+                cnx.producers.add(ident)
+                ps = cmd.producer_success
+                reply = Command("PRODUCER_SUCCESS", 0, {
+                    "producer_id": ident, "producer_name": ps.producer_name,
+                    "last_sequence_id": ps.last_sequence_id,
+                })
+            else:
+                self._consumer_cnx[ident] = cnx
+                cnx.consumers.add(ident)
+                reply = Command("SUCCESS", 0, {"result": fields["consumer_name"]})
+            if not future.done():
+                future.set_result(reply)
+
+        attempt()
+
+    def _producer_command(self, fields: dict[str, Any]) -> pb.BaseCommand:
+        command = pb.BaseCommand(type=_T.PRODUCER)
+        p = command.producer
+        p.topic = fields["topic"]
+        p.producer_id = fields["producer_id"]
+        if fields.get("producer_name"):
+            p.producer_name = fields["producer_name"]
+            p.user_provided_producer_name = bool(fields.get("user_provided_name", True))
+        if fields.get("access_mode"):
+            p.producer_access_mode = _ACCESS_MODES[fields["access_mode"]]
+        if fields.get("initial_subscription_name"):
+            p.initial_subscription_name = fields["initial_subscription_name"]
+        return command
+
+    def _subscribe_command(self, f: dict[str, Any]) -> pb.BaseCommand:
+        command = pb.BaseCommand(type=_T.SUBSCRIBE)
+        s = command.subscribe
+        s.topic = f["topic"]
+        s.subscription = f["subscription"]
+        s.subType = _SUB_TYPES[f["sub_type"]]
+        s.consumer_id = f["consumer_id"]
+        s.consumer_name = f["consumer_name"]
+        s.durable = bool(f.get("durable", True))
+        if f.get("priority_level"):
+            s.priority_level = f["priority_level"]
+        if f.get("read_compacted"):
+            s.read_compacted = True
+        s.initialPosition = 1 if f.get("initial_position") == "earliest" else 0
+        start = f.get("start_message_id")
+        if start is not None:
+            ledger, entry, partition, batch = start
+            s.start_message_id.CopyFrom(pb.MessageIdData(
+                ledgerId=ledger & _MASK64, entryId=entry & _MASK64, partition=partition,
+                batch_index=batch))
+        mode = f.get("key_shared_mode")
+        ranges = f.get("sticky_ranges") or f.get("key_hash_ranges")
+        if mode is not None or (f["sub_type"] == "Key_Shared" and ranges):
+            meta = s.keySharedMeta
+            meta.keySharedMode = 1 if mode == "STICKY" or f.get("key_hash_ranges") else 0
+            meta.allowOutOfOrderDelivery = bool(f.get("allow_out_of_order_delivery"))
+            for start_hash, end_hash in ranges or ():
+                meta.hashRanges.add(start=start_hash, end=end_hash)
+        return command
+
+    def _io_partitioned_metadata(self, topic: str, future: concurrent.futures.Future) -> None:
+        def on_ready(err: BaseException | None) -> None:
+            if err is not None:
+                future.set_exception(err)
+                return
+            command = pb.BaseCommand(type=_T.PARTITIONED_METADATA)
+            command.partitionMetadata.topic = topic
+            self._rpc(self._cnxs[self.service_url], command, "partitionMetadata", answered)
+
+        def answered(frame: Frame) -> None:
+            cmd = frame.command
+            if cmd.type == _T.ERROR:
+                future.set_exception(_error(cmd.error.error, cmd.error.message))
+                return
+            r = cmd.partitionMetadataResponse
+            if r.response == r.Failed:
+                future.set_exception(_error(r.error, r.message))
+                return
+            future.set_result(Command("SUCCESS", 0, {"result": r.partitions}))
+
+        self._io_cnx(self.service_url, on_ready)
+
+    def _io_get_topics(self, fields: dict[str, Any], future: concurrent.futures.Future) -> None:
+        def on_ready(err: BaseException | None) -> None:
+            if err is not None:
+                future.set_exception(err)
+                return
+            command = pb.BaseCommand(type=_T.GET_TOPICS_OF_NAMESPACE)
+            command.getTopicsOfNamespace.namespace = fields["namespace"]
+            command.getTopicsOfNamespace.mode = 2  # ALL: the caller filters by domain
+            self._rpc(self._cnxs[self.service_url], command, "getTopicsOfNamespace", answered)
+
+        def answered(frame: Frame) -> None:
+            cmd = frame.command
+            if cmd.type == _T.ERROR:
+                future.set_exception(_error(cmd.error.error, cmd.error.message))
+                return
+            topics = list(cmd.getTopicsOfNamespaceResponse.topics)
+            future.set_result(Command("SUCCESS", 0, {"result": topics}))
+
+        self._io_cnx(self.service_url, on_ready)
+
+    def _io_close_producer(self, producer_id: int, future: concurrent.futures.Future) -> None:
+        cnx = self._producer_cnx.pop(producer_id, None)
+        self._created.discard(("producer", producer_id))
+        if cnx is None:
+            future.set_result(Command("SUCCESS", 0, {}))
+            return
+        cnx.producers.discard(producer_id)
+        command = pb.BaseCommand(type=_T.CLOSE_PRODUCER)
+        command.close_producer.producer_id = producer_id
+        self._rpc(cnx, command, "close_producer", lambda frame: _reply(future, frame))
+
+    def _io_consumer_request(self, name: str, fields: dict[str, Any],
+                             future: concurrent.futures.Future) -> None:
+        consumer_id = fields["consumer_id"]
+        cnx = self._consumer_cnx.get(consumer_id)
+        if name in ("CLOSE_CONSUMER", "UNSUBSCRIBE") and cnx is None:
+            self._created.discard(("consumer", consumer_id))
+            future.set_result(Command("SUCCESS", 0, {}))
+            return
+        if cnx is None:
+            future.set_exception(ConnectError("the consumer is reconnecting"))
+            return
+        command = pb.BaseCommand()
+        if name == "CLOSE_CONSUMER" or name == "UNSUBSCRIBE":
+            closing = name == "CLOSE_CONSUMER"
+            command.type = _T.CLOSE_CONSUMER if closing else _T.UNSUBSCRIBE
+            field = "close_consumer" if closing else "unsubscribe"
+            getattr(command, field).consumer_id = consumer_id
+
+            def closed(frame: Frame) -> None:
+                if frame.command.type != _T.ERROR or closing:
+                    self._consumer_cnx.pop(consumer_id, None)
+                    cnx.consumers.discard(consumer_id)
+                    self._created.discard(("consumer", consumer_id))
+                _reply(future, frame)
+
+            self._rpc(cnx, command, field, closed)
+            return
+        if name == "SEEK":
+            command.type = _T.SEEK
+            command.seek.consumer_id = consumer_id
+            if fields.get("message_id") is not None:
+                ledger, entry, partition, batch = fields["message_id"]
+                command.seek.message_id.CopyFrom(pb.MessageIdData(
+                    ledgerId=ledger & _MASK64, entryId=entry & _MASK64, partition=partition,
+                    batch_index=batch))
+            else:
+                command.seek.message_publish_time = fields["publish_time"]
+            self._rpc(cnx, command, "seek", lambda frame: _reply(future, frame))
+            return
+        command.type = _T.GET_LAST_MESSAGE_ID
+        command.getLastMessageId.consumer_id = consumer_id
+
+        def last(frame: Frame) -> None:
+            cmd = frame.command
+            if cmd.type == _T.ERROR:
+                future.set_exception(_error(cmd.error.error, cmd.error.message))
+                return
+            mid = cmd.getLastMessageIdResponse.last_message_id
+            ledger, entry = _signed(mid.ledgerId), _signed(mid.entryId)
+            future.set_result(Command("SUCCESS", 0, {
+                "result": [ledger, entry, mid.partition, mid.batch_index]}))
+
+        self._rpc(cnx, command, "getLastMessageId", last)
+
+    # -- I/O thread: sockets --------------------------------------------------------------
+
+    def _io_cnx(self, url: str, on_ready: Callable[[BaseException | None], None]) -> None:
+        """Call ``on_ready`` once the socket to ``url`` has done its CONNECT handshake."""
+        cnx = self._cnxs.get(url)
+        if cnx is not None and cnx.ready:
+            on_ready(None)
+            return
+        if cnx is None:
+            cnx = self._open(url)
+            if cnx is None:
+                on_ready(ConnectError(f"cannot connect to {url}"))
+                return
+        cnx.waiting.append(on_ready)
+
+    def _open(self, url: str) -> _BrokerCnx | None:
+        try:
+            host, port = parse_pulsar_url(url)
+        except InvalidUrl:
+            return None
+        cnx = _BrokerCnx(url, DEFAULT_MAX_MESSAGE_SIZE + MAX_FRAME_OVERHEAD)
+        try:
+            sock = socket.create_connection((host, port), timeout=self.connection_timeout)
+        except OSError as exc:
+            log.info("cannot connect to %s: %s", url, exc)
+            return None
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        cnx.sock = sock
+        self._cnxs[url] = cnx
+        self._by_fd[sock.fileno()] = cnx
+        assert self._poller is not None
+        self._poller.register(sock.fileno(), zmq.POLLIN)
+        try:
+            cnx.outbox.append(encode_command(self._connect_command()))
+        except PulsarException as exc:
+            self._drop(cnx, exc)
+            raise
+        return cnx
+
+    def _connect_command(self) -> pb.BaseCommand:
+        command = pb.BaseCommand(type=_T.CONNECT)
+        c = command.connect
+        c.client_version = CLIENT_VERSION
+        c.protocol_version = PROTOCOL_VERSION
+        token = self._token()
+        if token is not None:
+            c.auth_method_name = "token"
+            c.auth_data = token.encode()
+        elif self.auth_method is not None:
+            c.auth_method_name, data = self.auth_method
+            c.auth_data = data.encode() if isinstance(data, str) else data
+        return command
+
+    def _token(self) -> str | None:
+        token = self.auth_token
+        if callable(token):
+            try:
+                token = token()
+            except Exception as exc:
+                raise ErrorGettingAuthenticationData(
+                    f"the authentication token supplier failed: {exc}") from None
+        return token
+
+    def _transport_open(self, poller: zmq.Poller) -> None:
+        self._poller = poller
+
+    def _transport_ready(self, ready: dict[Any, int]) -> None:
+        for fd, events in ready.items():
+            cnx = self._by_fd.get(fd) if type(fd) is int else None
+            if cnx is None:
+                continue
+            if events & zmq.POLLOUT:
+                self._write(cnx)
+            if events & zmq.POLLIN:
+                self._read_cnx(cnx)
+
+    def _transport_flush(self) -> None:
+        for cnx in list(self._cnxs.values()):
+            if cnx.outbox and cnx.sock is not None:
+                self._write(cnx)
+
+    def _transport_close(self) -> None:
+        for cnx in list(self._cnxs.values()):
+            self._drop(cnx, AlreadyClosed("the client was closed"), notify=False)
+
+    def _write(self, cnx: _BrokerCnx) -> None:
+        sock = cnx.sock
+        if sock is None:
+            return
+        data = cnx.unsent + b"".join(cnx.outbox) if cnx.outbox else cnx.unsent
+        cnx.outbox.clear()
+        try:
+            sent = sock.send(data) if data else 0
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as exc:
+            self._drop(cnx, ConnectError(f"connection to {cnx.url} lost: {exc}"))
+            return
+        cnx.unsent = data[sent:]
+        assert self._poller is not None
+        self._poller.modify(sock.fileno(), zmq.POLLIN | (zmq.POLLOUT if cnx.unsent else 0))
+
+    def _read_cnx(self, cnx: _BrokerCnx) -> None:
+        sock = cnx.sock
+        if sock is None:
+            return
+        try:
+            data = sock.recv(1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            data = b""
+            log.info("connection to %s lost: %s", cnx.url, exc)
+        if not data:
+            self._drop(cnx, ConnectError(f"connection to {cnx.url} closed"))
+            return
+        try:
+            frames = cnx.decoder.feed(data)
+        except FrameError as exc:
+            log.warning("bad frame from %s: %s", cnx.url, exc)
+            self._drop(cnx, ConnectError(f"bad frame from {cnx.url}: {exc}"))
+            return
+        # A burst's MESSAGEs reach each consumer as one list (one queue hand-over, not one
+        # per entry); any other command first delivers what came before it, in order.
+        deliveries: dict[int, list[tuple[tuple, bytes, bytes]]] = {}
+        for frame in frames:
+            cmd = frame.command
+            if cmd.type == _T.MESSAGE and frame.checksum_ok:
+                m = cmd.message
+                mid = m.message_id
+                ack_set = words_to_bits(m.ack_set) if m.ack_set else None
+                entry = (_signed(mid.ledgerId), _signed(mid.entryId), mid.partition,
+                         m.redelivery_count, ack_set)
+                deliveries.setdefault(m.consumer_id, []).append(
+                    (entry, frame.metadata, frame.payload))
+                continue
+            if deliveries:
+                self._deliver(deliveries)
+                deliveries = {}
+            try:
+                self._dispatch_frame(cnx, frame)
+            except Exception:
+                log.exception("error handling a command from %s", cnx.url)
+        if deliveries:
+            self._deliver(deliveries)
+
+    def _deliver(self, deliveries: dict[int, list[tuple[tuple, bytes, bytes]]]) -> None:
+        for consumer_id, entries in deliveries.items():
+            handler = self._consumers.get(consumer_id)
+            if handler is None:
+                continue
+            try:
+                handler.on_entries(entries)
+            except Exception:
+                log.exception("error delivering messages to consumer %d", consumer_id)
+
+    def _drop(self, cnx: _BrokerCnx, error: BaseException, notify: bool = True) -> None:
+        """Close a socket: waiting requests fail, its producers and consumers reconnect."""
+        if self._cnxs.get(cnx.url) is cnx:
+            del self._cnxs[cnx.url]
+        sock, cnx.sock = cnx.sock, None
+        if sock is not None:
+            self._by_fd.pop(sock.fileno(), None)
+            with contextlib.suppress(KeyError, zmq.ZMQError, ValueError):
+                assert self._poller is not None
+                self._poller.unregister(sock.fileno())
+            sock.close()
+        waiting, cnx.waiting = cnx.waiting, []
+        for on_ready in waiting:
+            on_ready(error)
+        lost = [rid for rid, (owner, _) in self._requests.items() if owner is cnx]
+        for rid in lost:  # answered as Pulsar's client does: ServiceNotReady (retriable)
+            _, on_reply = self._requests.pop(rid)
+            command = pb.BaseCommand(type=_T.ERROR)
+            command.error.request_id = rid
+            command.error.error = pb.ServiceNotReady
+            command.error.message = str(error)
+            on_reply(Frame(command))
+        if not notify:
+            return
+        for producer_id in list(cnx.producers):
+            self._producer_lost(cnx, producer_id)
+        for consumer_id in list(cnx.consumers):
+            self._consumer_lost(cnx, consumer_id)
+
+    def _producer_lost(self, cnx: _BrokerCnx, producer_id: int) -> None:
+        """The broker closed the producer, or its socket is gone: it creates itself again."""
+        cnx.producers.discard(producer_id)
+        self._producer_cnx.pop(producer_id, None)
+        self._push(self._producers, "CLOSE_PRODUCER", producer_id=producer_id,
+                   reason="reconnect")
+
+    def _consumer_lost(self, cnx: _BrokerCnx, consumer_id: int) -> None:
+        cnx.consumers.discard(consumer_id)
+        self._consumer_cnx.pop(consumer_id, None)
+        self._push(self._consumers, "CLOSE_CONSUMER", consumer_id=consumer_id,
+                   reason="reconnect")
+
+    @staticmethod
+    def _push(handlers: dict[int, Any], name: str, **fields: Any) -> None:
+        """Hand a push to its producer's or consumer's ``on_<name>`` (if it is still open)."""
+        ident = fields.get("producer_id", fields.get("consumer_id"))
+        handler = handlers.get(ident)
+        if handler is not None:
+            getattr(handler, f"on_{name.lower()}")(Command(name, 0, fields))
+
+    # -- I/O thread: what the brokers send ------------------------------------------------
+
+    def _dispatch_frame(self, cnx: _BrokerCnx, frame: Frame) -> None:
+        cmd = frame.command
+        t = cmd.type
+        if t == _T.MESSAGE:  # its checksum failed (good ones go through _deliver)
+            handler = self._consumers.get(cmd.message.consumer_id)
+            log.warning("dropped a message with a bad checksum from %s", cnx.url)
+            if handler is not None:
+                handler.add_permits(1)
+            return
+        if t == _T.SEND_RECEIPT:
+            r = cmd.send_receipt
+            mid = r.message_id
+            self._push(self._producers, "SEND_RECEIPT", producer_id=r.producer_id,
+                       sequence_id=r.sequence_id,
+                       message_id=[_signed(mid.ledgerId), _signed(mid.entryId), mid.partition])
+            return
+        if t == _T.SEND_ERROR:
+            e = cmd.send_error
+            self._push(self._producers, "SEND_ERROR", producer_id=e.producer_id,
+                       sequence_id=e.sequence_id, code=pb.ServerError.Name(e.error),
+                       message=e.message)
+            return
+        if t == _T.PING:
+            cnx.outbox.append(encode_command(pb.BaseCommand(type=_T.PONG)))
+            return
+        if t == _T.CONNECTED:
+            cnx.ready = True
+            if cmd.connected.max_message_size > 0:
+                cnx.max_message_size = cmd.connected.max_message_size
+                cnx.decoder.max_frame_size = cnx.max_message_size + MAX_FRAME_OVERHEAD
+                if cnx.url == self.service_url:
+                    self.max_message_size = cnx.max_message_size
+            waiting, cnx.waiting = cnx.waiting, []
+            for on_ready in waiting:
+                on_ready(None)
+            return
+        if t == _T.AUTH_CHALLENGE:
+            command = pb.BaseCommand(type=_T.AUTH_RESPONSE)
+            command.authResponse.client_version = CLIENT_VERSION
+            command.authResponse.protocol_version = PROTOCOL_VERSION
+            token = self._token()
+            command.authResponse.response.auth_method_name = "token"
+            command.authResponse.response.auth_data = (token or "").encode()
+            cnx.outbox.append(encode_command(command))
+            return
+        if t == _T.CLOSE_PRODUCER:
+            self._producer_lost(cnx, cmd.close_producer.producer_id)
+            return
+        if t == _T.CLOSE_CONSUMER:
+            self._consumer_lost(cnx, cmd.close_consumer.consumer_id)
+            return
+        if t == _T.ACTIVE_CONSUMER_CHANGE:
+            a = cmd.active_consumer_change
+            self._push(self._consumers, "ACTIVE_CONSUMER_CHANGE", consumer_id=a.consumer_id,
+                       is_active=a.is_active)
+            return
+        if t == _T.REACHED_END_OF_TOPIC:
+            self._push(self._consumers, "REACHED_END_OF_TOPIC",
+                       consumer_id=cmd.reachedEndOfTopic.consumer_id)
+            return
+        if t == _T.PONG:
+            return
+        if t == _T.ERROR and not cnx.ready:  # the CONNECT was refused (e.g. authentication)
+            self._drop(cnx, _error(cmd.error.error, cmd.error.message))
+            return
+        rid = _request_id(cmd)
+        pending = self._requests.pop(rid, None) if rid is not None else None
+        if pending is not None:
+            pending[1](frame)
+        elif t == _T.ERROR:
+            log.warning("broker error: %s: %s", pb.ServerError.Name(cmd.error.error),
+                        cmd.error.message)
+
+
+_REPLY_FIELDS = {
+    _T.SUCCESS: "success", _T.ERROR: "error", _T.PRODUCER_SUCCESS: "producer_success",
+    _T.LOOKUP_RESPONSE: "lookupTopicResponse",
+    _T.PARTITIONED_METADATA_RESPONSE: "partitionMetadataResponse",
+    _T.GET_LAST_MESSAGE_ID_RESPONSE: "getLastMessageIdResponse",
+    _T.GET_TOPICS_OF_NAMESPACE_RESPONSE: "getTopicsOfNamespaceResponse",
+}
+
+
+def _request_id(cmd: pb.BaseCommand) -> int | None:
+    field = _REPLY_FIELDS.get(cmd.type)
+    return None if field is None else getattr(cmd, field).request_id
+
+
+def _signed(value: int) -> int:
+    """Pulsar's uint64 ids as the signed longs Java and pulsarlab use (-1 stays -1)."""
+    return value - (1 << 64) if value >> 63 else value
+
+
+def _error(code: int, message: str) -> PulsarException:
+    name = pb.ServerError.Name(code) if code in pb.ServerError.values() else "UnknownError"
+    return exception_for(name, message)
+
+
+def _reply(future: concurrent.futures.Future, frame: Frame) -> None:
+    cmd = frame.command
+    if future.done():
+        return
+    if cmd.type == _T.ERROR:
+        future.set_exception(_error(cmd.error.error, cmd.error.message))
+    else:
+        future.set_result(Command("SUCCESS", 0, {}))
+
+
+def _settle(future: concurrent.futures.Future, err: BaseException | None) -> None:
+    if future.done():
+        return
+    if err is None:
+        future.set_result(None)
+    else:
+        future.set_exception(err)
+

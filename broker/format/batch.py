@@ -1,0 +1,256 @@
+"""Batch payloads in the two layouts an entry may hold, and the message on its way out.
+
+**Pulsar's layout** (what Pulsar's clients send and the broker stores as is): for each
+message, in batch-index order, ``[size u32][SingleMessageMetadata][payload]`` (sizes
+big-endian); compression, if any, applies to the whole payload. :func:`encode_pulsar_batch`
+lays it out (the ``SingleMessageMetadata`` written by hand: a handful of varints, three
+times cheaper than a protobuf object per message) and :func:`pulsar_batch_items` reads it.
+
+**pulsarlab's first layout** (still readable; what ZeroMQ producers wrote)::
+
+    msgpack list, one item per message, in batch-index order:
+        [properties: map str->str | nil, partition_key: str | nil, ordering_key: bin | nil,
+         event_time: int (ms, 0 = unset), sequence_id: int, null_value: bool, payload: bin]
+
+Both readers return the same checked item tuples ``(properties (dict | None),
+partition_key (str | None), ordering_key (bytes | None), event_time (int), sequence_id
+(int), null_value (bool), payload (bytes))``: the consumer's hot path makes no object per
+message beyond that tuple. Malformed input is a ``ValueError`` naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+from google.protobuf.message import DecodeError
+
+from ..pulsar_protocol.PulsarApi_pb2 import SingleMessageMetadata
+
+__all__ = [
+    "Item",
+    "OutgoingMessage",
+    "batch_items",
+    "decode_batch",
+    "decode_pulsar_batch",
+    "encode_batch",
+    "encode_pulsar_batch",
+    "pulsar_batch_items",
+]
+
+_U32 = struct.Struct(">I")
+_U64 = (1 << 64) - 1
+
+
+@dataclass(slots=True)
+class OutgoingMessage:
+    """One message on its way out (the producer-side view); ``handle`` is opaque here."""
+
+    payload: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+    partition_key: str | None = None
+    ordering_key: bytes | None = None
+    event_time: int = 0
+    sequence_id: int = 0
+    null_value: bool = False
+    deliver_at_time: int = 0
+    handle: Any = None
+
+    @property
+    def size(self) -> int:
+        return len(self.payload)
+
+    @property
+    def batch_key(self) -> bytes | str | None:
+        """The key a KEY_BASED container groups by: ordering key, else partition key."""
+        return self.ordering_key if self.ordering_key is not None else self.partition_key
+
+
+def encode_batch(messages: list[OutgoingMessage]) -> bytes:
+    """The batch payload for ``messages`` (see the module docstring)."""
+    return msgpack.packb(
+        [
+            [
+                m.properties or None,
+                m.partition_key,
+                m.ordering_key,
+                m.event_time,
+                m.sequence_id,
+                m.null_value,
+                m.payload,
+            ]
+            for m in messages
+        ],
+        use_bin_type=True,
+    )
+
+
+_ITEM_SHAPE = ("each batch item is [properties, partition_key, ordering_key, event_time, "
+               "sequence_id, null_value, payload]")
+
+
+Item = tuple[dict[str, str] | None, str | None, bytes | None, int, int, bool, bytes]
+
+
+def batch_items(payload: bytes, num_messages: int | None = None) -> list[Item]:
+    """The items of a batch payload as checked tuples ``(properties (dict | None), partition_key
+    (str | None), ordering_key (bytes | None), event_time (int), sequence_id (int),
+    null_value (bool), payload (bytes))``; ``ValueError`` if it is malformed.
+
+    The consumer's hot path: no object per message beyond msgpack's own tuple (which the
+    garbage collector stops tracking when it holds no properties map).
+    """
+    try:
+        items = msgpack.unpackb(payload, raw=False, use_list=False)
+    except Exception as exc:  # msgpack raises several unrelated types on garbage
+        raise ValueError(f"batch payload is not valid msgpack ({type(exc).__name__})") from None
+    if type(items) is not tuple:
+        raise ValueError("batch payload must be a list")
+    if num_messages is not None and len(items) != num_messages:
+        raise ValueError(f"batch holds {len(items)} messages, metadata says {num_messages}")
+    out = list(items)
+    for i, item in enumerate(out):
+        if type(item) is not tuple or len(item) != 7:
+            raise ValueError(_ITEM_SHAPE)
+        props, pkey, okey, event_time, seq, null, data = item
+        if ((props is not None and type(props) is not dict) or type(data) is not bytes
+                or type(seq) is not int or type(event_time) is not int or type(null) is not bool
+                or (pkey is not None and type(pkey) is not str)
+                or (okey is not None and type(okey) is not bytes)):
+            out[i] = _normalised(item)
+    return out
+
+
+def _normalised(item: tuple[Any, ...]) -> Item:
+    """One item with its fields coerced to their types (``ValueError`` if impossible)."""
+    props, pkey, okey, event_time, seq, null, data = item
+    try:
+        return (
+            {str(k): str(v) for k, v in dict(props or {}).items()} or None,
+            None if pkey is None else str(pkey),
+            None if okey is None else bytes(okey),
+            int(event_time or 0),
+            int(seq),
+            bool(null),
+            bytes(data),
+        )
+    except (TypeError, ValueError):
+        raise ValueError(_ITEM_SHAPE) from None
+
+
+def decode_batch(payload: bytes, num_messages: int | None = None) -> list[OutgoingMessage]:
+    """The messages of a batch payload; ``ValueError`` if it is malformed."""
+    return [
+        OutgoingMessage(payload=data, properties=props or {}, partition_key=pkey,
+                        ordering_key=okey,
+                        event_time=event_time, sequence_id=seq, null_value=null)
+        for props, pkey, okey, event_time, seq, null, data in batch_items(payload, num_messages)
+    ]
+
+
+def _varint(value: int) -> bytes:
+    """Protobuf's base-128 varint of a non-negative int."""
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _length_delimited(tag: int, data: bytes) -> bytes:
+    return bytes((tag,)) + _varint(len(data)) + data
+
+
+def single_message_metadata(m: OutgoingMessage) -> bytes:
+    """The serialized ``SingleMessageMetadata`` of one batched message (fields in number
+    order, as protobuf writes them, so the bytes equal ``SerializeToString``'s)."""
+    parts = []
+    if m.properties:
+        for key, value in m.properties.items():
+            kv = _length_delimited(0x0A, key.encode()) + _length_delimited(0x12, value.encode())
+            parts.append(_length_delimited(0x0A, kv))
+    if m.partition_key is not None:
+        parts.append(_length_delimited(0x12, m.partition_key.encode()))
+    parts.append(b"\x18" + _varint(len(m.payload)))
+    if m.event_time:
+        parts.append(b"\x28" + _varint(m.event_time & _U64))
+    if m.ordering_key is not None:
+        parts.append(_length_delimited(0x3A, m.ordering_key))
+    parts.append(b"\x40" + _varint(m.sequence_id & _U64))
+    if m.null_value:
+        parts.append(b"\x48\x01")
+    return b"".join(parts)
+
+
+def encode_pulsar_batch(messages: list[OutgoingMessage]) -> bytes:
+    """The batch payload for ``messages`` in Pulsar's layout."""
+    parts = []
+    pack = _U32.pack
+    for m in messages:
+        if not m.properties and m.partition_key is None and m.ordering_key is None:
+            # The common case, inline: payload_size, event_time, sequence_id, null_value.
+            meta = b"\x18" + _varint(len(m.payload))
+            if m.event_time:
+                meta += b"\x28" + _varint(m.event_time & _U64)
+            meta += b"\x40" + _varint(m.sequence_id & _U64)
+            if m.null_value:
+                meta += b"\x48\x01"
+        else:
+            meta = single_message_metadata(m)
+        parts += (pack(len(meta)), meta, m.payload)
+    return b"".join(parts)
+
+
+def pulsar_batch_items(payload: bytes, num_messages: int) -> list[Item]:
+    """The items of a batch payload in Pulsar's layout (see the module docstring)."""
+    out: list[Item] = []
+    offset = 0
+    end = len(payload)
+    view = memoryview(payload)
+    single = SingleMessageMetadata()
+    parse = single.ParseFromString
+    unpack = _U32.unpack_from
+    for index in range(num_messages):
+        if offset + 4 > end:
+            raise ValueError(f"the batch ends before its message {index}")
+        (size,) = unpack(view, offset)
+        start = offset + 4
+        offset = start + size
+        if offset > end:
+            raise ValueError(f"message {index}'s metadata runs past the end of the batch")
+        try:
+            parse(view[start:offset])
+        except DecodeError as exc:
+            raise ValueError(f"message {index}'s metadata does not parse: {exc}") from None
+        length = single.payload_size
+        if length < 0 or offset + length > end:
+            raise ValueError(f"message {index}'s payload runs past the end of the batch")
+        data = payload[offset : offset + length]
+        offset += length
+        props = single.properties
+        out.append((
+            {kv.key: kv.value for kv in props} if props else None,
+            single.partition_key if single.HasField("partition_key") else None,
+            single.ordering_key if single.HasField("ordering_key") else None,
+            single.event_time,
+            single.sequence_id,
+            single.null_value,
+            data,
+        ))
+    return out
+
+
+def decode_pulsar_batch(payload: bytes, num_messages: int) -> list[OutgoingMessage]:
+    """The messages of a batch payload in Pulsar's layout; ``ValueError`` if malformed."""
+    return [
+        OutgoingMessage(payload=data, properties=props or {}, partition_key=pkey,
+                        ordering_key=okey, event_time=event_time, sequence_id=seq,
+                        null_value=null)
+        for props, pkey, okey, event_time, seq, null, data
+        in pulsar_batch_items(payload, num_messages)
+    ]
