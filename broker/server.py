@@ -45,6 +45,8 @@ from .service import BrokerService
 from .settings import BrokerSettings
 from .storage import open_storage
 from .tls import TlsConnection, server_context, tls_enabled
+from .transports import hand_out
+from .transports.zmq import ZmqTransport, is_pulsar_frame
 from .web import WebServer
 from .zap import EVENTS_DOMAIN, ZapHandler
 from .zmq_session import ServerCnx, ZmqProtocol
@@ -77,6 +79,38 @@ class PulsarListener:
     @property
     def scheme(self) -> str:
         return "pulsar+ssl" if self.tls_context is not None else "pulsar"
+
+    def flush(self, session: PulsarSession) -> None:
+        """Write what ``session`` queued; close its TCP connection if it closed."""
+        identity = session.route
+        data = session.data_to_send()
+        tls = self.tls.get(identity)
+        if tls is not None:
+            try:
+                tls.send(data)
+            except ssl.SSLError:  # the TLS session already failed: nothing more goes out
+                session.closed = True
+            data = tls.data_to_send()
+        if data:
+            self.send(identity, data, session.closed)
+        if session.closed:
+            self.send(identity, b"", True)  # closes the TCP connection
+            self.sessions.pop(identity, None)
+            self.tls.pop(identity, None)
+            if len(self.closed) >= _MAX_CLOSED:
+                del self.closed[next(iter(self.closed))]
+            self.closed[identity] = None
+
+    def send(self, identity: bytes, data: bytes, closing: bool = False) -> None:
+        """Never blocking: a peer that is going away makes a blocking send wait forever.
+        The last bytes to a connection being closed (its reason is logged already) may
+        find the peer gone; that is not worth a second log line."""
+        try:
+            self.socket.send(identity, _SNDMORE | _NOBLOCK)
+            self.socket.send(data, _NOBLOCK, len(data) < _ZERO_COPY_MIN)
+        except zmq.ZMQError as exc:
+            (log.debug if closing else log.info)(
+                "could not send to a %s:// client (%s); it is gone", self.scheme, exc)
 
 
 class Broker:
@@ -187,7 +221,9 @@ class Broker:
     @property
     def dropped_from_refused(self) -> int:
         """Messages dropped from ZeroMQ connections refused earlier (authentication)."""
-        return self.zmq.dropped_from_refused if self.zmq is not None else 0
+        if self.zmq is None:
+            return 0
+        return self.zmq.dropped_from_refused + self.zmq_pulsar.dropped_from_refused
 
     @property
     def events_url(self) -> str:
@@ -396,7 +432,12 @@ class Broker:
         self.zmq = ZmqProtocol(
             self.service, self.settings, self.authenticator,
             send=self._send, flush=self._flush_actions, now_ms=self.clock.now_ms,
-            open_connections=lambda: len(self.zmq.connections) + self._pulsar_connections(),
+            open_connections=self._open_connections,
+        )
+        self.zmq_pulsar = ZmqTransport(
+            self._send_message, self._new_session, settings=self.settings,
+            open_connections=self._open_connections, now_ms=self.clock.now_ms,
+            tie_to_socket=self._monitor is not None,
         )
         self.admin = self.zmq.admin
         # Saved with the topics' metadata; shared by pulsar:// sessions and REST.
@@ -430,8 +471,28 @@ class Broker:
             return stream, port
         return stream, stream.bind_to_random_port(f"tcp://{self.host}")
 
-    def _pulsar_connections(self) -> int:
-        return sum(len(listener.sessions) for listener in self._listeners)
+    def _open_connections(self) -> int:
+        """Every client connection served, on every transport (``max_connections``)."""
+        return (len(self.zmq.connections) + len(self.zmq_pulsar.sessions)
+                + sum(len(listener.sessions) for listener in self._listeners))
+
+    def _new_session(self, *, sender: Any, route: bytes, peer: str = "") -> PulsarSession:
+        """A Pulsar connection's session, whichever transport carries it."""
+        assert self.service is not None
+        return PulsarSession(
+            self.service,
+            settings=self.settings,
+            authenticator=self.authenticator,
+            authorizer=self.admin.authorizer,
+            schemas=self.schemas,
+            exclusive_producers=self._exclusive_producers,
+            service_url=self.pulsar_url,
+            now_ms=self.clock.now_ms,
+            peer=peer,
+            listeners=self.advertised,
+            sender=sender,
+            route=route,
+        )
 
     def _teardown(self) -> None:
         try:
@@ -492,6 +553,9 @@ class Broker:
         """
         recv = self.router.recv
         handle = self.zmq.handle
+        pulsar = self.zmq_pulsar
+        pulsar_peers = pulsar.sessions
+        msgpack_peers = self.zmq.connections
         now_ms = self.clock.now_ms()  # "last seen" for every command of the burst
         monitor = self._monitor
         for _ in range(_BURST):
@@ -500,6 +564,19 @@ class Broker:
             except zmq.Again:
                 return
             header = recv(copy=False)
+            if identity in pulsar_peers or (
+                identity not in msgpack_peers
+                and (pulsar.serves(identity) or is_pulsar_frame(header.buffer))
+            ):
+                if monitor is not None:
+                    self._check_sessions()
+                parts = 1
+                if header.more:  # one message is one frame: the session refuses more
+                    parts += 1
+                    while recv(copy=False).more:
+                        parts += 1
+                pulsar.receive(identity, header, parts)
+                continue
             if header.more:  # a SEND is header and payload: read without a loop
                 payload = recv(copy=False)
                 frames = [identity, header, payload]
@@ -551,29 +628,17 @@ class Broker:
             except Exception:  # a bug must cost this connection, never the broker
                 log.exception("internal error on a pulsar:// connection; closing it")
                 session.connection_lost()
-            self._flush_session(listener, identity, session)
+            listener.flush(session)
 
     def _accept(self, listener: PulsarListener, identity: bytes) -> None:
         """A new pulsar:// (or pulsar+ssl://) connection: its session, or a refusal."""
         try:
-            check_connections(self.settings,
-                              len(self.zmq.connections) + self._pulsar_connections())
+            check_connections(self.settings, self._open_connections() + 1)
         except PulsarLabError as exc:
             log.info("refused a %s:// connection: %s", listener.scheme, exc)
-            self._stream_send(listener, identity, b"")
+            listener.send(identity, b"")
             return
-        assert self.service is not None
-        listener.sessions[identity] = PulsarSession(
-            self.service,
-            settings=self.settings,
-            authenticator=self.authenticator,
-            authorizer=self.admin.authorizer,
-            schemas=self.schemas,
-            exclusive_producers=self._exclusive_producers,
-            service_url=self.pulsar_url,
-            now_ms=self.clock.now_ms,
-            listeners=self.advertised,
-        )
+        listener.sessions[identity] = self._new_session(sender=listener, route=identity)
         if listener.tls_context is not None:
             listener.tls[identity] = TlsConnection(listener.tls_context)
 
@@ -593,39 +658,6 @@ class Broker:
         if tls.handshake_done and session.peer_certificate is None:
             session.peer_certificate = tls.peer_certificate()
         return plain
-
-    def _flush_session(self, listener: PulsarListener, identity: bytes,
-                       session: PulsarSession) -> None:
-        data = session.data_to_send()
-        tls = listener.tls.get(identity)
-        if tls is not None:
-            try:
-                tls.send(data)
-            except ssl.SSLError:  # the TLS session already failed: nothing more goes out
-                session.closed = True
-            data = tls.data_to_send()
-        if data:
-            self._stream_send(listener, identity, data, session.closed)
-        if session.closed:
-            self._stream_send(listener, identity, b"", True)  # closes the TCP connection
-            listener.sessions.pop(identity, None)
-            listener.tls.pop(identity, None)
-            if len(listener.closed) >= _MAX_CLOSED:
-                del listener.closed[next(iter(listener.closed))]
-            listener.closed[identity] = None
-
-    @staticmethod
-    def _stream_send(listener: PulsarListener, identity: bytes, data: bytes,
-                     closing: bool = False) -> None:
-        """Never blocking: a peer that is going away makes a blocking send wait forever.
-        The last bytes to a connection being closed (its reason is logged already) may
-        find the peer gone; that is not worth a second log line."""
-        try:
-            listener.socket.send(identity, _SNDMORE | _NOBLOCK)
-            listener.socket.send(data, _NOBLOCK, len(data) < _ZERO_COPY_MIN)
-        except zmq.ZMQError as exc:
-            (log.debug if closing else log.info)(
-                "could not send to a %s:// client (%s); it is gone", listener.scheme, exc)
 
     @staticmethod
     def _poll_nowait(sock: zmq.Socket) -> bool:
@@ -695,25 +727,21 @@ class Broker:
         except zmq.ZMQError as exc:
             log.warning("could not send to a client: %s", exc)
 
+    def _send_message(self, identity: bytes, message: bytes) -> None:
+        """One message (a Pulsar frame, or the empty close notice) to a ZeroMQ peer."""
+        send = self._router_send
+        try:
+            send(identity, _SNDMORE)
+            send(message, 0, len(message) < _ZERO_COPY_MIN)
+        except zmq.ZMQError as exc:
+            log.warning("could not send to a client: %s", exc)
+
     # -- actions and heart-beats ----------------------------------------------------------
 
     def _flush_actions(self) -> None:
-        """Hand the core's actions out: frames for ZeroMQ clients and pulsar:// ones."""
+        """Hand the core's actions out, each to its own connection (its transport writes)."""
         assert self.service is not None
-        touched: set[PulsarSession] = set()
-
-        def to_pulsar(action: Any) -> None:
-            session = action.conn
-            if type(session) is PulsarSession:
-                session.handle_action(action)
-                touched.add(session)
-
-        self.zmq.handle_actions(self.service.take_actions(), to_pulsar)
-        if touched:
-            for listener in self._listeners:
-                for identity, session in list(listener.sessions.items()):
-                    if session in touched:
-                        self._flush_session(listener, identity, session)
+        hand_out(self.service.take_actions(), self.zmq.handle_actions)
 
     def _check_sessions(self) -> None:
         """Drop authenticated connections whose TCP socket closed (monitor events)."""
@@ -733,6 +761,7 @@ class Broker:
             for conn in [c for c in connections.values() if c.fd == fd]:
                 self.service.close_connection(conn)
                 del connections[conn.identity]
+            self.zmq_pulsar.socket_closed(fd)
 
     def _heartbeat(self) -> None:
         if self._monitor is not None:
@@ -741,13 +770,16 @@ class Broker:
         if now >= self._next_auth_check:
             self._next_auth_check = now + self._auth_check_ms
             for listener in self._listeners if self.authenticator.enabled else ():
-                for identity, session in list(listener.sessions.items()):
+                for session in list(listener.sessions.values()):
                     session.check_authentication()
-                    self._flush_session(listener, identity, session)
+                    listener.flush(session)
+            if self.authenticator.enabled:
+                self.zmq_pulsar.check_authentication()
         if now < self._next_ping:
             return
         self._next_ping = now + self.keep_alive_ms
         self.zmq.forget_refused(now - 2 * self.keep_alive_ms)  # ignored for two periods
+        self.zmq_pulsar.forget_refused(now - 2 * self.keep_alive_ms)
         assert self.service is not None
         connections = self.zmq.connections
         for identity, conn in list(connections.items()):
@@ -758,7 +790,8 @@ class Broker:
             else:
                 self._send(conn, wire.encode("PING"))
         for listener in self._listeners:
-            for identity, session in list(listener.sessions.items()):
+            for session in list(listener.sessions.values()):
                 session.ping(self.keep_alive_ms)
-                self._flush_session(listener, identity, session)
+                listener.flush(session)
+        self.zmq_pulsar.ping(self.keep_alive_ms)
 

@@ -11,8 +11,6 @@ them). Its sibling for Pulsar's binary protocol is :class:`~.pulsar_protocol.Pul
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +37,8 @@ from .pulsar_protocol.metadata import pulsar_entry_for_zmq, raw_for_zmq
 from .security import Authenticator
 from .service import BrokerService
 from .settings import BrokerSettings
+from .transports.zmq import peer_address as _peer_address
+from .transports.zmq import source_fd as _source_fd
 
 log = logging.getLogger("pulsarlab.broker.server")
 
@@ -482,9 +482,8 @@ class ZmqProtocol:
             raise ConsumerNotFound(f"consumer {client_id} is not open on this connection")
         return core_id
 
-    def handle_actions(self, actions: list, foreign: Callable[[Any], None]) -> None:
-        """Frames for the core's actions, in order; actions for connections that are not
-        ZeroMQ ones (pulsar:// sessions) go to ``foreign``.
+    def handle_actions(self, actions: list) -> None:
+        """Frames for the core's actions to this protocol's connections, in order.
 
         Consecutive receipts for one producer travel as one ``SEND_RECEIPTS`` message, and
         consecutive deliveries to one consumer as one ``MESSAGE`` (the dispatcher hands
@@ -511,10 +510,6 @@ class ZmqProtocol:
                 continue
             receipt_conn = None
             conn = action.conn
-            if type(conn) is not ServerCnx:
-                if conn is not None:
-                    foreign(action)
-                continue
             if conn.identity not in connections:
                 continue
             kind = type(action)
@@ -699,30 +694,6 @@ def _zmq_layout(
                     type(exc).__name__, exc)
         metadata, payload = raw_for_zmq(metadata, payload)
     return encode_entry(metadata, payload)
-
-
-def _source_fd(frame: Any) -> int | None:
-    """The TCP socket a frame came over (``zmq.SRCFD``), if ZeroMQ tells."""
-    try:
-        return frame.get(zmq.SRCFD) if isinstance(frame, zmq.Frame) else None
-    except zmq.ZMQError:
-        return None
-
-
-def _peer_address(frame: Any) -> str:
-    """``/host:port`` of the TCP peer a frame came from, as Pulsar shows a client's
-    address; empty over ipc/inproc or when ZeroMQ does not tell."""
-    fd = _source_fd(frame)
-    if fd is None or fd < 0:
-        return ""
-    try:
-        with socket.socket(fileno=os.dup(fd)) as sock:
-            peer = sock.getpeername()
-    except OSError:
-        return ""
-    if isinstance(peer, tuple) and len(peer) >= 2:
-        return f"/{peer[0]}:{peer[1]}"
-    return ""
 
 
 def _ranges(value: list) -> list[tuple[int, int]]:

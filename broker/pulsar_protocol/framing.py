@@ -35,6 +35,7 @@ __all__ = [
     "Frame",
     "FrameDecoder",
     "FrameError",
+    "decode_message",
     "encode_command",
     "encode_payload_command",
 ]
@@ -84,6 +85,25 @@ class FrameDecoder:
         if offset:
             del buffer[:offset]
         return frames
+
+
+def decode_message(data: bytes, max_frame_size: int, checksum_optional: bool = False
+                   ) -> Frame:
+    """The one frame a whole message carries (ZeroMQ: one message is one frame, byte for
+    byte as on TCP, size fields included); a message that is not exactly one valid frame
+    raises :class:`FrameError`."""
+    size = len(data)
+    if size < 8:
+        raise FrameError(f"a {size}-byte message is shorter than a frame's 8-byte header")
+    (total,) = _U32.unpack_from(data, 0)
+    if total != size - 4:
+        raise FrameError(
+            f"frame size {total} does not match the {size}-byte message that carries it "
+            "(one message is one whole frame)"
+        )
+    if total > max_frame_size:
+        raise FrameError(f"frame size {total} is outside 4..{max_frame_size} bytes")
+    return _decode_frame(data[4:], checksum_optional)
 
 
 def _decode_frame(frame: bytes, checksum_optional: bool = False) -> Frame:

@@ -55,6 +55,7 @@ from .framing import (
     Frame,
     FrameDecoder,
     FrameError,
+    decode_message,
     encode_command,
     encode_payload_command,
 )
@@ -140,7 +141,11 @@ class PulsarSession:
         now_ms: Callable[[], int],
         peer: str = "",
         listeners: AdvertisedListeners | None = None,
+        sender: Any = None,
+        route: bytes = b"",
     ) -> None:
+        """``sender`` is the transport that writes what this session queues (a
+        :class:`~..transports.CommandSender`), ``route`` its name for this connection."""
         self.service = service
         self.settings = settings
         self.authenticator = authenticator
@@ -151,6 +156,8 @@ class PulsarSession:
         self.listeners = listeners or AdvertisedListeners.parse("", url=service_url)
         self.now_ms = now_ms
         self.peer = peer
+        self.sender = sender
+        self.route = route
         # Until CONNECT succeeds a frame may be at most MAX_HANDSHAKE_FRAME bytes: an
         # unauthenticated peer cannot make the broker buffer a 5 MiB frame.
         self.decoder = FrameDecoder(MAX_HANDSHAKE_FRAME)
@@ -188,6 +195,34 @@ class PulsarSession:
             if self.closed:
                 return
             self._handle(frame)
+
+    def receive_frame(self, data: bytes) -> None:
+        """One whole frame, as a message transport (ZeroMQ) carries it: a message that is
+        not exactly one valid frame gets an ERROR and closes the connection."""
+        if self.closed:
+            return
+        self.last_seen_ms = self.now_ms()
+        try:
+            frame = decode_message(data, self.decoder.max_frame_size)
+        except FrameError as exc:
+            self._fail(f"invalid frame: {exc}")
+            return
+        self._handle(frame)
+
+    def fail(self, reason: str) -> None:
+        """The transport cannot read this connection any more: an ERROR saying why, and
+        the connection closes."""
+        if not self.closed:
+            self._fail(reason)
+
+    def frames_to_send(self) -> list[bytes]:
+        """Every frame queued since the last call, one by one (a message transport sends
+        each as its own message)."""
+        out = self._out
+        if not out:
+            return out
+        self._out = []
+        return out
 
     def data_to_send(self) -> bytes:
         """Everything queued for the socket since the last call."""

@@ -248,7 +248,7 @@ def test_consecutive_receipts_of_one_producer_are_packed_into_send_receipts():
         SendReceipt(10, a, 3, 5, 2, -1),  # after an error: its own message
         SendReceipt(12, other, 0, 7, 0, -1),
         SendReceipt(12, other, 1, 7, 1, -1),
-    ], foreign=lambda action: None)
+    ])
     shape = [(ident, cmd.name, cmd["producer_id"]) for ident, cmd in sent]
     assert shape == [
         (b"a", "SEND_RECEIPTS", 1), (b"a", "SEND_RECEIPT", 2), (b"a", "SEND_ERROR", 1),

@@ -31,6 +31,13 @@ def send_frame(producer_id: int, sequence_id: int, payload: bytes, **metadata: A
     return encode_payload_command(cmd, md.SerializeToString(), payload)
 
 
+class Buffered:
+    """A transport that leaves what a session queued in place (tests read it)."""
+
+    def flush(self, session: PulsarSession) -> None:
+        pass
+
+
 class Harness:
     """One core; sessions on it; what each session wrote, decoded."""
 
@@ -48,7 +55,7 @@ class Harness:
             self.service, settings=self.settings, authenticator=self.authenticator,
             authorizer=self.admin.authorizer, schemas=self.schemas,
             exclusive_producers=self.exclusive, service_url="pulsar://127.0.0.1:6650",
-            now_ms=self.clock.now_ms,
+            now_ms=self.clock.now_ms, sender=Buffered(),
         )
 
     def run(self, session: PulsarSession, data: bytes = b"") -> list[api.BaseCommand]:

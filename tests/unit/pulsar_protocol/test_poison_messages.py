@@ -22,6 +22,7 @@ from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
 from pulsarlab.broker.pulsar_protocol.framing import encode_payload_command
 from pulsarlab.broker.pulsar_protocol.metadata import from_pulsar, pulsar_entry_for_zmq
 from pulsarlab.broker.security import Authenticator
+from pulsarlab.broker.transports import hand_out
 from pulsarlab.broker.zmq_session import ZmqProtocol
 
 from .support import Harness, T, command, send_frame
@@ -48,8 +49,7 @@ class Both(Harness):
     def flush(self) -> list:
         """Commit and hand every action out; what the pulsar:// session wrote, as frames."""
         self.service.commit()
-        self.zmq.handle_actions(self.service.take_actions(),
-                                foreign=lambda action: action.conn.handle_action(action))
+        hand_out(self.service.take_actions(), self.zmq.handle_actions)
         return self.frames(self.s)
 
     def send_raw(self, data: bytes) -> list:

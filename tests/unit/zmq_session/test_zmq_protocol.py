@@ -26,7 +26,7 @@ class Peer:
 
     def flush(self) -> None:
         self.service.commit()
-        self.protocol.handle_actions(self.service.take_actions(), foreign=lambda a: None)
+        self.protocol.handle_actions(self.service.take_actions())
 
     def request(self, identity: bytes, name: str, request_id: int, payloads=(), **fields):
         self.sent.clear()
@@ -85,7 +85,7 @@ def test_deliveries_to_one_consumer_travel_as_one_message_in_core_order() -> Non
                              metadata={})
         peer.protocol.handle([b"c1", *frames], peer.clock.now_ms())
     peer.service.commit()
-    peer.protocol.handle_actions(peer.service.take_actions(), foreign=lambda a: None)
+    peer.protocol.handle_actions(peer.service.take_actions())
     peer.sent.clear()
     replies = peer.request(b"c1", "FLOW", 4, consumer_id=7, permits=100)
     messages = [cmd for _, name, cmd in replies if name == "MESSAGE"]
@@ -104,7 +104,7 @@ def test_deliveries_to_one_consumer_travel_as_one_message_in_core_order() -> Non
     assert [type(a).__name__ for a in actions] == [
         "SendReceipt", "Deliver", "SendReceipt", "Deliver"]
     peer.sent.clear()
-    peer.protocol.handle_actions(actions, foreign=lambda a: None)
+    peer.protocol.handle_actions(actions)
     assert [cmd.name for _, cmd in peer.sent] == [
         "SEND_RECEIPT", "MESSAGE", "SEND_RECEIPT", "MESSAGE"]
 

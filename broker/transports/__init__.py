@@ -1,0 +1,45 @@
+"""Transports: the codecs that carry Pulsar frames between sockets and sessions.
+
+Every client connection is one sans-I/O :class:`~..pulsar_protocol.PulsarSession` (the
+ServerCnx); a transport only moves its bytes. :mod:`.stream` carries them over TCP with
+Pulsar's length framing (pulsar://, pulsar+ssl://), :mod:`.zmq` one frame per ZeroMQ
+message over the broker's ROUTER socket. What a session queues leaves through the
+transport that owns it (its :attr:`~..pulsar_protocol.PulsarSession.sender`): the loop
+hands each core action to the connection it is addressed to, and that connection's own
+transport writes it — no transport routes for another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from ..pulsar_protocol import PulsarSession
+
+__all__ = ["CommandSender", "hand_out"]
+
+
+class CommandSender(Protocol):
+    """What owns a session's socket: writes out what the session queued."""
+
+    def flush(self, session: PulsarSession) -> None:
+        """Write the session's queued frames; close its connection if it closed."""
+
+
+def hand_out(actions: Iterable[Any], msgpack: Callable[[list], None]) -> None:
+    """Each core action to the connection it is addressed to, then each touched session's
+    frames out through its own transport. Actions for msgpack connections (pulsarlab's
+    client until it speaks Pulsar frames) go, in order, to ``msgpack``."""
+    legacy = []
+    touched: dict[PulsarSession, None] = {}
+    for action in actions:
+        conn = action.conn
+        if type(conn) is PulsarSession:
+            conn.handle_action(action)
+            touched[conn] = None
+        elif conn is not None:
+            legacy.append(action)
+    if legacy:
+        msgpack(legacy)
+    for session in touched:
+        session.sender.flush(session)

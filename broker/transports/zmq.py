@@ -1,0 +1,212 @@
+"""Pulsar's binary protocol over the broker's ZeroMQ ROUTER socket.
+
+One ZeroMQ message is one complete Pulsar frame, byte for byte as on TCP (total size,
+command size, ``BaseCommand``, and for SEND/MESSAGE the magic, checksum, metadata and
+payload). :class:`ZmqTransport` keeps one :class:`~..pulsar_protocol.PulsarSession` per
+DEALER routing id, feeds it the frames and writes what it answers back through the ROUTER.
+It owns what is ZeroMQ's own: an empty message closes a connection (the client's way to
+hang up; from the broker, the notice that it closed the connection, as a TCP close), a
+connection the broker closed or refused has its routing id ignored for a while (what it
+still sends is dropped, counted in :attr:`dropped_from_refused`), and with authentication
+on a session is tied to the TCP socket its CONNECT came over (:meth:`socket_closed`), so a
+peer that later claims the same routing id starts unauthenticated. CurveZMQ is the
+socket's business and needs nothing here.
+
+Until every client speaks Pulsar frames the ROUTER also serves the msgpack command wire
+(:mod:`..zmq_session`): :func:`is_pulsar_frame` tells the two apart by a peer's first
+message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import zmq
+
+from ..errors import PulsarLabError
+from ..limits import check_connections
+from ..pulsar_protocol import PulsarApi_pb2 as api
+from ..pulsar_protocol import PulsarSession
+from ..pulsar_protocol.framing import encode_command
+from ..pulsar_protocol.session import server_error
+
+log = logging.getLogger("pulsarlab.broker.zmq")
+
+__all__ = ["ZmqTransport", "is_pulsar_frame", "peer_address", "source_fd"]
+
+_MAX_IGNORED = 100_000  # routing ids ignored at once (oldest forgotten first)
+_U64 = (1 << 64) - 1
+_Frame = zmq.Frame
+
+
+def is_pulsar_frame(data: bytes) -> bool:
+    """Whether a peer's first message opens a Pulsar connection.
+
+    A Pulsar frame starts with its size as a big-endian u32: its first byte is 0x00 for any
+    frame under 16 MiB (the broker's frames are far smaller). A msgpack command header is a
+    map (0x80-0x8f, 0xde, 0xdf) and never starts with 0x00. The message is then checked as
+    a whole frame by the session, which answers a malformed one with a Pulsar ERROR.
+    """
+    return data[:1] == b"\x00"
+
+
+class ZmqTransport:
+    """Pulsar sessions of DEALER peers on one ROUTER socket (sans-I/O: frames out through
+    ``send(routing_id, message)``)."""
+
+    def __init__(
+        self,
+        send: Callable[[bytes, bytes], None],
+        new_session: Callable[..., PulsarSession],
+        *,
+        settings: Any,
+        open_connections: Callable[[], int],
+        now_ms: Callable[[], int],
+        tie_to_socket: bool,
+    ) -> None:
+        """``new_session(peer=..., sender=..., route=...)`` makes a session;
+        ``open_connections()`` counts every connection the broker serves, on any transport
+        (``max_connections``); ``tie_to_socket`` (authentication on) records which TCP
+        socket each session's messages come over."""
+        self.sessions: dict[bytes, PulsarSession] = {}
+        self.fds: dict[bytes, int] = {}  # routing id -> its TCP socket (tie_to_socket)
+        self.ignored: dict[bytes, int] = {}  # routing id -> when the broker closed it
+        self.dropped_from_refused = 0
+        self._send = send
+        self._new_session = new_session
+        self._settings = settings
+        self._open_connections = open_connections
+        self._now_ms = now_ms
+        self._tie = tie_to_socket
+
+    # -- reading --------------------------------------------------------------------------
+
+    def serves(self, identity: bytes) -> bool:
+        """Whether messages from ``identity`` are this transport's (a session or ignored)."""
+        return identity in self.sessions or identity in self.ignored
+
+    def receive(self, identity: bytes, message: Any, parts: int = 1) -> None:
+        """One message from ``identity`` (bytes or a ``zmq.Frame``, its first part when it
+        had ``parts`` of them): one Pulsar frame."""
+        session = self.sessions.get(identity)
+        if session is None:
+            if identity in self.ignored:
+                self.dropped_from_refused += 1
+                return
+            session = self._open(identity, message)
+            if session is None:
+                return
+        data = message.bytes if type(message) is _Frame else message
+        if not data:  # the client hangs up
+            self._forget(identity)
+            session.connection_lost()
+            return
+        connected = session.connected
+        try:
+            if parts != 1:
+                session.fail(f"a message of {parts} parts: one ZeroMQ message carries one "
+                             "whole Pulsar frame")
+            else:
+                session.receive_frame(data)
+        except Exception:  # a bug must cost this connection, never the broker
+            log.exception("internal error on a ZeroMQ Pulsar connection; closing it")
+            session.connection_lost()
+        if self._tie and not connected and session.connected:
+            fd = source_fd(message)
+            if fd is not None:
+                self.fds[identity] = fd
+        self.flush(session)
+
+    def _open(self, identity: bytes, message: Any) -> PulsarSession | None:
+        """A new connection's session, or a refusal (``max_connections``)."""
+        try:
+            check_connections(self._settings, self._open_connections() + 1)
+        except PulsarLabError as exc:
+            log.info("refused a ZeroMQ Pulsar connection: %s", exc)
+            command = api.BaseCommand(type=api.BaseCommand.ERROR, error=api.CommandError(
+                request_id=_U64, error=server_error(exc.code), message=str(exc)))
+            self._send(identity, encode_command(command))
+            self._send(identity, b"")
+            self._ignore(identity)
+            return None
+        session = self._new_session(peer=peer_address(message), sender=self, route=identity)
+        self.sessions[identity] = session
+        return session
+
+    # -- writing --------------------------------------------------------------------------
+
+    def flush(self, session: PulsarSession) -> None:
+        """Send each queued frame as its own message; a closed session gets the empty
+        message that says so and its routing id is ignored from now on."""
+        identity = session.route
+        send = self._send
+        for frame in session.frames_to_send():
+            send(identity, frame)
+        if session.closed and self.sessions.get(identity) is session:
+            send(identity, b"")
+            self._forget(identity)
+            self._ignore(identity)
+
+    # -- housekeeping ---------------------------------------------------------------------
+
+    def ping(self, keep_alive_ms: int) -> None:
+        """A keep-alive turn for every session (PING, or close a silent one)."""
+        for session in list(self.sessions.values()):
+            session.ping(keep_alive_ms)
+            self.flush(session)
+
+    def check_authentication(self) -> None:
+        """The periodic credentials check: AUTH_CHALLENGE for expired tokens."""
+        for session in list(self.sessions.values()):
+            session.check_authentication()
+            self.flush(session)
+
+    def socket_closed(self, fd: int) -> None:
+        """A TCP socket of the ROUTER closed: the sessions tied to it end."""
+        for identity in [i for i, f in self.fds.items() if f == fd]:
+            session = self.sessions.get(identity)
+            self._forget(identity)
+            if session is not None and not session.closed:
+                session.connection_lost()
+
+    def forget_refused(self, before_ms: int) -> None:
+        """Serve again the routing ids the broker closed before ``before_ms``."""
+        if self.ignored:
+            self.ignored = {i: t for i, t in self.ignored.items() if t > before_ms}
+
+    def _forget(self, identity: bytes) -> None:
+        self.sessions.pop(identity, None)
+        self.fds.pop(identity, None)
+
+    def _ignore(self, identity: bytes) -> None:
+        if len(self.ignored) >= _MAX_IGNORED:
+            del self.ignored[next(iter(self.ignored))]
+        self.ignored[identity] = self._now_ms()
+
+
+def source_fd(frame: Any) -> int | None:
+    """The TCP socket a frame came over (``zmq.SRCFD``), if ZeroMQ tells."""
+    try:
+        return frame.get(zmq.SRCFD) if isinstance(frame, zmq.Frame) else None
+    except zmq.ZMQError:
+        return None
+
+
+def peer_address(frame: Any) -> str:
+    """``/host:port`` of the TCP peer a frame came from, as Pulsar shows a client's
+    address; empty over ipc/inproc or when ZeroMQ does not tell."""
+    fd = source_fd(frame)
+    if fd is None or fd < 0:
+        return ""
+    try:
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            peer = sock.getpeername()
+    except OSError:
+        return ""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return f"/{peer[0]}:{peer[1]}"
+    return ""

@@ -1,0 +1,181 @@
+"""Pulsar's binary protocol over the broker's ZeroMQ ROUTER: one message is one frame, served
+by the same PulsarSession as pulsar://, beside the msgpack peers of pulsarlab's client."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+
+from pulsarlab import Broker
+from pulsarlab.broker.client import Client
+from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
+
+from .dealer import CLOSED, QUIET_MS, PulsarDealer, T, command, send_frame
+
+_COUNTER = itertools.count()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{next(_COUNTER)}"
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[Broker]:
+    with Broker(storage="memory") as b:
+        yield b
+
+
+@pytest.fixture
+def dealer(broker: Broker) -> Iterator[PulsarDealer]:
+    d = PulsarDealer(broker.service_url)
+    yield d
+    d.close()
+
+
+def test_connect_produce_consume_ack_close(broker: Broker, dealer: PulsarDealer) -> None:
+    topic = unique("persistent://public/default/zp")
+    connected = dealer.connect()
+    assert connected.type == T.CONNECTED
+    assert connected.connected.max_message_size == broker.settings.max_message_size
+    dealer.subscribe(topic, "s", consumer_id=7)
+    success = dealer.producer(topic, producer_id=3)
+    assert success.producer_name
+    for seq in range(3):
+        dealer.send(send_frame(3, seq, f"m{seq}".encode(), partition_key=f"k{seq}"))
+    receipts = [dealer.expect(T.SEND_RECEIPT).send_receipt for _ in range(3)]
+    assert [(r.producer_id, r.sequence_id) for r in receipts] == [(3, 0), (3, 1), (3, 2)]
+    messages = []
+    for _ in range(3):
+        frame = dealer.recv()
+        assert frame.command.type == T.MESSAGE
+        messages.append(frame)
+    assert [f.payload for f in messages] == [b"m0", b"m1", b"m2"]
+    assert all(f.checksum_ok for f in messages)
+    assert {f.command.message.consumer_id for f in messages} == {7}
+    md = api.MessageMetadata.FromString(messages[1].metadata)
+    assert md.partition_key == "k1"
+    ids = [r.message_id for r in receipts]
+    assert [(m.command.message.message_id.ledgerId, m.command.message.message_id.entryId)
+            for m in messages] == [(i.ledgerId, i.entryId) for i in ids]
+    # Acknowledge them all (with a receipt asked for), then the backlog is empty.
+    dealer.send(command(T.ACK, "ack", consumer_id=7, ack_type=api.CommandAck.Individual,
+                        message_id=[api.MessageIdData(ledgerId=i.ledgerId, entryId=i.entryId)
+                                    for i in ids], request_id=99))
+    assert dealer.expect(T.ACK_RESPONSE).ackResponse.request_id == 99
+    stats = broker.call(lambda s: s.topic_stats(topic))
+    assert stats["subscriptions"]["s"]["msgBacklog"] == 0
+    # Close both: the subscription has no consumer left, the topic no producer.
+    dealer.send(command(T.CLOSE_PRODUCER, "close_producer", producer_id=3, request_id=100))
+    assert dealer.expect(T.SUCCESS).success.request_id == 100
+    dealer.send(command(T.CLOSE_CONSUMER, "close_consumer", consumer_id=7, request_id=101))
+    assert dealer.expect(T.SUCCESS).success.request_id == 101
+    stats = broker.call(lambda s: s.topic_stats(topic))
+    assert stats["publishers"] == []
+    assert stats["subscriptions"]["s"]["consumers"] == []
+
+
+def test_the_broker_pings_and_answers_ping(dealer: PulsarDealer) -> None:
+    dealer.connect()
+    dealer.send(command(T.PING, "ping"))
+    dealer.expect(T.PONG)
+
+
+@pytest.mark.parametrize("bad", [
+    b"\x00\x00\x00\x09\x00\x00\x00\x05abcde",  # a BaseCommand that does not parse
+    b"\x00\x00\x00\x20\x00\x00\x00\x02\x08\x12",  # a size that is not the message's
+    b"\x00\x00",  # shorter than a frame's header
+])
+def test_a_malformed_frame_gets_error_and_drops_only_that_peer(
+    broker: Broker, dealer: PulsarDealer, bad: bytes
+) -> None:
+    topic = unique("zp-malformed")
+    other = PulsarDealer(broker.service_url)
+    try:
+        other.connect()
+        other.subscribe(topic, "s")
+        dealer.connect()
+        dealer.producer(topic)
+        dealer.send(bad)
+        error = dealer.expect(T.ERROR).error
+        assert "invalid frame" in error.message
+        assert dealer.recv() == CLOSED
+        # Its producer is gone, and whatever it sends now is dropped unanswered.
+        assert broker.call(lambda s: s.topic_stats(topic))["publishers"] == []
+        before = broker.dropped_from_refused
+        dealer.send(command(T.PING, "ping"))
+        assert dealer.recv(QUIET_MS) is None
+        assert broker.call(lambda s: broker.dropped_from_refused) == before + 1
+        # Everyone else is still served.
+        producer = PulsarDealer(broker.service_url)
+        try:
+            producer.connect()
+            producer.producer(topic)
+            producer.send(send_frame(1, 0, b"still-served"))
+            producer.expect(T.SEND_RECEIPT)
+        finally:
+            producer.close()
+        assert other.recv().payload == b"still-served"
+    finally:
+        other.close()
+
+
+def test_a_message_of_several_parts_is_not_a_frame(dealer: PulsarDealer) -> None:
+    dealer.connect()
+    dealer.send(command(T.PING, "ping"), b"more")
+    error = dealer.expect(T.ERROR).error
+    assert "2 parts" in error.message
+    assert dealer.recv() == CLOSED
+
+
+def test_a_command_before_connect_is_refused(dealer: PulsarDealer) -> None:
+    dealer.send(command(T.PRODUCER, "producer", topic="t", producer_id=1, request_id=1))
+    assert "before CONNECT" in dealer.expect(T.ERROR).error.message
+    assert dealer.recv() == CLOSED
+
+
+def test_an_empty_message_hangs_up_and_frees_the_exclusive_subscription(
+    broker: Broker,
+) -> None:
+    topic = unique("zp-hangup")
+    first = PulsarDealer(broker.service_url, identity=b"reused-id")
+    first.connect()
+    first.subscribe(topic, "s")
+    first.send(b"")  # the client hangs up
+    first.close()
+    # The same routing id may connect again: the hang-up was the client's, not a refusal.
+    again = PulsarDealer(broker.service_url, identity=b"reused-id")
+    try:
+        assert again.connect().type == T.CONNECTED
+        again.subscribe(topic, "s")  # Exclusive: free again
+    finally:
+        again.close()
+
+
+def test_seek_closes_the_consumer_as_on_pulsar_tcp(broker: Broker, dealer: PulsarDealer) -> None:
+    topic = unique("zp-seek")
+    dealer.connect()
+    dealer.subscribe(topic, "s", consumer_id=1)
+    dealer.send(command(T.SEEK, "seek", consumer_id=1, request_id=5,
+                        message_id=api.MessageIdData(ledgerId=0, entryId=0)))
+    assert dealer.expect(T.CLOSE_CONSUMER).close_consumer.consumer_id == 1
+    assert dealer.expect(T.SUCCESS).success.request_id == 5
+
+
+def test_msgpack_and_pulsar_peers_share_the_router(broker: Broker, dealer: PulsarDealer) -> None:
+    """Until pulsarlab's client speaks Pulsar frames both kinds of peer are served: a
+    msgpack producer's messages reach a Pulsar-frame consumer and the other way round."""
+    topic = unique("persistent://public/default/zp-mixed")
+    dealer.connect()
+    dealer.subscribe(topic, "pulsar-side")
+    with Client(broker.service_url, operation_timeout_seconds=10) as client:
+        consumer = client.subscribe(topic, "msgpack-side")
+        producer = client.create_producer(topic)
+        producer.send(b"from-msgpack")
+        assert dealer.recv().payload == b"from-msgpack"
+        dealer.producer(topic, producer_id=1)
+        dealer.send(send_frame(1, 0, b"from-pulsar"))
+        dealer.expect(T.SEND_RECEIPT)
+        got = [consumer.receive(timeout_millis=10_000).data() for _ in range(2)]
+        assert got == [b"from-msgpack", b"from-pulsar"]

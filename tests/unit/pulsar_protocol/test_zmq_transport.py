@@ -1,0 +1,137 @@
+"""The ZeroMQ transport's rules without sockets: one message is one Pulsar frame for one
+routing id's session; closes, refusals, max_connections and hang-ups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
+from pulsarlab.broker.pulsar_protocol.framing import decode_message
+from pulsarlab.broker.transports.zmq import ZmqTransport, is_pulsar_frame
+from pulsarlab.broker.wire import encode
+
+from .support import Harness, T, command, send_frame
+
+
+class Peers:
+    """A transport on a core; what it sent to each routing id, decoded."""
+
+    def __init__(self, *, others: int = 0, tie: bool = False, **settings: Any) -> None:
+        self.h = Harness(**settings)
+        self.sent: list[tuple[bytes, bytes]] = []
+        self.others = others  # connections on other transports
+        self.transport = ZmqTransport(
+            lambda identity, message: self.sent.append((identity, message)),
+            self._session, settings=self.h.settings,
+            open_connections=lambda: self.others + len(self.transport.sessions),
+            now_ms=self.h.clock.now_ms, tie_to_socket=tie,
+        )
+
+    def _session(self, *, peer: str, sender: Any, route: bytes) -> Any:
+        session = self.h.session()
+        session.sender, session.route, session.peer = sender, route, peer
+        return session
+
+    def run(self, identity: bytes, *messages: bytes) -> list:
+        """Feed messages, commit, route the core's actions; what ``identity`` got (a
+        decoded command, or ``"closed"`` for the empty close notice)."""
+        for message in messages:
+            self.transport.receive(identity, message)
+        self.h.service.commit()
+        touched = {}
+        for action in self.h.service.take_actions():
+            action.conn.handle_action(action)
+            touched[action.conn] = None
+        for session in touched:
+            session.sender.flush(session)
+        out = [m for i, m in self.sent if i == identity]
+        self.sent = [(i, m) for i, m in self.sent if i != identity]
+        return ["closed" if not m else decode_message(m, 1 << 30).command for m in out]
+
+    def connect(self, identity: bytes) -> None:
+        (reply,) = self.run(identity, command(T.CONNECT, "connect", client_version="t",
+                                              protocol_version=20))
+        assert reply.type == T.CONNECTED
+
+
+def test_the_first_byte_tells_a_pulsar_frame_from_a_msgpack_header() -> None:
+    assert is_pulsar_frame(command(T.PING, "ping"))
+    for header in encode("CONNECT", 1, client_version="v"):
+        assert not is_pulsar_frame(header)
+        break
+    assert not is_pulsar_frame(b"")
+
+
+def test_each_routing_id_has_its_own_session_and_gets_each_frame_as_a_message() -> None:
+    peers = Peers()
+    peers.connect(b"a")
+    peers.connect(b"b")
+    peers.run(b"a", command(T.PRODUCER, "producer", topic="t", producer_id=1, request_id=1))
+    replies = peers.run(b"a", send_frame(1, 0, b"x"), send_frame(1, 1, b"y"))
+    assert [r.type for r in replies] == [T.SEND_RECEIPT, T.SEND_RECEIPT]
+    assert peers.run(b"b") == []
+    assert set(peers.transport.sessions) == {b"a", b"b"}
+
+
+def test_a_broken_frame_closes_the_session_and_its_id_is_ignored_until_forgotten() -> None:
+    peers = Peers()
+    peers.connect(b"a")
+    peers.run(b"a", command(T.SUBSCRIBE, "subscribe", topic="t", subscription="s",
+                            consumer_id=1, request_id=2, subType=api.CommandSubscribe.Exclusive))
+    error, closed = peers.run(b"a", b"\x00\x00\x00\x05\x00")
+    assert error.type == T.ERROR and "invalid frame" in error.error.message
+    assert closed == "closed"
+    assert b"a" not in peers.transport.sessions
+    assert peers.h.service.topic_stats("t")["subscriptions"]["s"]["consumers"] == []
+    assert peers.run(b"a", command(T.PING, "ping")) == []
+    assert peers.transport.dropped_from_refused == 1
+    peers.h.clock.advance(1)
+    peers.transport.forget_refused(peers.h.clock.now_ms())
+    peers.connect(b"a")  # served again, as a new connection
+
+
+def test_max_connections_counts_the_other_transports_too() -> None:
+    peers = Peers(others=1, max_connections=2)
+    peers.connect(b"a")
+    error, closed = peers.run(b"b", command(T.CONNECT, "connect", client_version="t"))
+    assert error.type == T.ERROR and "max_connections=2" in error.error.message
+    assert error.error.error == api.ServiceNotReady  # what Pulsar's client retries on
+    assert closed == "closed"
+    assert b"b" not in peers.transport.sessions
+    peers.others = 0
+    peers.h.clock.advance(1)
+    peers.transport.forget_refused(peers.h.clock.now_ms())
+    peers.connect(b"b")
+
+
+def test_an_empty_message_hangs_up_without_a_refusal() -> None:
+    peers = Peers()
+    peers.connect(b"a")
+    peers.run(b"a", command(T.PRODUCER, "producer", topic="t", producer_id=1, request_id=1))
+    assert peers.run(b"a", b"") == []
+    assert peers.h.service.topic_stats("t")["publishers"] == []
+    assert b"a" not in peers.transport.ignored
+    peers.connect(b"a")
+
+
+def test_a_tied_session_ends_with_its_socket() -> None:
+    peers = Peers(tie=True)
+    peers.connect(b"a")
+    peers.transport.fds[b"a"] = 42  # what ZeroMQ's SRCFD tells over TCP
+    peers.run(b"a", command(T.PRODUCER, "producer", topic="t", producer_id=1, request_id=1))
+    peers.transport.socket_closed(41)
+    assert b"a" in peers.transport.sessions
+    peers.transport.socket_closed(42)
+    assert b"a" not in peers.transport.sessions
+    assert peers.h.service.topic_stats("t")["publishers"] == []
+
+
+def test_keep_alive_closes_a_silent_peer_with_the_close_notice() -> None:
+    peers = Peers()
+    peers.connect(b"a")
+    peers.transport.ping(1000)
+    assert [c.type for c in peers.run(b"a")] == [T.PING]
+    peers.h.clock.advance(2500)
+    peers.transport.ping(1000)
+    assert peers.run(b"a") == ["closed"]
+    assert b"a" not in peers.transport.sessions
