@@ -26,7 +26,7 @@ from ..selectors.hashing import HashingScheme
 from ..topic_name import TopicName
 from .auth import Authentication
 from .checks import check_type, check_type_or_none
-from .connection import CallbackExecutor, Connection
+from .connection import CallbackExecutor
 from .consumer import Consumer
 from .enums import (
     BatchingType,
@@ -121,10 +121,9 @@ class Client:
         if logger is not None and not isinstance(logger, logging.Logger):
             raise ValueError("Logger is expected to be either None or a logging.Logger")
         self._service_url = service_url
-        # pulsar://: Pulsar's binary protocol over TCP; zmq:// (and tcp/ipc): the DEALER.
-        connection_class = (PulsarConnection if service_url.strip().startswith("pulsar://")
-                            else Connection)
-        self._conn = connection_class(
+        # Pulsar's binary protocol: over TCP for pulsar://, over a DEALER for zmq:// (and
+        # tcp://, ipc://), one Pulsar frame per ZeroMQ message.
+        self._conn = PulsarConnection(
             service_url,
             auth_token=authentication.token if authentication is not None else None,
             auth_method=authentication.method_and_data() if authentication is not None

@@ -498,6 +498,11 @@ class PartitionProducer:
         if self._resend_all:  # everything in flight, in order (sends made meanwhile too)
             self._resend_all = False
             resend = list(self._inflight)
+        if isinstance(error, TopicTerminated):  # Java's producer state Terminated
+            with self._lock:
+                self._terminated = True
+            self._io_fail_all(TopicTerminated(f"topic {self.topic} was terminated"))
+            return
         if error is not None:
             log.warning("re-opening the producer on %s failed: %s", self.topic, error)
             self._io_fail_all(ProducerNotInitialized(f"producer on {self.topic}: {error}"))

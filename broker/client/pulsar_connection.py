@@ -29,6 +29,7 @@ from typing import Any
 
 import zmq
 
+from ..curve import apply_client
 from ..entry import MessageMetadata
 from ..format.batch import encode_pulsar_batch, pulsar_batch_items
 from ..format.metadata import pulsar_metadata
@@ -38,11 +39,19 @@ from ..pulsar_protocol.framing import (
     Frame,
     FrameDecoder,
     FrameError,
+    decode_message,
     encode_command,
     encode_payload_command,
 )
 from ..wire import Command
-from .connection import CLIENT_VERSION, DEFAULT_MAX_MESSAGE_SIZE, Connection, now_ms
+from .connection import (
+    _RECV_BURST,
+    CLIENT_VERSION,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    Connection,
+    now_ms,
+    parse_service_url,
+)
 from .exceptions import (
     AlreadyClosed,
     AuthenticationError,
@@ -132,16 +141,22 @@ class PulsarConnection(Connection):
     batch_items = staticmethod(pulsar_batch_items)
 
     def _parse_url(self, service_url: str) -> str:
-        self.service_host, self.service_port = parse_pulsar_url(service_url)
-        self.service_url = f"pulsar://{self.service_host}:{self.service_port}"
+        if service_url.strip().startswith("pulsar://"):
+            self.over_zmq = False
+            host, port = parse_pulsar_url(service_url)
+            self.service_url = endpoint = f"pulsar://{host}:{port}"
+        else:  # zmq:// (tcp://, ipc://, inproc://): one DEALER to a pulsarlab broker
+            self.over_zmq = True
+            endpoint = parse_service_url(service_url)
+            self.service_url = service_url.strip().rstrip("/")
         self._cnxs: dict[str, _BrokerCnx] = {}
-        self._by_fd: dict[int, _BrokerCnx] = {}
+        self._by_fd: dict[Any, _BrokerCnx] = {}  # a socket's fd, or a zmq socket
         self._requests: dict[int, tuple[_BrokerCnx, Callable[[Frame], None]]] = {}
         self._producer_cnx: dict[int, _BrokerCnx] = {}
         self._consumer_cnx: dict[int, _BrokerCnx] = {}
         self._created: set[tuple[str, int]] = set()  # producers/consumers once created
         self._poller: zmq.Poller | None = None
-        return self.service_url
+        return endpoint
 
     # -- any thread -----------------------------------------------------------------------
 
@@ -226,6 +241,10 @@ class PulsarConnection(Connection):
             redeliver.consumer_id = consumer_id
             for position in fields.get("positions") or ():
                 redeliver.message_ids.append(_id_data(position))
+            if fields.get("reason"):
+                redeliver.pulsarlab_reason = fields["reason"]
+            if fields.get("requested_at"):
+                redeliver.pulsarlab_requested_at.extend(fields["requested_at"])
         else:
             log.warning("%s is not a command of the Pulsar protocol", name)
             return
@@ -263,6 +282,10 @@ class PulsarConnection(Connection):
     def _io_lookup(self, topic: str, done: Callable[[_BrokerCnx | None, BaseException | None],
                    None]) -> None:
         """Find the broker owning ``topic`` (following redirects) and its ready socket."""
+        if self.over_zmq:  # one broker behind the ROUTER owns every topic
+            url = self.service_url
+            self._io_cnx(url, lambda err: done(self._cnxs.get(url), err))
+            return
 
         def ask(url: str, authoritative: bool, hops: int) -> None:
             def on_ready(err: BaseException | None) -> None:
@@ -401,7 +424,7 @@ class PulsarConnection(Connection):
                 batch_index=batch))
         mode = f.get("key_shared_mode")
         ranges = f.get("sticky_ranges") or f.get("key_hash_ranges")
-        if mode is not None or (f["sub_type"] == "Key_Shared" and ranges):
+        if mode is not None or ranges:  # a reader's key hash ranges: sticky ranges
             meta = s.keySharedMeta
             meta.keySharedMode = 1 if mode == "STICKY" or f.get("key_hash_ranges") else 0
             meta.allowOutOfOrderDelivery = bool(f.get("allow_out_of_order_delivery"))
@@ -532,23 +555,35 @@ class PulsarConnection(Connection):
         cnx.waiting.append(on_ready)
 
     def _open(self, url: str) -> _BrokerCnx | None:
-        try:
-            host, port = parse_pulsar_url(url)
-        except InvalidUrl:
-            return None
         cnx = _BrokerCnx(url, DEFAULT_MAX_MESSAGE_SIZE + MAX_FRAME_OVERHEAD)
-        try:
-            sock = socket.create_connection((host, port), timeout=self.connection_timeout)
-        except OSError as exc:
-            log.info("cannot connect to %s: %s", url, exc)
-            return None
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        cnx.sock = sock
-        self._cnxs[url] = cnx
-        self._by_fd[sock.fileno()] = cnx
         assert self._poller is not None
-        self._poller.register(sock.fileno(), zmq.POLLIN)
+        if self.over_zmq:
+            dealer = self._ctx.socket(zmq.DEALER)
+            dealer.linger = 0
+            dealer.sndhwm = 0
+            dealer.rcvhwm = 0
+            if self.curve_server_key is not None:
+                apply_client(dealer, self.curve_server_key)
+            dealer.connect(self.endpoint)
+            cnx.sock = dealer
+            self._by_fd[dealer] = cnx
+            self._poller.register(dealer, zmq.POLLIN)
+        else:
+            try:
+                host, port = parse_pulsar_url(url)
+            except InvalidUrl:
+                return None
+            try:
+                sock = socket.create_connection((host, port), timeout=self.connection_timeout)
+            except OSError as exc:
+                log.info("cannot connect to %s: %s", url, exc)
+                return None
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            cnx.sock = sock
+            self._by_fd[sock.fileno()] = cnx
+            self._poller.register(sock.fileno(), zmq.POLLIN)
+        self._cnxs[url] = cnx
         try:
             cnx.outbox.append(encode_command(self._connect_command()))
         except PulsarException as exc:
@@ -585,7 +620,7 @@ class PulsarConnection(Connection):
 
     def _transport_ready(self, ready: dict[Any, int]) -> None:
         for fd, events in ready.items():
-            cnx = self._by_fd.get(fd) if type(fd) is int else None
+            cnx = self._by_fd.get(fd)
             if cnx is None:
                 continue
             if events & zmq.POLLOUT:
@@ -600,11 +635,22 @@ class PulsarConnection(Connection):
 
     def _transport_close(self) -> None:
         for cnx in list(self._cnxs.values()):
+            if self.over_zmq and cnx.sock is not None:  # hang up: an empty message
+                with contextlib.suppress(zmq.ZMQError):
+                    cnx.sock.send(b"", zmq.NOBLOCK)
             self._drop(cnx, AlreadyClosed("the client was closed"), notify=False)
 
     def _write(self, cnx: _BrokerCnx) -> None:
         sock = cnx.sock
         if sock is None:
+            return
+        if self.over_zmq:  # one Pulsar frame per ZeroMQ message (no high-water mark)
+            frames, cnx.outbox = cnx.outbox, []
+            try:
+                for frame in frames:
+                    sock.send(frame, copy=len(frame) < 65536)
+            except zmq.ZMQError as exc:
+                self._drop(cnx, ConnectError(f"connection to {cnx.url} lost: {exc}"))
             return
         data = cnx.unsent + b"".join(cnx.outbox) if cnx.outbox else cnx.unsent
         cnx.outbox.clear()
@@ -623,6 +669,9 @@ class PulsarConnection(Connection):
         sock = cnx.sock
         if sock is None:
             return
+        if self.over_zmq:
+            self._read_dealer(cnx, sock)
+            return
         try:
             data = sock.recv(1 << 20)
         except (BlockingIOError, InterruptedError):
@@ -639,6 +688,32 @@ class PulsarConnection(Connection):
             log.warning("bad frame from %s: %s", cnx.url, exc)
             self._drop(cnx, ConnectError(f"bad frame from {cnx.url}: {exc}"))
             return
+        self._handle_frames(cnx, frames)
+
+    def _read_dealer(self, cnx: _BrokerCnx, sock: zmq.Socket) -> None:
+        """A burst of ZeroMQ messages, each one whole frame; an empty one: the broker
+        closed the connection."""
+        frames: list[Frame] = []
+        max_frame = cnx.decoder.max_frame_size
+        for _ in range(_RECV_BURST):
+            try:
+                data = sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            if not data:
+                self._handle_frames(cnx, frames)
+                self._drop(cnx, ConnectError(f"the broker at {cnx.url} closed the connection"))
+                return
+            try:
+                frames.append(decode_message(data, max_frame, checksum_optional=True))
+            except FrameError as exc:
+                log.warning("bad frame from %s: %s", cnx.url, exc)
+                self._handle_frames(cnx, frames)
+                self._drop(cnx, ConnectError(f"bad frame from {cnx.url}: {exc}"))
+                return
+        self._handle_frames(cnx, frames)
+
+    def _handle_frames(self, cnx: _BrokerCnx, frames: list[Frame]) -> None:
         # A burst's MESSAGEs reach each consumer as one list (one queue hand-over, not one
         # per entry); any other command first delivers what came before it, in order.
         deliveries: dict[int, list[tuple[tuple, bytes, bytes]]] = {}
@@ -679,11 +754,15 @@ class PulsarConnection(Connection):
             del self._cnxs[cnx.url]
         sock, cnx.sock = cnx.sock, None
         if sock is not None:
-            self._by_fd.pop(sock.fileno(), None)
+            key = sock if self.over_zmq else sock.fileno()
+            self._by_fd.pop(key, None)
             with contextlib.suppress(KeyError, zmq.ZMQError, ValueError):
                 assert self._poller is not None
-                self._poller.unregister(sock.fileno())
-            sock.close()
+                self._poller.unregister(key)
+            if self.over_zmq:
+                sock.close(linger=0)
+            else:
+                sock.close()
         waiting, cnx.waiting = cnx.waiting, []
         for on_ready in waiting:
             on_ready(error)

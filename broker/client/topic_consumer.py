@@ -164,19 +164,12 @@ class TopicConsumer:
         )
         self._chunk_members: dict[Position, list[Position]] = {}
         self._batch_filter: tuple[Position, int, bool] | None = None
+        self._min_publish_time: int | None = None  # a non-durable seek by time
         self._ack_timer: TimerHandle | None = None
         self._nack_timer: TimerHandle | None = None
         self._unacked_timer: TimerHandle | None = None
         self._chunk_timer: TimerHandle | None = None
-        start = config.start_message_id
-        if start is not None and start.batch_index() >= 0:
-            self._batch_filter = (start.position, start.batch_index(), self.start_inclusive)
-        elif (start is not None and not self.start_inclusive and self._conn.speaks_pulsar
-              and start.ledger_id() >= 0 and start.entry_id() >= 0
-              and start != MessageId.latest):
-            # Pulsar's brokers start a reader AT its start id; an exclusive start skips that
-            # entry client-side, as Pulsar's clients do.
-            self._batch_filter = (start.position, -1, False)
+        self._io_start_at(config.start_message_id, config.start_message_id_inclusive)
 
     # -- requests (caller's thread) -------------------------------------------------------
 
@@ -224,21 +217,46 @@ class TopicConsumer:
                 fields["sticky_ranges"] = [list(r) for r in policy.sticky_ranges]
         if c.key_hash_ranges:
             fields["key_hash_ranges"] = [list(r) for r in c.key_hash_ranges]
-        start = c.start_message_id
+        # Where a (re)subscription starts: the configured start id, or where a seek or
+        # the last message read left a non-durable subscription (which the broker drops
+        # with its consumer).
+        start = self.start_message_id
         if start is not None:
             fields["start_message_id"] = [
                 start.ledger_id(), start.entry_id(), start.partition(), start.batch_index()
             ]
             # A batched start id: the broker starts at its entry; indexes are filtered here.
             fields["start_message_id_inclusive"] = (
-                True if start.batch_index() >= 0 else c.start_message_id_inclusive
+                True if start.batch_index() >= 0 else self.start_inclusive
             )
         return fields
+
+    def _io_start_at(self, start: MessageId | None, inclusive: bool) -> None:
+        """Where the next subscription of a non-durable consumer starts; an exclusive
+        start (or a batch index) is filtered here, as Pulsar's brokers start AT the id."""
+        self.start_message_id = start
+        self.start_inclusive = inclusive
+        self._batch_filter = None
+        if start is None:
+            return
+        if start.batch_index() >= 0:
+            self._batch_filter = (start.position, start.batch_index(), inclusive)
+        elif (not inclusive and start.ledger_id() >= 0 and start.entry_id() >= 0
+              and start != MessageId.latest):
+            self._batch_filter = (start.position, -1, False)
 
     def seek(self, target: MessageId | int) -> None:
         """Reset the subscription to a message id (inclusive) or a publish time (ms)."""
         conn = self._conn
         conn.post(self._io_flush_acks)
+        if not self.config.durable:
+            # The broker closes the consumer after a seek and drops its non-durable
+            # subscription: the next one starts at the target (a time: from the earliest,
+            # messages published before it skipped here).
+            at_time = None if isinstance(target, MessageId) else int(target)
+            conn.post(lambda: self._io_start_at(
+                MessageId.earliest if at_time is not None else target, True))
+            conn.post(lambda: setattr(self, "_min_publish_time", at_time))
         if isinstance(target, MessageId):
             fields: dict[str, Any] = {
                 "message_id": [target.ledger_id(), target.entry_id(), target.partition(),
@@ -421,7 +439,8 @@ class TopicConsumer:
         if partition < 0:
             partition = self.partition
         position = (ledger, entry_id)
-        if self.acks.is_duplicate(position):
+        if self.acks.is_duplicate(position) or (
+                self._min_publish_time is not None and self._before_seek_time(meta)):
             self.add_permits(meta.num_messages)
             return []
         chunk_positions: list[Position] | None = None
@@ -498,6 +517,15 @@ class TopicConsumer:
                 return []
         return [EntryBatch(self.topic, partition, ledger, entry_id, meta, payload, items,
                            indexes, redelivery_count, self)]
+
+    def _before_seek_time(self, meta: MessageMetadata) -> bool:
+        """Whether an entry precedes the publish time a non-durable consumer sought (the
+        first one at or after it ends the filter)."""
+        assert self._min_publish_time is not None
+        if meta.publish_time < self._min_publish_time:
+            return True
+        self._min_publish_time = None
+        return False
 
     def _filtered(self, position: Position, index: int) -> bool:
         """Batch indexes before a batched start/seek id are skipped (Java does the same)."""
@@ -821,14 +849,12 @@ class TopicConsumer:
         self._chunk_members.clear()
         self._io_reset_trackers()
         self._last_read = None
-        self._batch_filter = None
-        if isinstance(target, MessageId):
-            self.start_message_id = target
-            self.start_inclusive = True
-            if target.batch_index() >= 0:
-                self._batch_filter = (target.position, target.batch_index(), True)
+        if not self.config.durable:
+            pass  # seek() already set where the next subscription starts (_io_start_at)
+        elif isinstance(target, MessageId):
+            self._io_start_at(target, True)
         else:
-            self.start_message_id = None
+            self._io_start_at(None, True)
         dropped = self.parent._drop_queued(self)
         self.add_permits(dropped)
 

@@ -802,6 +802,11 @@ class PulsarSession:
                 tuple((r.start, r.end) for r in meta.hashRanges),
                 meta.allowOutOfOrderDelivery,
             )
+        # A reader's (or an Exclusive/Failover consumer's) key hash ranges, as Pulsar's
+        # readers send them: sticky ranges in keySharedMeta.
+        key_hash_ranges = None
+        if sub_type is not SubType.Key_Shared and body.HasField("keySharedMeta"):
+            key_hash_ranges = [(r.start, r.end) for r in body.keySharedMeta.hashRanges] or None
         start_id = None
         inclusive = False
         if body.HasField("start_message_id"):
@@ -817,6 +822,7 @@ class PulsarSession:
             durable=body.durable,
             priority_level=body.priority_level,
             key_shared_meta=key_shared_meta,
+            key_hash_ranges=key_hash_ranges,
             start_message_id=start_id,
             start_message_id_inclusive=inclusive,
             batch_index_ack_enabled=True,
@@ -867,7 +873,14 @@ class PulsarSession:
         positions = None
         if body.message_ids:
             positions = [(_signed(m.ledgerId), _signed(m.entryId)) for m in body.message_ids]
-        self.service.redeliver_unacknowledged(core_id, positions)
+        # pulsarlab's client names why (nack, ack timeout) and when, for the event stream.
+        requested_at = list(body.pulsarlab_requested_at) or None
+        if requested_at is not None and len(requested_at) != len(positions or ()):
+            requested_at = None
+        self.service.redeliver_unacknowledged(
+            core_id, positions, reason=body.pulsarlab_reason or "consumer_request",
+            requested_at=requested_at,
+        )
 
     def _close_consumer(self, body: api.CommandCloseConsumer) -> None:
         core_id = self.consumers.pop(body.consumer_id, None)
