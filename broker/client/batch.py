@@ -1,8 +1,8 @@
 """The producer's batch containers (the payload layouts live in :mod:`..format.batch`).
 
-A container lays its batch out with the connection's ``encode_batch``: Pulsar's layout
-(:func:`~pulsarlab.broker.format.batch.encode_pulsar_batch`) on a Pulsar-protocol
-connection, pulsarlab's msgpack layout on the msgpack wire.
+A container lays its batch out in Pulsar's layout
+(:func:`~pulsarlab.broker.format.batch.encode_pulsar_batch`, the connection's
+``encode_batch``): one ``SingleMessageMetadata`` and payload per message.
 
 Entry-level metadata of a batch (what the broker sees, and what Key_Shared hashes):
 ``num_messages_in_batch`` = number of messages, ``sequence_id`` = the first message's
@@ -25,13 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..entry import MessageMetadata
-from ..format.batch import (
-    OutgoingMessage,
-    batch_items,
-    decode_batch,
-    encode_batch,
-    encode_pulsar_batch,
-)
+from ..format.batch import OutgoingMessage, encode_pulsar_batch
 
 __all__ = [
     "Batch",
@@ -39,10 +33,6 @@ __all__ = [
     "DefaultBatchBuilder",
     "KeyBasedBatchBuilder",
     "OutgoingMessage",
-    "batch_items",
-    "decode_batch",
-    "encode_batch",
-    "encode_pulsar_batch",
     "make_batch_builder",
 ]
 
@@ -79,7 +69,7 @@ class BatchBuilder:
     """Common limits and counters of a batch container."""
 
     def __init__(self, max_messages: int = 1000, max_bytes: int = 128 * 1024,
-                 encode: Encoder = encode_batch) -> None:
+                 encode: Encoder = encode_pulsar_batch) -> None:
         self.encode = encode
         if max_messages < 1:
             raise ValueError("batching_max_messages must be >= 1")
@@ -146,7 +136,7 @@ class DefaultBatchBuilder(BatchBuilder):
     """All messages, in order, in one batch (``BatchingType.Default``)."""
 
     def __init__(self, max_messages: int = 1000, max_bytes: int = 128 * 1024,
-                 encode: Encoder = encode_batch) -> None:
+                 encode: Encoder = encode_pulsar_batch) -> None:
         super().__init__(max_messages, max_bytes, encode)
         self._messages: list[OutgoingMessage] = []
 
@@ -162,7 +152,7 @@ class KeyBasedBatchBuilder(BatchBuilder):
     """One batch per key (``BatchingType.KeyBased``); limits count across all keys."""
 
     def __init__(self, max_messages: int = 1000, max_bytes: int = 128 * 1024,
-                 encode: Encoder = encode_batch) -> None:
+                 encode: Encoder = encode_pulsar_batch) -> None:
         super().__init__(max_messages, max_bytes, encode)
         self._by_key: dict[Any, list[OutgoingMessage]] = {}
 
@@ -177,7 +167,7 @@ class KeyBasedBatchBuilder(BatchBuilder):
 
 
 def make_batch_builder(key_based: bool, max_messages: int, max_bytes: int,
-                       encode: Encoder = encode_batch) -> BatchBuilder:
+                       encode: Encoder = encode_pulsar_batch) -> BatchBuilder:
     """The container for a producer's ``batching_type``, laying batches out with ``encode``."""
     cls = KeyBasedBatchBuilder if key_based else DefaultBatchBuilder
     return cls(max_messages, max_bytes, encode)

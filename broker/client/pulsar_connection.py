@@ -4,7 +4,7 @@ Speaks Pulsar's binary protocol (``BaseCommand`` + ``MessageMetadata`` + payload
 framed, CRC32C-checked) over TCP, with the same I/O-thread model and the same interface as
 :class:`~.connection.Connection`: the producers and consumers ask for commands by their
 pulsarlab names (``PRODUCER``, ``SUBSCRIBE``, ``SEND``, ``ACK``, ...) and get replies and pushes
-as :class:`~pulsarlab.broker.wire.Command`-shaped objects; this module maps both ways.
+as :class:`~.connection.Command` objects; this module maps both ways.
 
 One logical connection holds one TCP socket per broker (:class:`_BrokerCnx`), as Pulsar's
 ``ConnectionPool`` does: a producer or consumer is first looked up (``LOOKUP``, following
@@ -43,11 +43,11 @@ from ..pulsar_protocol.framing import (
     encode_command,
     encode_payload_command,
 )
-from ..wire import Command
 from .connection import (
     _RECV_BURST,
     CLIENT_VERSION,
     DEFAULT_MAX_MESSAGE_SIZE,
+    Command,
     Connection,
     now_ms,
     parse_service_url,
@@ -136,7 +136,6 @@ class _BrokerCnx:
 class PulsarConnection(Connection):
     """A Pulsar-protocol client connection over TCP (see the module docstring)."""
 
-    speaks_pulsar = True
     encode_batch = staticmethod(encode_pulsar_batch)
     batch_items = staticmethod(pulsar_batch_items)
 

@@ -1,12 +1,12 @@
 """One consumer of one topic or partition: subscribe, decode deliveries, permits and acks.
 
 A :class:`~.consumer.Consumer` owns one :class:`TopicConsumer` per topic (per partition of
-a partitioned topic). The I/O thread calls ``on_message`` with each MESSAGE push: entries
-are decoded (:func:`~pulsarlab.broker.entry.decode_entry`), chunks reassembled, payloads
-decompressed, batches split (skipping indexes the broker's ack set marks acked), and the
-messages handed to the parent's receiver queue. Permits: FLOW with the receiver queue size
-at subscribe, then a refill once half has been consumed by the application (messages
-skipped by the client count as consumed at once, as in Java).
+a partitioned topic). The I/O thread calls ``on_entries`` with each burst of Pulsar MESSAGEs:
+metadata read (:func:`~pulsarlab.broker.format.metadata.from_pulsar`), chunks reassembled,
+payloads decompressed, batches split in Pulsar's layout (skipping indexes the broker's ack
+set marks acked), and the messages handed to the parent's receiver queue. Permits: FLOW
+with the receiver queue size at subscribe, then a refill once half has been consumed by the
+application (messages skipped by the client count as consumed at once, as in Java).
 
 Acks, nacks and ack timeouts are posted to the I/O thread and kept in sans-I/O trackers
 (:mod:`.ack_grouping`; :mod:`pulsarlab.broker.client.redelivery` for the rest) driven by the
@@ -39,7 +39,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..entry import MessageMetadata, decode_entry
+from ..entry import MessageMetadata
 from ..format.compression import decompress
 from ..format.metadata import from_pulsar
 from ..message_id import MessageId
@@ -231,6 +231,11 @@ class TopicConsumer:
             )
         return fields
 
+    def _io_prepare_seek(self, start: MessageId, min_publish_time: int | None) -> None:
+        self._io_start_at(start, True)
+        self._min_publish_time = min_publish_time
+        self._last_read = None  # the resubscription starts at the target, not after it
+
     def _io_start_at(self, start: MessageId | None, inclusive: bool) -> None:
         """Where the next subscription of a non-durable consumer starts; an exclusive
         start (or a batch index) is filtered here, as Pulsar's brokers start AT the id."""
@@ -254,9 +259,8 @@ class TopicConsumer:
             # subscription: the next one starts at the target (a time: from the earliest,
             # messages published before it skipped here).
             at_time = None if isinstance(target, MessageId) else int(target)
-            conn.post(lambda: self._io_start_at(
-                MessageId.earliest if at_time is not None else target, True))
-            conn.post(lambda: setattr(self, "_min_publish_time", at_time))
+            conn.post(lambda: self._io_prepare_seek(
+                MessageId.earliest if at_time is not None else target, at_time))
         if isinstance(target, MessageId):
             fields: dict[str, Any] = {
                 "message_id": [target.ledger_id(), target.entry_id(), target.partition(),
@@ -385,26 +389,14 @@ class TopicConsumer:
 
     # -- I/O thread: deliveries -----------------------------------------------------------
 
-    def on_message(self, cmd: Any) -> None:
-        """The msgpack wire's MESSAGE: entries as the broker stores them."""
-        self._io_deliver([(entry, raw, None) for entry, raw
-                          in zip(cmd["entries"], cmd.payloads, strict=False)])
-
     def on_entries(self, entries: list[tuple[tuple, bytes, bytes]]) -> None:
         """Pulsar MESSAGEs: ``((ledger, entry, partition, redelivery_count, ack_set),
         serialized MessageMetadata, payload)`` each."""
-        self._io_deliver(entries)
-
-    def _io_deliver(self, entries: list[tuple[Any, Any, bytes | None]]) -> None:
         out: list[Message] = []
         now = now_ms()
         for entry, raw, payload in entries:
             try:
-                if payload is None:
-                    meta, payload = decode_entry(bytes(raw))
-                else:
-                    meta = from_pulsar(raw)
-                messages = self._io_decode(entry, meta, payload, now)
+                messages = self._io_decode(entry, from_pulsar(raw), payload, now)
             except Exception as exc:
                 log.warning("dropped an undecodable entry %s on %s: %s", entry[:2], self.topic, exc)
                 self.add_permits(1)
@@ -551,6 +543,11 @@ class TopicConsumer:
         log.warning("the broker closed the consumer on %s: %s", self.topic, cmd.get("reason"))
         self.connected = False
         if cmd.get("reason") in ("unloaded", "reconnect") and not self.closed:
+            last = self._last_read
+            if not self.config.durable and last is not None:
+                # The broker dropped the non-durable subscription: go on after the last
+                # message the application took (what was queued is dropped), as Java's.
+                self._io_start_at(last.message_id(), False)
             self._io_resubscribe()
 
     def _io_resubscribe(self) -> None:

@@ -150,10 +150,17 @@ def decode_batch(payload: bytes, num_messages: int | None = None) -> list[Outgoi
     ]
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
 def _varint(value: int) -> bytes:
-    """Protobuf's base-128 varint of a non-negative int."""
+    """Protobuf's base-128 varint of a non-negative int (the short ones without a loop)."""
     if value < 0x80:
-        return bytes((value,))
+        return _ONE_BYTE[value]
+    if value < 0x4000:
+        return bytes((value & 0x7F | 0x80, value >> 7))
+    if value < 0x200000:
+        return bytes((value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14))
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -189,60 +196,107 @@ def single_message_metadata(m: OutgoingMessage) -> bytes:
 
 def encode_pulsar_batch(messages: list[OutgoingMessage]) -> bytes:
     """The batch payload for ``messages`` in Pulsar's layout."""
-    parts = []
+    parts: list[bytes] = []
+    append = parts.append
     pack = _U32.pack
+    varint = _varint
     for m in messages:
-        if not m.properties and m.partition_key is None and m.ordering_key is None:
-            # The common case, inline: payload_size, event_time, sequence_id, null_value.
-            meta = b"\x18" + _varint(len(m.payload))
+        data = m.payload
+        if m.properties or m.partition_key is not None or m.ordering_key is not None:
+            meta = single_message_metadata(m)
+        else:  # the common case, inline: payload_size, event_time, sequence_id, null_value
+            meta = b"\x18" + varint(len(data))
             if m.event_time:
-                meta += b"\x28" + _varint(m.event_time & _U64)
-            meta += b"\x40" + _varint(m.sequence_id & _U64)
+                meta += b"\x28" + varint(m.event_time & _U64)
+            meta += b"\x40" + varint(m.sequence_id & _U64)
             if m.null_value:
                 meta += b"\x48\x01"
-        else:
-            meta = single_message_metadata(m)
-        parts += (pack(len(meta)), meta, m.payload)
+        append(pack(len(meta)))
+        append(meta)
+        append(data)
     return b"".join(parts)
 
 
 def pulsar_batch_items(payload: bytes, num_messages: int) -> list[Item]:
-    """The items of a batch payload in Pulsar's layout (see the module docstring)."""
+    """The items of a batch payload in Pulsar's layout (see the module docstring).
+
+    The consumer's hot path: the common ``SingleMessageMetadata`` (payload size, maybe an
+    event time, then the sequence id, in field order) is read inline; anything else goes
+    through protobuf (:func:`_parsed_item`)."""
     out: list[Item] = []
+    append = out.append
     offset = 0
     end = len(payload)
-    view = memoryview(payload)
-    single = SingleMessageMetadata()
-    parse = single.ParseFromString
-    unpack = _U32.unpack_from
+    from_bytes = int.from_bytes
     for index in range(num_messages):
-        if offset + 4 > end:
-            raise ValueError(f"the batch ends before its message {index}")
-        (size,) = unpack(view, offset)
         start = offset + 4
-        offset = start + size
+        if start > end:
+            raise ValueError(f"the batch ends before its message {index}")
+        offset = start + from_bytes(payload[offset:start], "big")
         if offset > end:
             raise ValueError(f"message {index}'s metadata runs past the end of the batch")
-        try:
-            parse(view[start:offset])
-        except DecodeError as exc:
-            raise ValueError(f"message {index}'s metadata does not parse: {exc}") from None
-        length = single.payload_size
-        if length < 0 or offset + length > end:
+        item = None
+        if start + 1 < offset and payload[start] == 0x18:  # payload_size first: inline
+            i, size = _read_varint(payload, start + 1, offset)
+            event_time = 0
+            if i < offset and payload[i] == 0x28:
+                i, event_time = _read_varint(payload, i + 1, offset)
+            if i < offset and payload[i] == 0x40:
+                i, sequence_id = _read_varint(payload, i + 1, offset)
+                if i == offset:
+                    item = (None, None, None, event_time, sequence_id, False, size)
+        if item is None:
+            item = _parsed_item(payload[start:offset], index)
+            size = item[6]
+        data_end = offset + size
+        if data_end > end:
             raise ValueError(f"message {index}'s payload runs past the end of the batch")
-        data = payload[offset : offset + length]
-        offset += length
-        props = single.properties
-        out.append((
-            {kv.key: kv.value for kv in props} if props else None,
-            single.partition_key if single.HasField("partition_key") else None,
-            single.ordering_key if single.HasField("ordering_key") else None,
-            single.event_time,
-            single.sequence_id,
-            single.null_value,
-            data,
-        ))
+        append((*item[:6], payload[offset:data_end]))
+        offset = data_end
     return out
+
+
+def _read_varint(buf: bytes, i: int, end: int) -> tuple[int, int]:
+    """(offset after, value) of the varint at ``i``; a truncated one ends past ``end``, so
+    the inline read gives up on it."""
+    if i < end:
+        byte = buf[i]
+        if byte < 0x80:
+            return i + 1, byte
+    value = 0
+    shift = 0
+    while i < end:
+        byte = buf[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return i, value
+        shift += 7
+    return end + 1, 0
+
+
+_SINGLE = SingleMessageMetadata()
+
+
+def _parsed_item(raw: bytes, index: int) -> tuple[Any, ...]:
+    """The item fields (the payload's size last) of any ``SingleMessageMetadata``."""
+    single = _SINGLE
+    try:
+        single.ParseFromString(raw)
+    except DecodeError as exc:
+        raise ValueError(f"message {index}'s metadata does not parse: {exc}") from None
+    if single.payload_size < 0:
+        raise ValueError(f"message {index}'s payload runs past the end of the batch")
+    props = single.properties
+    return (
+        {kv.key: kv.value for kv in props} if props else None,
+        single.partition_key if single.HasField("partition_key") else None,
+        single.ordering_key if single.HasField("ordering_key") else None,
+        single.event_time,
+        single.sequence_id,
+        single.null_value,
+        single.payload_size,
+    )
 
 
 def decode_pulsar_batch(payload: bytes, num_messages: int) -> list[OutgoingMessage]:

@@ -293,3 +293,33 @@ def test_producers_and_consumers_are_recreated_after_the_connection_is_lost(clie
     producer.send(b"after")  # waits for the producer to be created again
     assert consumer.receive(WAIT_MS).data() == b"after"
 
+
+
+def test_a_reader_goes_on_after_its_last_message_when_the_connection_is_lost(client):
+    topic = unique("reader-reconnect")
+    producer = client.create_producer(topic)
+    for i in range(4):
+        producer.send(f"r{i}".encode())
+    reader = client.create_reader(topic, MessageId.earliest)
+    assert [reader.read_next(WAIT_MS).data() for _ in range(2)] == [b"r0", b"r1"]
+    conn = client._conn
+    conn.call(lambda: [cnx.sock.shutdown(socket.SHUT_RDWR) for cnx in conn._cnxs.values()])
+    assert [reader.read_next(WAIT_MS).data() for _ in range(2)] == [b"r2", b"r3"]
+
+
+def test_zmq_urls_carry_pulsar_frames_not_the_msgpack_wire(broker):
+    """``Client("zmq://...")`` (the in-kernel default) is a Pulsar connection over a DEALER:
+    the broker serves it with a PulsarSession, never the msgpack command wire."""
+    msgpack_peers = len(broker.zmq.connections)  # pulsarlab.Admin still speaks msgpack
+    pulsar_peers = len(broker.zmq_pulsar.sessions)
+    client = Client(broker.service_url, operation_timeout_seconds=10)
+    try:
+        topic = unique("zmq-frames")
+        consumer = client.subscribe(topic, "s")
+        client.create_producer(topic, batching_enabled=True).send(b"framed")
+        assert consumer.receive(WAIT_MS).data() == b"framed"
+        assert client._conn.over_zmq
+        assert len(broker.zmq_pulsar.sessions) == pulsar_peers + 1
+        assert len(broker.zmq.connections) == msgpack_peers
+    finally:
+        client.close()

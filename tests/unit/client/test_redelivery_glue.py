@@ -30,12 +30,13 @@ from pulsarlab.broker.client import (
 )
 from pulsarlab.broker.client import client as client_module
 from pulsarlab.broker.client import topic_consumer as tc_module
-from pulsarlab.broker.client.batch import OutgoingMessage, batch_items, encode_batch
-from pulsarlab.broker.client.connection import TimerHandle
+from pulsarlab.broker.client.batch import OutgoingMessage
+from pulsarlab.broker.client.connection import Command, TimerHandle
 from pulsarlab.broker.client.consumer import Consumer
 from pulsarlab.broker.client.topic_consumer import ConsumerConfig, TopicConsumer
-from pulsarlab.broker.entry import MessageMetadata, encode_entry
-from pulsarlab.broker.wire import Command
+from pulsarlab.broker.entry import MessageMetadata
+from pulsarlab.broker.format.batch import encode_pulsar_batch, pulsar_batch_items
+from pulsarlab.broker.format.metadata import pulsar_metadata
 
 TOPIC = "persistent://public/default/t"
 T0 = 1_000_000
@@ -46,9 +47,8 @@ class FakeConn:
 
     operation_timeout = 5.0
     closed = False
-    speaks_pulsar = False
-    batch_items = staticmethod(batch_items)
-    encode_batch = staticmethod(encode_batch)
+    batch_items = staticmethod(pulsar_batch_items)
+    encode_batch = staticmethod(encode_pulsar_batch)
 
     def __init__(self) -> None:
         self.now = T0
@@ -185,12 +185,10 @@ def deliver(tc: TopicConsumer, entry_id: int, redelivery_count: int = 0,
     else:
         metadata = MessageMetadata(producer_name="p", sequence_id=entry_id,
                                    num_messages_in_batch=batch, **meta)
-        payload = encode_batch([OutgoingMessage(payload=f"m{entry_id}.{i}".encode())
-                                for i in range(batch)])
-    raw = encode_entry(metadata, payload)
-    tc.on_message(Command("MESSAGE", 0, {"consumer_id": tc.consumer_id,
-                                         "entries": [[1, entry_id, -1, redelivery_count, None]]},
-                          [raw]))
+        payload = encode_pulsar_batch([OutgoingMessage(payload=f"m{entry_id}.{i}".encode())
+                                       for i in range(batch)])
+    tc.on_entries([((1, entry_id, -1, redelivery_count, None), pulsar_metadata(metadata),
+                    payload)])
 
 
 def redelivered(conn: FakeConn) -> list[tuple[int, list | None, str, list | None]]:
@@ -362,12 +360,12 @@ def test_nack_at_the_max_count_dead_letters_instead_of_redelivering(conn):
     assert acked(conn) == [] and len(consumer.jobs) == 1
     consumer.run_jobs()
     log = consumer._client.log
-    # The initial subscription exists before the first publish to the DLQ.
-    assert conn.requests == [("ADMIN", {"op": "topics.create_subscription", "args": {
-        "topic": f"{TOPIC}-sub-DLQ", "subscription": "init", "message_id": "earliest"}})]
+    # The DLQ producer asks for the initial subscription (no admin call).
+    assert conn.requests == []
     assert log[0] == ("create_producer", f"{TOPIC}-sub-DLQ", {
         "producer_name": f"{TOPIC}-sub-c1-DLQ", "batching_enabled": False,
-        "chunking_enabled": True, "block_if_queue_full": False})
+        "chunking_enabled": True, "block_if_queue_full": False,
+        "_initial_subscription_name": "init"})
     [(_, topic, content, kwargs)] = dlq_sends(consumer)
     origin = str(m1.message_id())
     assert (topic, content) == (f"{TOPIC}-sub-DLQ", b"m1")
@@ -376,20 +374,6 @@ def test_nack_at_the_max_count_dead_letters_instead_of_redelivering(conn):
                                     "ORIGIN_MESSAGE_IDY_TIME": origin}
     assert acked(conn) == [[1, 1]]
     assert tc._possible_dlq == {} and tc._dlq_inflight == set()
-
-
-def test_on_pulsars_protocol_the_dlq_producer_asks_for_the_initial_subscription(conn):
-    """As Pulsar's client: CommandProducer.initial_subscription_name, no admin call."""
-    conn.speaks_pulsar = True
-    policy = ConsumerDeadLetterPolicy(1, initial_subscription_name="init")
-    consumer, tc = make(conn, negative_ack_redelivery_delay_ms=300, dead_letter_policy=policy)
-    deliver(tc, 0, redelivery_count=2)
-    consumer.run_jobs()
-    assert conn.requests == []
-    assert consumer._client.log[0] == ("create_producer", f"{TOPIC}-sub-DLQ", {
-        "producer_name": f"{TOPIC}-sub-c1-DLQ", "batching_enabled": False,
-        "chunking_enabled": True, "block_if_queue_full": False,
-        "_initial_subscription_name": "init"})
 
 
 def test_ack_timeout_at_the_max_count_dead_letters(conn):
