@@ -55,6 +55,7 @@ from .connection import (
 from .exceptions import (
     AlreadyClosed,
     AuthenticationError,
+    AuthorizationError,
     ConnectError,
     ErrorGettingAuthenticationData,
     InvalidUrl,
@@ -547,7 +548,11 @@ class PulsarConnection(Connection):
             on_ready(None)
             return
         if cnx is None:
-            cnx = self._open(url)
+            try:
+                cnx = self._open(url)
+            except PulsarException as exc:  # e.g. the token supplier failed
+                on_ready(exc)
+                return
             if cnx is None:
                 on_ready(ConnectError(f"cannot connect to {url}"))
                 return
@@ -865,8 +870,11 @@ class PulsarConnection(Connection):
             return
         if t == _T.PONG:
             return
-        if t == _T.ERROR and not cnx.ready:  # the CONNECT was refused (e.g. authentication)
-            self._drop(cnx, _error(cmd.error.error, cmd.error.message))
+        if t == _T.ERROR and not cnx.ready:  # the CONNECT was refused
+            error = _error(cmd.error.error, cmd.error.message)
+            if not isinstance(error, AuthenticationError | AuthorizationError):
+                error = ConnectError(cmd.error.message)  # e.g. past max_connections
+            self._drop(cnx, error)
             return
         rid = _request_id(cmd)
         pending = self._requests.pop(rid, None) if rid is not None else None
