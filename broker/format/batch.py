@@ -194,27 +194,44 @@ def single_message_metadata(m: OutgoingMessage) -> bytes:
     return b"".join(parts)
 
 
+def _short_varint(value: int) -> tuple[int, ...] | None:
+    """The bytes of a varint below 2**21 (three bytes), or None for a longer one."""
+    if value < 0x80:
+        return (value,) if value >= 0 else None
+    if value < 0x4000:
+        return (value & 0x7F | 0x80, value >> 7)
+    if value < 0x200000:
+        return (value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14)
+    return None
+
+
 def encode_pulsar_batch(messages: list[OutgoingMessage]) -> bytes:
-    """The batch payload for ``messages`` in Pulsar's layout."""
-    parts: list[bytes] = []
-    append = parts.append
-    pack = _U32.pack
-    varint = _varint
+    """The batch payload for ``messages`` in Pulsar's layout.
+
+    The producer's hot path: a message with no properties, keys, event time or null value
+    and short sizes gets its size prefix and ``SingleMessageMetadata`` from one ``bytes``
+    call; any other through :func:`single_message_metadata`."""
+    out = bytearray()
+    short = _short_varint
     for m in messages:
         data = m.payload
-        if m.properties or m.partition_key is not None or m.ordering_key is not None:
+        if (m.properties or m.partition_key is not None or m.ordering_key is not None
+                or m.event_time or m.null_value):
             meta = single_message_metadata(m)
-        else:  # the common case, inline: payload_size, event_time, sequence_id, null_value
-            meta = b"\x18" + varint(len(data))
-            if m.event_time:
-                meta += b"\x28" + varint(m.event_time & _U64)
-            meta += b"\x40" + varint(m.sequence_id & _U64)
-            if m.null_value:
-                meta += b"\x48\x01"
-        append(pack(len(meta)))
-        append(meta)
-        append(data)
-    return b"".join(parts)
+            out += _U32.pack(len(meta))
+            out += meta
+        else:
+            size = short(len(data))
+            sequence = short(m.sequence_id)
+            if size is None or sequence is None:
+                meta = single_message_metadata(m)
+                out += _U32.pack(len(meta))
+                out += meta
+            else:  # [0 0 0 n] 0x18 size 0x40 sequence_id
+                out += bytes((0, 0, 0, 2 + len(size) + len(sequence), 0x18, *size, 0x40,
+                              *sequence))
+        out += data
+    return bytes(out)
 
 
 def pulsar_batch_items(payload: bytes, num_messages: int) -> list[Item]:
@@ -228,6 +245,7 @@ def pulsar_batch_items(payload: bytes, num_messages: int) -> list[Item]:
     offset = 0
     end = len(payload)
     from_bytes = int.from_bytes
+    read = _read_varint
     for index in range(num_messages):
         start = offset + 4
         if start > end:
@@ -235,20 +253,31 @@ def pulsar_batch_items(payload: bytes, num_messages: int) -> list[Item]:
         offset = start + from_bytes(payload[offset:start], "big")
         if offset > end:
             raise ValueError(f"message {index}'s metadata runs past the end of the batch")
-        item = None
-        if start + 1 < offset and payload[start] == 0x18:  # payload_size first: inline
-            i, size = _read_varint(payload, start + 1, offset)
+        # Inline: 0x18 payload_size [0x28 event_time] 0x40 sequence_id, each varint.
+        if offset - start >= 4 and payload[start] == 0x18:
+            size = payload[start + 1]
+            i = start + 2
+            if size >= 0x80:
+                i, size = read(payload, start + 1, offset)
             event_time = 0
             if i < offset and payload[i] == 0x28:
-                i, event_time = _read_varint(payload, i + 1, offset)
-            if i < offset and payload[i] == 0x40:
-                i, sequence_id = _read_varint(payload, i + 1, offset)
+                i, event_time = read(payload, i + 1, offset)
+            if i + 1 < offset and payload[i] == 0x40:
+                sequence_id = payload[i + 1]
+                i += 2
+                if sequence_id >= 0x80:
+                    i, sequence_id = read(payload, i - 1, offset)
                 if i == offset:
-                    item = (None, None, None, event_time, sequence_id, False, size)
-        if item is None:
-            item = _parsed_item(payload[start:offset], index)
-            size = item[6]
-        data_end = offset + size
+                    data_end = offset + size
+                    if data_end > end:
+                        raise ValueError(
+                            f"message {index}'s payload runs past the end of the batch")
+                    append((None, None, None, event_time, sequence_id, False,
+                            payload[offset:data_end]))
+                    offset = data_end
+                    continue
+        item = _parsed_item(payload[start:offset], index)
+        data_end = offset + item[6]
         if data_end > end:
             raise ValueError(f"message {index}'s payload runs past the end of the batch")
         append((*item[:6], payload[offset:data_end]))
