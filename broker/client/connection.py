@@ -66,8 +66,8 @@ def parse_service_url(service_url: str) -> str:
     if url.startswith(("ipc://", "inproc://")):
         return url
     raise InvalidUrl(
-        f"unsupported service URL {service_url!r}: pulsarlab brokers are reached at "
-        "zmq://host:port (a pulsar:// URL is for a real Pulsar cluster)"
+        f"unsupported service URL {service_url!r}: use zmq://host:port (a pulsarlab "
+        "broker's ZeroMQ socket) or pulsar://host:port (any Pulsar broker)"
     )
 
 

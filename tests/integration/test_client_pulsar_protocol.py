@@ -21,6 +21,8 @@ import pytest
 from pulsarlab import Broker
 from pulsarlab.broker.admin import Admin
 from pulsarlab.broker.client import (
+    AuthenticationError,
+    AuthenticationToken,
     Client,
     CompressionType,
     ConsumerType,
@@ -323,3 +325,30 @@ def test_zmq_urls_carry_pulsar_frames_not_the_msgpack_wire(broker):
         assert len(broker.zmq.connections) == msgpack_peers
     finally:
         client.close()
+
+
+def test_token_authentication_on_pulsars_protocol():
+    """CONNECT carries auth_method_name "token" and the token (a supplier is asked at each
+    connection); a wrong one is AuthenticationError, named by the broker."""
+    with Broker(storage="memory", authentication_enabled=True) as b:
+        asked = []
+
+        def supplier() -> str:
+            asked.append(1)
+            return b.create_token("alice")
+
+        good = Client(b.pulsar_url, authentication=AuthenticationToken(supplier),
+                      operation_timeout_seconds=10)
+        bad = Client(b.pulsar_url, authentication=AuthenticationToken("not-a-token"),
+                     operation_timeout_seconds=10)
+        try:
+            topic = unique("authed")
+            consumer = good.subscribe(topic, "s")
+            good.create_producer(topic).send(b"signed")
+            assert consumer.receive(WAIT_MS).data() == b"signed"
+            assert asked
+            with pytest.raises(AuthenticationError, match="malformed"):
+                bad.create_producer(topic)
+        finally:
+            good.close()
+            bad.close()
