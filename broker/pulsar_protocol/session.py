@@ -707,6 +707,13 @@ class PulsarSession:
                 "Producers cannot connect or send message without a schema to topics with a "
                 "schema if SchemaValidationEnforced is enabled"
             )
+        if body.initial_subscription_name and topic.name.startswith("persistent://"):
+            # As Pulsar's ServerCnx: the producer's topic gets this durable subscription at
+            # the earliest position first, unless it exists (a dead-letter topic's audit).
+            self.authorizer.check_topic(self.role, body.topic, "consume")
+            if body.initial_subscription_name not in topic.subscriptions:
+                self.service.create_subscription(topic.name, body.initial_subscription_name,
+                                                 MessageId.earliest)
         name = body.producer_name if body.HasField("producer_name") else None
         producer = self.service.create_producer(
             body.topic, name or None, self, address=self.peer, client_version=self.client_version,

@@ -352,3 +352,19 @@ def test_token_authentication_on_pulsars_protocol():
         finally:
             good.close()
             bad.close()
+
+
+@pytest.mark.parametrize("transport", ["zmq", "pulsar"])
+def test_a_producers_initial_subscription_exists_before_its_first_message(broker, transport):
+    """CommandProducer.initial_subscription_name (a dead-letter producer's): the broker
+    creates the subscription at the earliest position, so a later consumer of it (at the
+    default latest position) still gets what was published before it came."""
+    url = broker.service_url if transport == "zmq" else broker.pulsar_url
+    client = Client(url, operation_timeout_seconds=10)
+    try:
+        topic = unique("initial-sub")
+        client.create_producer(topic, _initial_subscription_name="audit").send(b"kept")
+        audit = client.subscribe(topic, "audit")
+        assert audit.receive(WAIT_MS).data() == b"kept"
+    finally:
+        client.close()
