@@ -206,8 +206,8 @@ class TopicConsumer:
         }
         if c.read_compacted:
             fields["read_compacted"] = True
-        if c.consumer_name:
-            fields["consumer_name"] = c.consumer_name
+        if self.consumer_name:  # configured, or the one the first subscription got
+            fields["consumer_name"] = self.consumer_name
         policy = c.key_shared_policy
         if c.consumer_type is ConsumerType.KeyShared and policy is not None:
             sticky = policy.key_shared_mode is KeySharedMode.Sticky
@@ -452,13 +452,14 @@ class TopicConsumer:
         if meta.compression and meta.compression != "NONE":
             payload = decompress(meta.compression, payload, meta.uncompressed_size)
         topic, schema = self.topic, self.config.schema
+        if (meta.num_messages_in_batch is None and self._batch_filter is not None
+                and self._filtered(position, -1)):  # an exclusive start's own entry
+            self.add_permits(1)
+            return []
         if self.config.deliver_entries:
             return self._io_entry_batch(meta, payload, position, partition, ack_set,
                                         redelivery_count, chunk_positions)
         if meta.num_messages_in_batch is None:
-            if self._batch_filter is not None and self._filtered(position, -1):
-                self.add_permits(1)
-                return []
             if chunk_positions is not None:
                 self._chunk_members[position] = chunk_positions
             fields = (meta.properties or None, meta.partition_key, meta.ordering_key,

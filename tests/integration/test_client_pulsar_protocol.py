@@ -368,3 +368,14 @@ def test_a_producers_initial_subscription_exists_before_its_first_message(broker
         assert audit.receive(WAIT_MS).data() == b"kept"
     finally:
         client.close()
+
+
+def test_a_bulk_reader_starts_after_an_exclusive_start(client):
+    """``deliver_entries`` (the Spark source's reader) with an exclusive start id: the
+    broker starts AT the id, the client skips that entry (Pulsar's clients do the same)."""
+    topic = unique("bulk")
+    producer = client.create_producer(topic)
+    ids = [producer.send(f"e{i}".encode()) for i in range(3)]
+    reader = client.create_reader(topic, ids[0], deliver_entries=True)
+    rows = [reader.read_entry(WAIT_MS).rows()[0][6] for _ in range(2)]
+    assert rows == [b"e1", b"e2"]
