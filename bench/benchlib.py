@@ -33,6 +33,15 @@ def start_broker(
     data_dir: str | os.PathLike[str], log_path: str | os.PathLike[str] | None = None
 ) -> tuple[subprocess.Popen, str, float]:
     """A broker process on ``data_dir``: (process, tcp service url, seconds to ready)."""
+    proc, report, ready = start_broker_report(data_dir, log_path)
+    return proc, report["service_url"], ready
+
+
+def start_broker_report(
+    data_dir: str | os.PathLike[str], log_path: str | os.PathLike[str] | None = None
+) -> tuple[subprocess.Popen, dict, float]:
+    """A broker process on ``data_dir``: (process, its ready report, seconds to ready);
+    the report has ``service_url`` (ZeroMQ) and ``pulsar_url`` among others."""
     args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
             "--pulsar-port", "0", "--web-port", "0",
             "--data-dir", str(data_dir)]
@@ -52,8 +61,7 @@ def start_broker(
         if line.rstrip("\n") == "}":
             break
     ready = time.perf_counter() - started
-    report = json.loads("".join(lines))
-    return proc, report["service_url"], ready
+    return proc, json.loads("".join(lines)), ready
 
 
 def stop_broker(proc: subprocess.Popen, kill: bool = False) -> None:

@@ -1,11 +1,13 @@
 """The ZeroMQ shell around the broker core: sockets, timers, heart-beats, one thread.
 
-``Broker`` binds a ROUTER socket for client commands (replies and pushed messages go
-back through it), a STREAM socket for the official client's pulsar:// connections (raw TCP
-bytes, each connection a sans-I/O :class:`~.pulsar_protocol.PulsarSession`) and an XPUB
-socket for the event stream, then runs one loop on its own thread: read a burst of
-commands, hand them to :class:`BrokerService`, group-commit (one fsync for the burst),
-run due timers, and turn the core's actions into frames. The same class serves inside a
+``Broker`` binds a ROUTER socket for ZeroMQ clients (Pulsar frames, one per message:
+:mod:`.transports.zmq`; pulsarlab's msgpack commands until its client speaks Pulsar:
+:mod:`.zmq_session`), STREAM sockets for pulsar:// and pulsar+ssl:// connections
+(:mod:`.transports.stream`), every Pulsar connection a sans-I/O
+:class:`~.pulsar_protocol.PulsarSession`, and an XPUB socket for the event stream, then runs
+one loop on its own thread: read a burst of commands, hand them to :class:`BrokerService`,
+group-commit (one fsync for the burst), run due timers, and hand each of the core's actions
+to the connection it is addressed to (:func:`.transports.hand_out`). The same class serves inside a
 Jupyter kernel (``start()`` in-process) and as its own process (``pulsarlab broker`` calls
 the very same ``start()``/``stop()``).
 
@@ -19,12 +21,10 @@ import contextlib
 import logging
 import queue
 import shutil
-import ssl
 import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgpack
@@ -34,9 +34,8 @@ import zmq.utils.monitor
 from . import wire
 from .clock import LoopClock
 from .curve import apply_server, load_secret_key
-from .errors import InvalidArgument, PulsarLabError
+from .errors import InvalidArgument
 from .events import BrokerEvent
-from .limits import check_connections
 from .listeners import AdvertisedListeners
 from .pulsar_protocol import PulsarSession
 from .pulsar_protocol.schemas import SchemaRegistry
@@ -44,8 +43,9 @@ from .security import Authenticator, check_bind, event_stream_check, events_host
 from .service import BrokerService
 from .settings import BrokerSettings
 from .storage import open_storage
-from .tls import TlsConnection, server_context, tls_enabled
-from .transports import hand_out
+from .tls import server_context, tls_enabled
+from .transports import SessionTransport, hand_out
+from .transports.stream import StreamTransport
 from .transports.zmq import ZmqTransport, is_pulsar_frame
 from .web import WebServer
 from .zap import EVENTS_DOMAIN, ZapHandler
@@ -57,60 +57,9 @@ T = TypeVar("T")
 
 _BURST = 2000  # commands read before a group commit
 _FRAME_OVERHEAD = 1 << 20
-_MAX_CLOSED = 100_000  # pulsar:// connections the broker closed, remembered
 _NOBLOCK = int(zmq.NOBLOCK)
 _SNDMORE = int(zmq.SNDMORE)
 _ZERO_COPY_MIN = 1 << 16  # payload frames at least this big are sent without a copy
-
-
-@dataclass(eq=False)
-class PulsarListener:
-    """One pulsar:// or pulsar+ssl:// listening socket (a ZeroMQ STREAM) and its
-    connections; a TLS listener keeps a :class:`TlsConnection` per connection."""
-
-    socket: zmq.Socket
-    tls_context: ssl.SSLContext | None = None
-    sessions: dict[bytes, PulsarSession] = field(default_factory=dict)
-    tls: dict[bytes, TlsConnection] = field(default_factory=dict)
-    # Connections the broker closed (oldest forgotten first): ZeroMQ may still report
-    # their peer leaving, which must not read as a new connection.
-    closed: dict[bytes, None] = field(default_factory=dict)
-
-    @property
-    def scheme(self) -> str:
-        return "pulsar+ssl" if self.tls_context is not None else "pulsar"
-
-    def flush(self, session: PulsarSession) -> None:
-        """Write what ``session`` queued; close its TCP connection if it closed."""
-        identity = session.route
-        data = session.data_to_send()
-        tls = self.tls.get(identity)
-        if tls is not None:
-            try:
-                tls.send(data)
-            except ssl.SSLError:  # the TLS session already failed: nothing more goes out
-                session.closed = True
-            data = tls.data_to_send()
-        if data:
-            self.send(identity, data, session.closed)
-        if session.closed:
-            self.send(identity, b"", True)  # closes the TCP connection
-            self.sessions.pop(identity, None)
-            self.tls.pop(identity, None)
-            if len(self.closed) >= _MAX_CLOSED:
-                del self.closed[next(iter(self.closed))]
-            self.closed[identity] = None
-
-    def send(self, identity: bytes, data: bytes, closing: bool = False) -> None:
-        """Never blocking: a peer that is going away makes a blocking send wait forever.
-        The last bytes to a connection being closed (its reason is logged already) may
-        find the peer gone; that is not worth a second log line."""
-        try:
-            self.socket.send(identity, _SNDMORE | _NOBLOCK)
-            self.socket.send(data, _NOBLOCK, len(data) < _ZERO_COPY_MIN)
-        except zmq.ZMQError as exc:
-            (log.debug if closing else log.info)(
-                "could not send to a %s:// client (%s); it is gone", self.scheme, exc)
 
 
 class Broker:
@@ -156,7 +105,7 @@ class Broker:
         self.port = port
         self.pulsar_port = self.settings.broker_service_port
         self.pulsar_port_tls = self.settings.broker_service_port_tls
-        self._listeners: list[PulsarListener] = []
+        self._listeners: list[StreamTransport] = []  # pulsar://, pulsar+ssl://
         self.events_port = events_port
         self.storage_kind = storage
         self.keep_alive_ms = int(keep_alive_interval_seconds * 1000)
@@ -379,16 +328,16 @@ class Broker:
         if self._curve_secret is not None:
             apply_server(self.router, self._curve_secret)
         self.router.setsockopt(zmq.MAXMSGSIZE, self.settings.max_message_size + _FRAME_OVERHEAD)
-        self._monitor: zmq.Socket | None = None
-        if self.authenticator.enabled:
-            # A peer may pick its own routing id, even one of an authenticated connection.
-            # Without handover ZeroMQ ignores a second peer claiming a live id; the monitor
-            # tells when a connection's socket closes, and that connection (its role) is
-            # dropped before any later peer with the same id is read (_check_sessions).
-            self._monitor = self.router.get_monitor_socket(zmq.EVENT_DISCONNECTED)
-            self._sockets.append(self._monitor)
-        else:
+        # The monitor tells when a TCP connection of the ROUTER closes: the Pulsar sessions
+        # tied to it end at once (their producers and consumers with them), as on pulsar://.
+        self._monitor: zmq.Socket = self.router.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self._sockets.append(self._monitor)
+        if not self.authenticator.enabled:
             self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        # With authentication on a peer may pick its own routing id, even one of an
+        # authenticated connection. Without handover ZeroMQ ignores a second peer claiming
+        # a live id, and a connection (its role) is dropped before any later peer with the
+        # same id is read (_check_sessions before every message).
         self.router.sndhwm = 0
         self.router.rcvhwm = 0
         # pyzmq's own send, without the Python layer over it (routing ids and groups, which
@@ -399,10 +348,13 @@ class Broker:
         else:
             self.port = self.router.bind_to_random_port(f"tcp://{self.host}")
         self.stream, self.pulsar_port = self._bind_stream(ctx, self.pulsar_port)
-        self._listeners = [PulsarListener(self.stream)]
+        stream_options = {"settings": self.settings, "open_connections": self._open_connections}
+        self._listeners = [StreamTransport(self.stream, self._new_session, **stream_options)]
         if self.pulsar_port_tls >= 0 and self._tls_context is not None:
             tls_stream, self.pulsar_port_tls = self._bind_stream(ctx, self.pulsar_port_tls)
-            self._listeners.append(PulsarListener(tls_stream, self._tls_context))
+            self._listeners.append(StreamTransport(tls_stream, self._new_session,
+                                                   tls_context=self._tls_context,
+                                                   **stream_options))
         self.pub = ctx.socket(zmq.XPUB)
         self._sockets.append(self.pub)
         self.pub.linger = 0
@@ -437,7 +389,7 @@ class Broker:
         self.zmq_pulsar = ZmqTransport(
             self._send_message, self._new_session, settings=self.settings,
             open_connections=self._open_connections, now_ms=self.clock.now_ms,
-            tie_to_socket=self._monitor is not None,
+            tie_to_socket=True,
         )
         self.admin = self.zmq.admin
         # Saved with the topics' metadata; shared by pulsar:// sessions and REST.
@@ -471,6 +423,10 @@ class Broker:
             return stream, port
         return stream, stream.bind_to_random_port(f"tcp://{self.host}")
 
+    def _transports(self) -> list[SessionTransport]:
+        """Every transport carrying Pulsar sessions."""
+        return [*self._listeners, self.zmq_pulsar]
+
     def _open_connections(self) -> int:
         """Every client connection served, on every transport (``max_connections``)."""
         return (len(self.zmq.connections) + len(self.zmq_pulsar.sessions)
@@ -500,9 +456,8 @@ class Broker:
                 self.service.close()
         except Exception:
             log.exception("error while closing the broker core")
-        if self._monitor is not None:
-            self.router.disable_monitor()
-            self._monitor.close(linger=0)
+        self.router.disable_monitor()
+        self._monitor.close(linger=0)
         for sock in (self.router, self.pub, self.wake):
             sock.close(linger=0)
         for listener in self._listeners:
@@ -536,7 +491,7 @@ class Broker:
                 self._drain_router()
             for listener in self._listeners:
                 if listener.socket in ready:
-                    self._drain_stream(listener)
+                    listener.drain(_BURST)
             self._run_calls()
             read_clock()  # timers see the time after the burst
             service.commit()
@@ -557,7 +512,7 @@ class Broker:
         pulsar_peers = pulsar.sessions
         msgpack_peers = self.zmq.connections
         now_ms = self.clock.now_ms()  # "last seen" for every command of the burst
-        monitor = self._monitor
+        monitor = self._monitor if self.authenticator.enabled else None
         for _ in range(_BURST):
             try:
                 identity = recv(_NOBLOCK)
@@ -565,10 +520,14 @@ class Broker:
                 return
             header = recv(copy=False)
             if identity in pulsar_peers or (
-                identity not in msgpack_peers
-                and (pulsar.serves(identity) or is_pulsar_frame(header.buffer))
+                identity not in msgpack_peers and (
+                    pulsar.serves(identity)
+                    or (is_pulsar_frame(header.buffer) and not self.zmq.serves(identity))
+                )
             ):
-                if monitor is not None:
+                if monitor is not None or identity not in pulsar_peers:
+                    # Before a new session records its socket: a closed socket's number
+                    # may be this one's, and its notice must not end the new session.
                     self._check_sessions()
                 parts = 1
                 if header.more:  # one message is one frame: the session refuses more
@@ -592,72 +551,6 @@ class Broker:
             else:  # drop closed sessions first; CONNECT records which socket it came over
                 self._check_sessions()
                 handle(frames, now_ms, frames[1] if len(frames) > 1 else None)
-
-    def _drain_stream(self, listener: PulsarListener) -> None:
-        """Read pulsar:// traffic: bytes for a session, or a connect/disconnect notice
-        (an empty message, as ZeroMQ's STREAM socket reports them)."""
-        recv = listener.socket.recv
-        sessions = listener.sessions
-        for _ in range(_BURST):
-            try:
-                identity = recv(_NOBLOCK)
-            except zmq.Again:
-                return
-            data = recv()
-            session = sessions.get(identity)
-            if not data:
-                if identity in listener.closed:  # its notice after we closed it
-                    del listener.closed[identity]
-                    continue
-                if session is not None:
-                    del sessions[identity]
-                    listener.tls.pop(identity, None)
-                    if not session.closed:
-                        session.connection_lost()
-                    continue
-                self._accept(listener, identity)
-                continue
-            if session is None:
-                continue
-            tls = listener.tls.get(identity)
-            try:
-                if tls is not None:
-                    data = self._decrypt(listener, identity, session, tls, data)
-                if data:
-                    session.receive_data(data)
-            except Exception:  # a bug must cost this connection, never the broker
-                log.exception("internal error on a pulsar:// connection; closing it")
-                session.connection_lost()
-            listener.flush(session)
-
-    def _accept(self, listener: PulsarListener, identity: bytes) -> None:
-        """A new pulsar:// (or pulsar+ssl://) connection: its session, or a refusal."""
-        try:
-            check_connections(self.settings, self._open_connections() + 1)
-        except PulsarLabError as exc:
-            log.info("refused a %s:// connection: %s", listener.scheme, exc)
-            listener.send(identity, b"")
-            return
-        listener.sessions[identity] = self._new_session(sender=listener, route=identity)
-        if listener.tls_context is not None:
-            listener.tls[identity] = TlsConnection(listener.tls_context)
-
-    @staticmethod
-    def _decrypt(listener: PulsarListener, identity: bytes, session: PulsarSession,
-                 tls: TlsConnection, data: bytes) -> bytes:
-        """The plaintext of a pulsar+ssl:// read; a failed handshake closes the session
-        (the client gets the TLS alert) with one log line saying why."""
-        try:
-            plain = tls.receive(data)
-        except ssl.SSLError as exc:
-            what = "TLS" if tls.handshake_done else "the TLS handshake"
-            session.close_reason = f"{what} failed: {exc.reason or exc}"
-            log.info("a pulsar+ssl:// client failed %s: %s", what, exc.reason or exc)
-            session.connection_lost()
-            return b""
-        if tls.handshake_done and session.peer_certificate is None:
-            session.peer_certificate = tls.peer_certificate()
-        return plain
 
     @staticmethod
     def _poll_nowait(sock: zmq.Socket) -> bool:
@@ -744,8 +637,8 @@ class Broker:
         hand_out(self.service.take_actions(), self.zmq.handle_actions)
 
     def _check_sessions(self) -> None:
-        """Drop authenticated connections whose TCP socket closed (monitor events)."""
-        assert self._monitor is not None
+        """End the connections whose TCP socket closed (monitor events): the Pulsar
+        sessions tied to it, and authenticated msgpack connections."""
         if not self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             return
         assert self.service is not None
@@ -764,17 +657,13 @@ class Broker:
             self.zmq_pulsar.socket_closed(fd)
 
     def _heartbeat(self) -> None:
-        if self._monitor is not None:
-            self._check_sessions()
+        self._check_sessions()
         now = self.clock.now_ms()
         if now >= self._next_auth_check:
             self._next_auth_check = now + self._auth_check_ms
-            for listener in self._listeners if self.authenticator.enabled else ():
-                for session in list(listener.sessions.values()):
-                    session.check_authentication()
-                    listener.flush(session)
             if self.authenticator.enabled:
-                self.zmq_pulsar.check_authentication()
+                for transport in self._transports():
+                    transport.check_authentication()
         if now < self._next_ping:
             return
         self._next_ping = now + self.keep_alive_ms
@@ -789,9 +678,6 @@ class Broker:
                 del connections[identity]
             else:
                 self._send(conn, wire.encode("PING"))
-        for listener in self._listeners:
-            for session in list(listener.sessions.values()):
-                session.ping(self.keep_alive_ms)
-                listener.flush(session)
-        self.zmq_pulsar.ping(self.keep_alive_ms)
+        for transport in self._transports():
+            transport.ping(self.keep_alive_ms)
 

@@ -98,6 +98,11 @@ class ZmqProtocol:
         self._header_frame: Any = None
         self._connect_frame: Any = None  # the CONNECT being handled (its socket's address)
 
+    def serves(self, identity: bytes) -> bool:
+        """Whether messages from ``identity`` are this protocol's (a connection, or one
+        refused and ignored)."""
+        return identity in self.connections or identity in self._ignored
+
     def forget_refused(self, before_ms: int) -> None:
         """Stop ignoring identities refused before ``before_ms``."""
         if self._ignored:

@@ -1,11 +1,13 @@
-"""One pulsar:// connection: Pulsar's commands in, core calls, Pulsar's answers out.
+"""One Pulsar connection: Pulsar's commands in, core calls, Pulsar's answers out.
 
 :class:`PulsarSession` is sans-I/O (the h11 shape): the socket shell hands it the bytes it
 read (:meth:`receive_data`), drains what to write (:meth:`data_to_send`) and closes the
 socket when :attr:`closed` says so. In between it keeps the connection's state (handshake,
 role, the client's producer and consumer ids mapped to the core's) and turns the core's
 actions addressed to it (:meth:`handle_action`) into frames. The session object itself is
-the ``conn`` the core records on producers and consumers.
+the ``conn`` the core records on producers and consumers. Every transport serves its
+connections with this class (:mod:`..transports`: pulsar:// and pulsar+ssl:// over TCP,
+one frame per message over ZeroMQ).
 
 Behaviour follows Pulsar 3.3's broker: LOOKUP answers authoritatively with this broker,
 a SEND whose checksum does not match gets ``ChecksumError`` and stores nothing, a SEEK
@@ -126,7 +128,7 @@ def _bits_to_words(bits: int) -> list[int]:
 
 
 class PulsarSession:
-    """The protocol state of one pulsar:// connection (no I/O: bytes in, bytes out)."""
+    """The protocol state of one Pulsar connection (no I/O: bytes in, bytes out)."""
 
     def __init__(
         self,
@@ -195,6 +197,11 @@ class PulsarSession:
             if self.closed:
                 return
             self._handle(frame)
+
+    @property
+    def scheme(self) -> str:
+        """How the connection came (``pulsar``, ``pulsar+ssl``, ``zmq``), for log lines."""
+        return getattr(self.sender, "scheme", "pulsar")
 
     def receive_frame(self, data: bytes) -> None:
         """One whole frame, as a message transport (ZeroMQ) carries it: a message that is
@@ -265,8 +272,8 @@ class PulsarSession:
         try:
             self._handle_action(action)
         except Exception as exc:  # a bug must cost this connection, never the broker
-            log.exception("internal error handling %s for a pulsar:// connection (%s %s)",
-                          type(action).__name__, getattr(action, "topic", ""),
+            log.exception("internal error handling %s for a %s:// connection (%s %s)",
+                          type(action).__name__, self.scheme, getattr(action, "topic", ""),
                           [list(e.position) for e in getattr(action, "entries", ())[:10]])
             self._fail(f"internal error ({type(exc).__name__}); the broker logged it")
 
@@ -382,7 +389,8 @@ class PulsarSession:
 
     def _close(self, reason: str) -> None:
         if not self.closed:
-            log.info("closing a pulsar:// connection%s: %s", self.peer and f" ({self.peer})",
+            log.info("closing a %s:// connection%s: %s", self.scheme,
+                     self.peer and f" ({self.peer})",
                      reason)
             self.closed = True
             self.close_reason = reason
@@ -493,7 +501,7 @@ class PulsarSession:
             message = f"{name}: transactions are not supported by pulsarlab"
         else:
             message = f"{name} is not supported by pulsarlab"
-        log.info("refused %s from a pulsar:// client", name)
+        log.info("refused %s from a %s:// client", name, self.scheme)
         self._error(request_id, "NotAllowedError", message)
 
     # -- handshake and lookups ------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ..pulsar_protocol import PulsarSession
 
-__all__ = ["CommandSender", "hand_out"]
+__all__ = ["CommandSender", "SessionTransport", "hand_out"]
 
 
 class CommandSender(Protocol):
@@ -24,6 +24,28 @@ class CommandSender(Protocol):
 
     def flush(self, session: PulsarSession) -> None:
         """Write the session's queued frames; close its connection if it closed."""
+
+
+class SessionTransport:
+    """What every transport shares: its sessions by route, and the turns the loop runs
+    over all of them."""
+
+    sessions: dict[bytes, PulsarSession]
+
+    def flush(self, session: PulsarSession) -> None:
+        raise NotImplementedError
+
+    def ping(self, keep_alive_ms: int) -> None:
+        """A keep-alive turn for every connection (PING, or close a silent one)."""
+        for session in list(self.sessions.values()):
+            session.ping(keep_alive_ms)
+            self.flush(session)
+
+    def check_authentication(self) -> None:
+        """The periodic credentials check: AUTH_CHALLENGE for expired tokens."""
+        for session in list(self.sessions.values()):
+            session.check_authentication()
+            self.flush(session)
 
 
 def hand_out(actions: Iterable[Any], msgpack: Callable[[list], None]) -> None:

@@ -7,10 +7,10 @@ DEALER routing id, feeds it the frames and writes what it answers back through t
 It owns what is ZeroMQ's own: an empty message closes a connection (the client's way to
 hang up; from the broker, the notice that it closed the connection, as a TCP close), a
 connection the broker closed or refused has its routing id ignored for a while (what it
-still sends is dropped, counted in :attr:`dropped_from_refused`), and with authentication
-on a session is tied to the TCP socket its CONNECT came over (:meth:`socket_closed`), so a
-peer that later claims the same routing id starts unauthenticated. CurveZMQ is the
-socket's business and needs nothing here.
+still sends is dropped, counted in :attr:`dropped_from_refused`), and a session is tied to
+the TCP socket its CONNECT came over: it ends when that socket closes (:meth:`socket_closed`,
+from the ROUTER's monitor), and a message under its routing id from another socket starts a
+new, unauthenticated session. CurveZMQ is the socket's business and needs nothing here.
 
 Until every client speaks Pulsar frames the ROUTER also serves the msgpack command wire
 (:mod:`..zmq_session`): :func:`is_pulsar_frame` tells the two apart by a peer's first
@@ -33,6 +33,7 @@ from ..pulsar_protocol import PulsarApi_pb2 as api
 from ..pulsar_protocol import PulsarSession
 from ..pulsar_protocol.framing import encode_command
 from ..pulsar_protocol.session import server_error
+from . import SessionTransport
 
 log = logging.getLogger("pulsarlab.broker.zmq")
 
@@ -54,7 +55,7 @@ def is_pulsar_frame(data: bytes) -> bool:
     return data[:1] == b"\x00"
 
 
-class ZmqTransport:
+class ZmqTransport(SessionTransport):
     """Pulsar sessions of DEALER peers on one ROUTER socket (sans-I/O: frames out through
     ``send(routing_id, message)``)."""
 
@@ -70,8 +71,8 @@ class ZmqTransport:
     ) -> None:
         """``new_session(peer=..., sender=..., route=...)`` makes a session;
         ``open_connections()`` counts every connection the broker serves, on any transport
-        (``max_connections``); ``tie_to_socket`` (authentication on) records which TCP
-        socket each session's messages come over."""
+        (``max_connections``); ``tie_to_socket`` records which TCP socket each session's
+        CONNECT came over (``zmq.SRCFD``) and serves it no other."""
         self.sessions: dict[bytes, PulsarSession] = {}
         self.fds: dict[bytes, int] = {}  # routing id -> its TCP socket (tie_to_socket)
         self.ignored: dict[bytes, int] = {}  # routing id -> when the broker closed it
@@ -83,6 +84,8 @@ class ZmqTransport:
         self._now_ms = now_ms
         self._tie = tie_to_socket
 
+    scheme = "zmq"
+
     # -- reading --------------------------------------------------------------------------
 
     def serves(self, identity: bytes) -> bool:
@@ -93,6 +96,13 @@ class ZmqTransport:
         """One message from ``identity`` (bytes or a ``zmq.Frame``, its first part when it
         had ``parts`` of them): one Pulsar frame."""
         session = self.sessions.get(identity)
+        if session is not None and self._tie and identity in self.fds and (
+            source_fd(message) != self.fds[identity]
+        ):
+            # Another TCP connection under a live session's routing id (the first one
+            # closed, its notice not read yet): that session ends, this peer starts anew.
+            self.socket_closed(self.fds[identity])
+            session = None
         if session is None:
             if identity in self.ignored:
                 self.dropped_from_refused += 1
@@ -152,18 +162,6 @@ class ZmqTransport:
             self._ignore(identity)
 
     # -- housekeeping ---------------------------------------------------------------------
-
-    def ping(self, keep_alive_ms: int) -> None:
-        """A keep-alive turn for every session (PING, or close a silent one)."""
-        for session in list(self.sessions.values()):
-            session.ping(keep_alive_ms)
-            self.flush(session)
-
-    def check_authentication(self) -> None:
-        """The periodic credentials check: AUTH_CHALLENGE for expired tokens."""
-        for session in list(self.sessions.values()):
-            session.check_authentication()
-            self.flush(session)
 
     def socket_closed(self, fd: int) -> None:
         """A TCP socket of the ROUTER closed: the sessions tied to it end."""

@@ -28,6 +28,7 @@ def test_wheel_has_one_namespace(wheel):
     assert top == {"pulsarlab", "pyspark_pulsarlab.py"}  # PySpark finds pyspark_* modules
     assert "pulsarlab/broker/service.py" in names
     assert "pulsarlab/broker/storage/durable.py" in names
+    assert "pulsarlab/broker/transports/zmq.py" in names  # every subpackage is listed
     assert "pulsarlab/widgets/__init__.py" in names
 
 

@@ -11,8 +11,9 @@ import pytest
 from pulsarlab import Broker
 from pulsarlab.broker.client import Client
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
+from pulsarlab.broker.pulsar_protocol.framing import decode_message
 
-from .dealer import CLOSED, QUIET_MS, PulsarDealer, T, command, send_frame
+from .dealer import CLOSED, QUIET_MS, PulsarDealer, T, command, send_frame, wait_until
 
 _COUNTER = itertools.count()
 
@@ -21,10 +22,7 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{next(_COUNTER)}"
 
 
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Broker]:
-    with Broker(storage="memory") as b:
-        yield b
+# ``broker``: tests/integration/conftest.py's, one in-memory broker per module.
 
 
 @pytest.fixture
@@ -42,15 +40,16 @@ def test_connect_produce_consume_ack_close(broker: Broker, dealer: PulsarDealer)
     dealer.subscribe(topic, "s", consumer_id=7)
     success = dealer.producer(topic, producer_id=3)
     assert success.producer_name
+    (publisher,) = broker.call(lambda s: s.topic_stats(topic))["publishers"]
+    assert publisher["address"].startswith("/127.0.0.1:")  # the DEALER's TCP peer
+    assert publisher["clientVersion"] == "raw-dealer"
     for seq in range(3):
         dealer.send(send_frame(3, seq, f"m{seq}".encode(), partition_key=f"k{seq}"))
-    receipts = [dealer.expect(T.SEND_RECEIPT).send_receipt for _ in range(3)]
+    # Receipts and deliveries interleave (one connection produces and consumes).
+    frames = [dealer.recv() for _ in range(6)]
+    receipts = [f.command.send_receipt for f in frames if f.command.type == T.SEND_RECEIPT]
+    messages = [f for f in frames if f.command.type == T.MESSAGE]
     assert [(r.producer_id, r.sequence_id) for r in receipts] == [(3, 0), (3, 1), (3, 2)]
-    messages = []
-    for _ in range(3):
-        frame = dealer.recv()
-        assert frame.command.type == T.MESSAGE
-        messages.append(frame)
     assert [f.payload for f in messages] == [b"m0", b"m1", b"m2"]
     assert all(f.checksum_ok for f in messages)
     assert {f.command.message.consumer_id for f in messages} == {7}
@@ -106,7 +105,8 @@ def test_a_malformed_frame_gets_error_and_drops_only_that_peer(
         before = broker.dropped_from_refused
         dealer.send(command(T.PING, "ping"))
         assert dealer.recv(QUIET_MS) is None
-        assert broker.call(lambda s: broker.dropped_from_refused) == before + 1
+        wait_until(lambda: broker.call(lambda s: broker.dropped_from_refused) == before + 1,
+                   "the dropped message to be counted")
         # Everyone else is still served.
         producer = PulsarDealer(broker.service_url)
         try:
@@ -143,6 +143,8 @@ def test_an_empty_message_hangs_up_and_frees_the_exclusive_subscription(
     first.connect()
     first.subscribe(topic, "s")
     first.send(b"")  # the client hangs up
+    wait_until(lambda: broker.call(lambda s: b"reused-id" not in broker.zmq_pulsar.sessions),
+               "the hang-up to end the session")
     first.close()
     # The same routing id may connect again: the hang-up was the client's, not a refusal.
     again = PulsarDealer(broker.service_url, identity=b"reused-id")
@@ -179,3 +181,76 @@ def test_msgpack_and_pulsar_peers_share_the_router(broker: Broker, dealer: Pulsa
         dealer.expect(T.SEND_RECEIPT)
         got = [consumer.receive(timeout_millis=10_000).data() for _ in range(2)]
         assert got == [b"from-msgpack", b"from-pulsar"]
+
+
+def test_a_vanished_peer_releases_its_consumer_at_once(broker: Broker) -> None:
+    """A DEALER whose socket closes without hanging up (a crash) ends its session as soon
+    as its TCP connection closes, not two keep-alive periods later."""
+    topic = unique("zp-vanished")
+    first = PulsarDealer(broker.service_url)
+    first.connect()
+    first.subscribe(topic, "s")
+    first.close()  # no empty message: the TCP connection just closes
+    wait_until(lambda: broker.call(lambda s: not s.topic_stats(topic)["subscriptions"]["s"]
+                                   ["consumers"]),
+               "the closed socket's consumer to be released")
+    second = PulsarDealer(broker.service_url)
+    try:
+        second.connect()
+        second.subscribe(topic, "s")  # Exclusive: free again
+    finally:
+        second.close()
+
+
+def test_keep_alive_closes_a_silent_peer_and_keeps_one_that_answers() -> None:
+    with Broker(storage="memory", keep_alive_interval_seconds=0.2) as b:
+        silent = PulsarDealer(b.service_url)
+        answering = PulsarDealer(b.service_url)
+        try:
+            silent.connect()
+            silent.subscribe("keep-alive", "silent")
+            answering.connect()
+            answering.subscribe("keep-alive", "answering")
+
+            def silent_gone() -> bool:
+                assert answering.recv(20) is None  # PINGs answered; nothing else comes
+                return b.call(lambda s: not s.topic_stats("keep-alive")["subscriptions"]
+                              ["silent"]["consumers"])
+
+            wait_until(silent_gone, "the silent peer to be closed")
+            answering.send(command(T.PING, "ping"))
+            answering.expect(T.PONG)
+            assert b.call(lambda s: len(s.topic_stats("keep-alive")["subscriptions"]
+                                        ["answering"]["consumers"])) == 1
+            # The silent peer was pinged, then told its connection is closed.
+            frames = []
+            while silent.sock.poll(QUIET_MS):
+                frames.append(silent.sock.recv())
+            assert frames[-1] == b""
+            pinged = [decode_message(f, 1 << 30).command.type for f in frames[:-1]]
+            assert pinged and set(pinged) == {T.PING}
+        finally:
+            silent.close()
+            answering.close()
+
+
+def test_a_peer_taking_over_a_routing_id_does_not_inherit_its_session(broker: Broker) -> None:
+    """Without authentication ZeroMQ hands a routing id over to the newest peer claiming
+    it; the broker's session stays with the TCP socket its CONNECT came over, so the new
+    peer starts unconnected and the old session (its producer) ends."""
+    topic = unique("zp-takeover")
+    victim = PulsarDealer(broker.service_url, identity=b"taken-id")
+    victim.connect()
+    victim.producer(topic, producer_id=1)
+    thief = PulsarDealer(broker.service_url, identity=b"taken-id")
+    try:
+        thief.send(send_frame(1, 0, b"not yours"))
+        error = thief.expect(T.ERROR).error
+        assert "before CONNECT" in error.message
+        assert thief.recv() == CLOSED
+        stats = broker.call(lambda s: s.topic_stats(topic))
+        assert stats["publishers"] == []
+        assert stats["msgInCounter"] == 0
+    finally:
+        victim.close()
+        thief.close()

@@ -149,3 +149,25 @@ def test_max_connections_counts_zeromq_and_pulsar_tcp_together() -> None:
             official.close()
             first.close()
             third.close()
+
+
+def test_a_refused_msgpack_peer_cannot_start_over_with_pulsar_frames() -> None:
+    """A routing id the msgpack protocol refused stays dropped, whatever it sends next."""
+    from pulsarlab.broker import wire
+
+    with Broker(storage="memory", authentication_enabled=True) as b:
+        peer = PulsarDealer(b.service_url)
+        try:
+            peer.send(*wire.encode("GET_TOPICS", 1, namespace="public/default"))
+            (reply,) = peer.sock.recv_multipart()[:1]
+            assert wire.decode([reply], wire.BROKER_COMMANDS)["code"] == "AuthenticationError"
+            before = b.dropped_from_refused
+            peer.send(command(T.CONNECT, "connect", client_version="x", protocol_version=20,
+                              auth_method_name="token",
+                              auth_data=b.create_token("r").encode()))
+            assert peer.recv(QUIET_MS) is None
+            wait_until(lambda: b.call(lambda s: b.dropped_from_refused) == before + 1,
+                       "the message to be dropped")
+            assert b.call(lambda s: len(b.zmq_pulsar.sessions)) == 0
+        finally:
+            peer.close()

@@ -5,12 +5,33 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
 from pulsarlab.broker.pulsar_protocol.framing import decode_message
+from pulsarlab.broker.transports import zmq as transport_module
 from pulsarlab.broker.transports.zmq import ZmqTransport, is_pulsar_frame
 from pulsarlab.broker.wire import encode
 
 from .support import Harness, T, command, send_frame
+
+
+class _FromSocket(bytes):
+    """A message as if read from TCP socket ``fd`` (what ``zmq.SRCFD`` tells)."""
+
+    fd = -1
+
+
+def on(fd: int, data: bytes) -> _FromSocket:
+    message = _FromSocket(data)
+    message.fd = fd
+    return message
+
+
+@pytest.fixture
+def over_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Messages tell their TCP socket (``on(fd, data)``) as ZeroMQ's frames do."""
+    monkeypatch.setattr(transport_module, "source_fd", lambda message: message.fd)
 
 
 class Peers:
@@ -114,11 +135,20 @@ def test_an_empty_message_hangs_up_without_a_refusal() -> None:
     peers.connect(b"a")
 
 
-def test_a_tied_session_ends_with_its_socket() -> None:
+def _tied_producer(fd: int) -> Peers:
+    """Routing id ``a`` connected over TCP socket ``fd``, with a producer on ``t``."""
     peers = Peers(tie=True)
-    peers.connect(b"a")
-    peers.transport.fds[b"a"] = 42  # what ZeroMQ's SRCFD tells over TCP
-    peers.run(b"a", command(T.PRODUCER, "producer", topic="t", producer_id=1, request_id=1))
+    peers.run(b"a", on(fd, command(T.CONNECT, "connect", client_version="t",
+                                   protocol_version=20)))
+    assert peers.transport.fds == {b"a": fd}
+    peers.run(b"a", on(fd, command(T.PRODUCER, "producer", topic="t", producer_id=1,
+                                   request_id=1)))
+    assert len(peers.h.service.topic_stats("t")["publishers"]) == 1
+    return peers
+
+
+def test_a_tied_session_ends_with_its_socket(over_sockets) -> None:
+    peers = _tied_producer(42)
     peers.transport.socket_closed(41)
     assert b"a" in peers.transport.sessions
     peers.transport.socket_closed(42)
@@ -135,3 +165,32 @@ def test_keep_alive_closes_a_silent_peer_with_the_close_notice() -> None:
     peers.transport.ping(1000)
     assert peers.run(b"a") == ["closed"]
     assert b"a" not in peers.transport.sessions
+
+
+def test_a_tied_session_is_not_served_to_another_socket(over_sockets) -> None:
+    """The fd check: a message under a live session's routing id that came over another
+    TCP socket ends that session and starts unauthenticated, even before the monitor
+    reports the first socket closed."""
+    peers = _tied_producer(7)
+    (error, closed) = peers.run(b"a", on(8, command(T.PRODUCER, "producer", topic="t",
+                                                    producer_id=1, request_id=2)))
+    assert "before CONNECT" in error.error.message and closed == "closed"
+    assert peers.h.service.topic_stats("t")["publishers"] == []
+
+
+def test_a_frame_over_the_handshake_limit_before_connect_is_refused() -> None:
+    """Before CONNECT a frame may be at most MAX_HANDSHAKE_FRAME bytes, as on pulsar://."""
+    from pulsarlab.broker.pulsar_protocol.framing import MAX_HANDSHAKE_FRAME
+
+    peers = Peers()
+    big = command(T.CONNECT, "connect", client_version="x" * MAX_HANDSHAKE_FRAME,
+                  protocol_version=20)
+    error, closed = peers.run(b"a", big)
+    assert error.type == T.ERROR and "outside 4.." in error.error.message
+    assert closed == "closed"
+    peers.connect(b"b")  # after CONNECT the limit is the message size's
+    (success,) = peers.run(b"b", command(T.PRODUCER, "producer", topic="t", producer_id=1,
+                                         request_id=1))
+    assert success.type == T.PRODUCER_SUCCESS
+    replies = peers.run(b"b", send_frame(1, 0, b"x" * (2 * MAX_HANDSHAKE_FRAME)))
+    assert [r.type for r in replies] == [T.SEND_RECEIPT]
