@@ -41,7 +41,7 @@ from typing import Any
 
 from ..entry import MessageMetadata
 from ..format.compression import decompress
-from ..format.metadata import from_pulsar
+from ..format.metadata import from_pulsar, is_encrypted
 from ..message_id import MessageId
 from ..topic_name import TopicName
 from .ack_grouping import AckGroupingTracker
@@ -396,7 +396,14 @@ class TopicConsumer:
         now = now_ms()
         for entry, raw, payload in entries:
             try:
-                messages = self._io_decode(entry, from_pulsar(raw), payload, now)
+                meta = from_pulsar(raw)
+                if meta.num_messages_in_batch is not None and is_encrypted(raw):
+                    # End-to-end encrypted (this client cannot decrypt): the batch as
+                    # stored, as ONE message, as Pulsar's ConsumerCryptoFailureAction.CONSUME
+                    # hands it over; acked or dead-lettered like any message.
+                    meta.num_messages_in_batch = None
+                    meta.compression = "NONE"
+                messages = self._io_decode(entry, meta, payload, now)
             except Exception as exc:
                 log.warning("dropped an undecodable entry %s on %s: %s", entry[:2], self.topic, exc)
                 self.add_permits(1)
