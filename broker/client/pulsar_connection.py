@@ -60,7 +60,19 @@ from .exceptions import (
     ErrorGettingAuthenticationData,
     InvalidUrl,
     PulsarException,
-    exception_for,
+)
+from .pulsar_commands import (
+    bits_to_words,
+    error_for,
+    id_data,
+    parse_pulsar_url,
+    producer_command,
+    request_id_of,
+    settle,
+    settle_reply,
+    signed,
+    subscribe_command,
+    words_to_bits,
 )
 
 __all__ = ["PulsarConnection", "parse_pulsar_url"]
@@ -77,45 +89,8 @@ _RETRIABLE = frozenset({"ServiceUnitNotReady", "BrokerMetadataError", "ConnectEr
 # ... and, re-creating one the broker may still hold (the old connection not yet seen
 # closed), these.
 _RETRIABLE_AGAIN = _RETRIABLE | {"ProducerBusy", "ConsumerBusy"}
-_SUB_TYPES = {"Exclusive": 0, "Shared": 1, "Failover": 2, "Key_Shared": 3}
-_ACCESS_MODES = {"Shared": 0, "Exclusive": 1, "WaitForExclusive": 2, "ExclusiveWithFencing": 3}
-_T = pb.BaseCommand.Type
 _MASK64 = (1 << 64) - 1
-
-
-def parse_pulsar_url(service_url: str) -> tuple[str, int]:
-    """``pulsar://host:port`` → ``(host, port)`` (the first host of a list)."""
-    url = service_url.strip().rstrip("/")
-    if not url.startswith("pulsar://"):
-        raise InvalidUrl(f"service URL {service_url!r} must look like pulsar://host:port")
-    hostport = url[len("pulsar://"):].split(",")[0]
-    host, sep, port = hostport.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise InvalidUrl(f"service URL {service_url!r} must look like pulsar://host:port")
-    return host.strip("[]"), int(port)
-
-
-def words_to_bits(words: Any) -> int:
-    """Pulsar's ``ack_set`` (a ``BitSet``'s 64-bit words, signed) as one int."""
-    bits = 0
-    for i, word in enumerate(words):
-        bits |= (word & _MASK64) << (64 * i)
-    return bits
-
-
-def bits_to_words(bits: int, size: int) -> list[int]:
-    """One int of bits as a ``BitSet``'s words (signed 64-bit, as Java writes them)."""
-    out = []
-    for _ in range(max(1, (size + 63) // 64)):
-        word = bits & _MASK64
-        out.append(word - (1 << 64) if word >> 63 else word)
-        bits >>= 64
-    return out
-
-
-def _id_data(position: Any, partition: int = -1) -> pb.MessageIdData:
-    return pb.MessageIdData(ledgerId=position[0] & _MASK64, entryId=position[1] & _MASK64,
-                            partition=partition)
+_T = pb.BaseCommand.Type
 
 
 class _BrokerCnx:
@@ -177,7 +152,7 @@ class PulsarConnection(Connection):
             if self._auth_failure is not None:
                 raise self._auth_failure
             future: concurrent.futures.Future = concurrent.futures.Future()
-            self.post(lambda: self._io_cnx(self.service_url, lambda err: _settle(future, err)))
+            self.post(lambda: self._io_cnx(self.service_url, lambda err: settle(future, err)))
             try:
                 future.result(self.connection_timeout)
             except (AuthenticationError, ErrorGettingAuthenticationData) as exc:
@@ -240,7 +215,7 @@ class PulsarConnection(Connection):
             redeliver = command.redeliverUnacknowledgedMessages
             redeliver.consumer_id = consumer_id
             for position in fields.get("positions") or ():
-                redeliver.message_ids.append(_id_data(position))
+                redeliver.message_ids.append(id_data(position))
             if fields.get("reason"):
                 redeliver.pulsarlab_reason = fields["reason"]
             if fields.get("requested_at"):
@@ -300,11 +275,11 @@ class PulsarConnection(Connection):
             def answered(frame: Frame) -> None:
                 cmd = frame.command
                 if cmd.type == _T.ERROR:
-                    done(None, _error(cmd.error.error, cmd.error.message))
+                    done(None, error_for(cmd.error.error, cmd.error.message))
                     return
                 r = cmd.lookupTopicResponse
                 if r.response == r.Failed:
-                    done(None, _error(r.error, r.message or f"lookup of {topic} failed"))
+                    done(None, error_for(r.error, r.message or f"lookup of {topic} failed"))
                     return
                 target = r.brokerServiceUrl or url
                 if r.proxy_through_service_url:
@@ -355,15 +330,15 @@ class PulsarConnection(Connection):
                 retry_or_fail(err or ConnectError("lookup failed"))
                 return
             if kind == "producer":
-                command, field = self._producer_command(fields), "producer"
+                command, field = producer_command(fields), "producer"
             else:
-                command, field = self._subscribe_command(fields), "subscribe"
+                command, field = subscribe_command(fields), "subscribe"
             self._rpc(cnx, command, field, lambda frame: created(cnx, frame))
 
         def created(cnx: _BrokerCnx, frame: Frame) -> None:
             cmd = frame.command
             if cmd.type == _T.ERROR:
-                retry_or_fail(_error(cmd.error.error, cmd.error.message))
+                retry_or_fail(error_for(cmd.error.error, cmd.error.message))
                 return
             if cmd.type == _T.PRODUCER_SUCCESS and not cmd.producer_success.producer_ready:
                 # WaitForExclusive: queued; the broker answers again when it is admitted.
@@ -388,50 +363,6 @@ class PulsarConnection(Connection):
 
         attempt()
 
-    def _producer_command(self, fields: dict[str, Any]) -> pb.BaseCommand:
-        command = pb.BaseCommand(type=_T.PRODUCER)
-        p = command.producer
-        p.topic = fields["topic"]
-        p.producer_id = fields["producer_id"]
-        if fields.get("producer_name"):
-            p.producer_name = fields["producer_name"]
-            p.user_provided_producer_name = bool(fields.get("user_provided_name", True))
-        if fields.get("access_mode"):
-            p.producer_access_mode = _ACCESS_MODES[fields["access_mode"]]
-        if fields.get("initial_subscription_name"):
-            p.initial_subscription_name = fields["initial_subscription_name"]
-        return command
-
-    def _subscribe_command(self, f: dict[str, Any]) -> pb.BaseCommand:
-        command = pb.BaseCommand(type=_T.SUBSCRIBE)
-        s = command.subscribe
-        s.topic = f["topic"]
-        s.subscription = f["subscription"]
-        s.subType = _SUB_TYPES[f["sub_type"]]
-        s.consumer_id = f["consumer_id"]
-        s.consumer_name = f["consumer_name"]
-        s.durable = bool(f.get("durable", True))
-        if f.get("priority_level"):
-            s.priority_level = f["priority_level"]
-        if f.get("read_compacted"):
-            s.read_compacted = True
-        s.initialPosition = 1 if f.get("initial_position") == "earliest" else 0
-        start = f.get("start_message_id")
-        if start is not None:
-            ledger, entry, partition, batch = start
-            s.start_message_id.CopyFrom(pb.MessageIdData(
-                ledgerId=ledger & _MASK64, entryId=entry & _MASK64, partition=partition,
-                batch_index=batch))
-        mode = f.get("key_shared_mode")
-        ranges = f.get("sticky_ranges") or f.get("key_hash_ranges")
-        if mode is not None or ranges:  # a reader's key hash ranges: sticky ranges
-            meta = s.keySharedMeta
-            meta.keySharedMode = 1 if mode == "STICKY" or f.get("key_hash_ranges") else 0
-            meta.allowOutOfOrderDelivery = bool(f.get("allow_out_of_order_delivery"))
-            for start_hash, end_hash in ranges or ():
-                meta.hashRanges.add(start=start_hash, end=end_hash)
-        return command
-
     def _io_partitioned_metadata(self, topic: str, future: concurrent.futures.Future) -> None:
         def on_ready(err: BaseException | None) -> None:
             if err is not None:
@@ -444,11 +375,11 @@ class PulsarConnection(Connection):
         def answered(frame: Frame) -> None:
             cmd = frame.command
             if cmd.type == _T.ERROR:
-                future.set_exception(_error(cmd.error.error, cmd.error.message))
+                future.set_exception(error_for(cmd.error.error, cmd.error.message))
                 return
             r = cmd.partitionMetadataResponse
             if r.response == r.Failed:
-                future.set_exception(_error(r.error, r.message))
+                future.set_exception(error_for(r.error, r.message))
                 return
             future.set_result(Command("SUCCESS", 0, {"result": r.partitions}))
 
@@ -467,7 +398,7 @@ class PulsarConnection(Connection):
         def answered(frame: Frame) -> None:
             cmd = frame.command
             if cmd.type == _T.ERROR:
-                future.set_exception(_error(cmd.error.error, cmd.error.message))
+                future.set_exception(error_for(cmd.error.error, cmd.error.message))
                 return
             topics = list(cmd.getTopicsOfNamespaceResponse.topics)
             future.set_result(Command("SUCCESS", 0, {"result": topics}))
@@ -483,7 +414,7 @@ class PulsarConnection(Connection):
         cnx.producers.discard(producer_id)
         command = pb.BaseCommand(type=_T.CLOSE_PRODUCER)
         command.close_producer.producer_id = producer_id
-        self._rpc(cnx, command, "close_producer", lambda frame: _reply(future, frame))
+        self._rpc(cnx, command, "close_producer", lambda frame: settle_reply(future, frame))
 
     def _io_consumer_request(self, name: str, fields: dict[str, Any],
                              future: concurrent.futures.Future) -> None:
@@ -508,7 +439,7 @@ class PulsarConnection(Connection):
                     self._consumer_cnx.pop(consumer_id, None)
                     cnx.consumers.discard(consumer_id)
                     self._created.discard(("consumer", consumer_id))
-                _reply(future, frame)
+                settle_reply(future, frame)
 
             self._rpc(cnx, command, field, closed)
             return
@@ -522,7 +453,7 @@ class PulsarConnection(Connection):
                     batch_index=batch))
             else:
                 command.seek.message_publish_time = fields["publish_time"]
-            self._rpc(cnx, command, "seek", lambda frame: _reply(future, frame))
+            self._rpc(cnx, command, "seek", lambda frame: settle_reply(future, frame))
             return
         command.type = _T.GET_LAST_MESSAGE_ID
         command.getLastMessageId.consumer_id = consumer_id
@@ -530,10 +461,10 @@ class PulsarConnection(Connection):
         def last(frame: Frame) -> None:
             cmd = frame.command
             if cmd.type == _T.ERROR:
-                future.set_exception(_error(cmd.error.error, cmd.error.message))
+                future.set_exception(error_for(cmd.error.error, cmd.error.message))
                 return
             mid = cmd.getLastMessageIdResponse.last_message_id
-            ledger, entry = _signed(mid.ledgerId), _signed(mid.entryId)
+            ledger, entry = signed(mid.ledgerId), signed(mid.entryId)
             future.set_result(Command("SUCCESS", 0, {
                 "result": [ledger, entry, mid.partition, mid.batch_index]}))
 
@@ -727,7 +658,7 @@ class PulsarConnection(Connection):
                 m = cmd.message
                 mid = m.message_id
                 ack_set = words_to_bits(m.ack_set) if m.ack_set else None
-                entry = (_signed(mid.ledgerId), _signed(mid.entryId), mid.partition,
+                entry = (signed(mid.ledgerId), signed(mid.entryId), mid.partition,
                          m.redelivery_count, ack_set)
                 deliveries.setdefault(m.consumer_id, []).append(
                     (entry, frame.metadata, frame.payload))
@@ -822,7 +753,7 @@ class PulsarConnection(Connection):
             mid = r.message_id
             self._push(self._producers, "SEND_RECEIPT", producer_id=r.producer_id,
                        sequence_id=r.sequence_id,
-                       message_id=[_signed(mid.ledgerId), _signed(mid.entryId), mid.partition])
+                       message_id=[signed(mid.ledgerId), signed(mid.entryId), mid.partition])
             return
         if t == _T.SEND_ERROR:
             e = cmd.send_error
@@ -871,59 +802,15 @@ class PulsarConnection(Connection):
         if t == _T.PONG:
             return
         if t == _T.ERROR and not cnx.ready:  # the CONNECT was refused
-            error = _error(cmd.error.error, cmd.error.message)
+            error = error_for(cmd.error.error, cmd.error.message)
             if not isinstance(error, AuthenticationError | AuthorizationError):
                 error = ConnectError(cmd.error.message)  # e.g. past max_connections
             self._drop(cnx, error)
             return
-        rid = _request_id(cmd)
+        rid = request_id_of(cmd)
         pending = self._requests.pop(rid, None) if rid is not None else None
         if pending is not None:
             pending[1](frame)
         elif t == _T.ERROR:
             log.warning("broker error: %s: %s", pb.ServerError.Name(cmd.error.error),
                         cmd.error.message)
-
-
-_REPLY_FIELDS = {
-    _T.SUCCESS: "success", _T.ERROR: "error", _T.PRODUCER_SUCCESS: "producer_success",
-    _T.LOOKUP_RESPONSE: "lookupTopicResponse",
-    _T.PARTITIONED_METADATA_RESPONSE: "partitionMetadataResponse",
-    _T.GET_LAST_MESSAGE_ID_RESPONSE: "getLastMessageIdResponse",
-    _T.GET_TOPICS_OF_NAMESPACE_RESPONSE: "getTopicsOfNamespaceResponse",
-}
-
-
-def _request_id(cmd: pb.BaseCommand) -> int | None:
-    field = _REPLY_FIELDS.get(cmd.type)
-    return None if field is None else getattr(cmd, field).request_id
-
-
-def _signed(value: int) -> int:
-    """Pulsar's uint64 ids as the signed longs Java and pulsarlab use (-1 stays -1)."""
-    return value - (1 << 64) if value >> 63 else value
-
-
-def _error(code: int, message: str) -> PulsarException:
-    name = pb.ServerError.Name(code) if code in pb.ServerError.values() else "UnknownError"
-    return exception_for(name, message)
-
-
-def _reply(future: concurrent.futures.Future, frame: Frame) -> None:
-    cmd = frame.command
-    if future.done():
-        return
-    if cmd.type == _T.ERROR:
-        future.set_exception(_error(cmd.error.error, cmd.error.message))
-    else:
-        future.set_result(Command("SUCCESS", 0, {}))
-
-
-def _settle(future: concurrent.futures.Future, err: BaseException | None) -> None:
-    if future.done():
-        return
-    if err is None:
-        future.set_result(None)
-    else:
-        future.set_exception(err)
-
