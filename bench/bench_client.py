@@ -11,6 +11,12 @@ receive phase, so the produce phase measures producing alone. Prints one JSON do
 
     python bench/bench_client.py [--messages N] [--runs R] [--mode process|inproc|both]
                                  [--url zmq://127.0.0.1:PORT]   # a broker already running
+                                 [--client pulsarlab|official] [--pulsar-lite]
+
+``--pulsar-lite`` runs the same phases against a pulsar-lite process (pulsar://; the bench
+extra) instead of a pulsarlab broker, and ``--client official`` drives them with the
+official ``pulsar-client`` instead of pulsarlab's: the pair gives pulsarlab's client vs the
+official one against the same peer (issue 24's target: pulsarlab's produce >= 3x).
 """
 
 from __future__ import annotations
@@ -33,6 +39,27 @@ from benchlib import start_broker, stop_broker  # noqa: E402
 
 PAYLOAD = b"x" * 100
 BATCH = 100
+
+
+def client_module(kind: str) -> Any:
+    """The client library: ``pulsarlab`` or the official ``pulsar``."""
+    if kind == "official":
+        import pulsar
+
+        return pulsar
+    import pulsarlab
+
+    return pulsarlab
+
+
+def new_client(kind: str, url: str) -> Any:
+    if kind == "official":
+        import pulsar
+
+        return pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    import pulsarlab
+
+    return pulsarlab.Client(url)
 
 
 def produce(client: Any, topic: str, n: int) -> float:
@@ -63,9 +90,9 @@ def produce(client: Any, topic: str, n: int) -> float:
     return n / elapsed
 
 
-def consume(client: Any, topic: str, subscription: str, n: int) -> float:
-    import pulsarlab
-
+def consume(client: Any, topic: str, subscription: str, n: int, kind: str = "pulsarlab"
+            ) -> float:
+    pulsarlab = client_module(kind)
     consumer = client.subscribe(topic, subscription,
                                 consumer_type=pulsarlab.ConsumerType.Shared,
                                 initial_position=pulsarlab.InitialPosition.Earliest)
@@ -85,15 +112,16 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(url: str, n: int, run: int, broker_pid: int | None) -> dict[str, float]:
+def one_run(url: str, n: int, run: int, broker_pid: int | None,
+            kind: str = "pulsarlab") -> dict[str, float]:
     """msgs/s of each phase, and CPU µs per message of this process (the client, and in
     inproc mode the broker too) and of a broker in another process."""
-    import pulsarlab
-
-    topic = f"bench-client-{run}"
+    pulsarlab = client_module(kind)
+    topic = f"bench-client-{kind}-{os.getpid()}-{run}"
     out: dict[str, float] = {}
     for phase in ("produce", "receive_ack"):
-        with pulsarlab.Client(url) as client:
+        client = new_client(kind, url)
+        try:
             if phase == "produce":
                 client.subscribe(topic, "bench", consumer_type=pulsarlab.ConsumerType.Shared,
                                  initial_position=pulsarlab.InitialPosition.Earliest).close()
@@ -101,18 +129,26 @@ def one_run(url: str, n: int, run: int, broker_pid: int | None) -> dict[str, flo
             if phase == "produce":
                 out[phase] = produce(client, topic, n)
             else:
-                out[phase] = consume(client, topic, "bench", n)
+                out[phase] = consume(client, topic, "bench", n, kind)
             out[f"{phase}_cpu_us_per_msg"] = (time.process_time() - own) / n * 1e6
             if broker_pid:
                 out[f"{phase}_broker_cpu_us_per_msg"] = (_cpu_s(broker_pid) - broker) / n * 1e6
+        finally:
+            client.close()
     return out
 
 
-def run_mode(mode: str, n: int, runs: int, url: str | None = None) -> dict[str, Any]:
+def run_mode(mode: str, n: int, runs: int, url: str | None = None,
+             kind: str = "pulsarlab", lite: bool = False) -> dict[str, Any]:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        if url:
-            results = [one_run(url, n, i, None) for i in range(runs)]
+        if lite:
+            from bench_official import pulsar_lite
+
+            with pulsar_lite() as lite_url:
+                results = [one_run(lite_url, n, i, None, kind) for i in range(runs)]
+        elif url:
+            results = [one_run(url, n, i, None, kind) for i in range(runs)]
         elif mode == "process":
             proc, url, _ = start_broker(tmp)
             try:
@@ -145,9 +181,12 @@ def main() -> None:
     parser.add_argument("--mode", choices=("process", "inproc", "both"), default="both")
     parser.add_argument("--url", help="use this running broker (e.g. to profile it) as "
                         "the broker in another process")
+    parser.add_argument("--client", choices=("pulsarlab", "official"), default="pulsarlab")
+    parser.add_argument("--pulsar-lite", action="store_true",
+                        help="against a pulsar-lite process instead of a pulsarlab broker")
     args = parser.parse_args()
     modes = ("process", "inproc") if args.mode == "both" else (args.mode,)
-    if args.url:
+    if args.url or args.pulsar_lite:
         modes = ("process",)
     results: dict[str, Any] = {
         "bench": "client",
@@ -156,9 +195,12 @@ def main() -> None:
         "batching_max_messages": BATCH,
         "storage": "durable",
         "runs": args.runs,
+        "client": args.client,
+        "peer": "pulsar-lite" if args.pulsar_lite else "pulsarlab",
     }
     for mode in modes:
-        results[f"broker_{mode}"] = run_mode(mode, args.messages, args.runs, args.url)
+        results[f"broker_{mode}"] = run_mode(mode, args.messages, args.runs, args.url,
+                                             args.client, args.pulsar_lite)
     results["targets_msgs_per_s"] = {"broker_process": 200_000, "broker_inproc": 100_000}
     results["ratios_to_target"] = {
         f"{mode}_{phase}": round(

@@ -4,15 +4,26 @@
 dispatchers, selectors); storage backends live in ``pulsarlab.broker.storage``.
 """
 
-from .clock import Clock, ManualClock, WallClock
-from .consumer import KeySharedMeta, KeySharedMetaMode, ServerConsumer, SubType
-from .entry import MessageMetadata
-from .errors import PulsarLabError
-from .events import BrokerEvent, EventType
-from .message_id import MessageId
-from .service import BrokerService
-from .settings import BrokerSettings
-from .topic_name import TopicName
+from importlib import import_module
+from typing import Any
+
+# Lazy (PEP 562): ``import pulsarlab.broker.client`` must not load the core or the server.
+_EXPORTS = {
+    "Clock": ".clock", "ManualClock": ".clock", "WallClock": ".clock",
+    "KeySharedMeta": ".consumer", "KeySharedMetaMode": ".consumer",
+    "ServerConsumer": ".consumer", "SubType": ".consumer",
+    "MessageMetadata": ".entry", "PulsarLabError": ".errors",
+    "BrokerEvent": ".events", "EventType": ".events", "MessageId": ".message_id",
+    "BrokerService": ".service", "BrokerSettings": ".settings", "TopicName": ".topic_name",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module, __name__), name)
+
 
 __all__ = [
     "BrokerEvent",

@@ -23,8 +23,6 @@ import struct
 from collections.abc import Collection
 from typing import NamedTuple
 
-from .client.batch import batch_items, encode_items
-from .client.compression import compress, decompress
 from .entry import (
     MessageMetadata,
     compacted_out_bitmap,
@@ -32,6 +30,8 @@ from .entry import (
     decode_entry,
     encode_entry,
 )
+from .format.batch import batch_items, encode_items
+from .format.compression import compress, decompress
 from .pulsar_protocol.PulsarApi_pb2 import MessageMetadata as PulsarMetadata
 from .pulsar_protocol.PulsarApi_pb2 import SingleMessageMetadata
 

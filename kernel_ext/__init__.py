@@ -6,10 +6,8 @@ registers the ``%pulsar`` magics (auto-load: ``pulsarlab kernel install``, or
 ``c.InteractiveShellApp.extensions = ["pulsarlab"]`` in ``ipython_kernel_config.py``).
 """
 
-from .broker import BrokerService, BrokerSettings, MessageId
-from .broker.admin import Admin
-from .broker.server import Broker
-from .diagnosis import diagnose
+from importlib import import_module
+
 from .spark.worker_python import default_worker_python
 
 # Spark's Python workers must run this venv's interpreter even when it is not activated.
@@ -42,11 +40,20 @@ _CLIENT_NAMES = frozenset(
 )
 
 
+# Lazy (PEP 562): ``import pulsarlab.broker.client`` loads neither the server nor the core.
+_EXPORTS = {
+    "Admin": ".broker.admin", "Broker": ".broker.server", "BrokerService": ".broker",
+    "BrokerSettings": ".broker", "MessageId": ".broker", "diagnose": ".diagnosis",
+}
+
+
 def __getattr__(name: str):
     if name in _CLIENT_NAMES:
         from .broker import client
 
         return getattr(client, name)
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name], __name__), name)
     raise AttributeError(f"module 'pulsarlab' has no attribute {name!r}")
 
 

@@ -35,9 +35,9 @@ from pulsarlab.broker import (
     TopicName,
 )
 from pulsarlab.broker.actions import ActiveConsumerChange, Deliver
-from pulsarlab.broker.client.batch import OutgoingMessage, encode_batch
 from pulsarlab.broker.consumer import ServerConsumer
 from pulsarlab.broker.entry import read_header
+from pulsarlab.broker.format.batch import OutgoingMessage, encode_batch
 from pulsarlab.broker.selectors import StickyKeyConsumerSelector, partition_for_key
 from pulsarlab.broker.storage import MemoryStorage
 

@@ -1,14 +1,8 @@
-"""Batches: the payload format of a batched entry and the producer's batch containers.
+"""The producer's batch containers (the payload layouts live in :mod:`..format.batch`).
 
-Batch payload format (the payload of an entry whose metadata has ``num_messages_in_batch``;
-compression, if any, applies to the whole payload)::
-
-    msgpack list, one item per message, in batch-index order:
-        [properties: map str->str | nil, partition_key: str | nil, ordering_key: bin | nil,
-         event_time: int (ms, 0 = unset), sequence_id: int, null_value: bool, payload: bin]
-
-    Properties are nil when a message has none (an empty map is read the same way): a
-    decoded item then holds no container, and the garbage collector stops tracking it.
+A container lays its batch out in Pulsar's layout
+(:func:`~pulsarlab.broker.format.batch.encode_pulsar_batch`, the connection's
+``encode_batch``): one ``SingleMessageMetadata`` and payload per message.
 
 Entry-level metadata of a batch (what the broker sees, and what Key_Shared hashes):
 ``num_messages_in_batch`` = number of messages, ``sequence_id`` = the first message's
@@ -26,12 +20,12 @@ their first sequence id. The containers are sans-I/O: the producer owns timers a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-import msgpack
-
 from ..entry import MessageMetadata
+from ..format.batch import OutgoingMessage, encode_pulsar_batch
 
 __all__ = [
     "Batch",
@@ -39,36 +33,8 @@ __all__ = [
     "DefaultBatchBuilder",
     "KeyBasedBatchBuilder",
     "OutgoingMessage",
-    "batch_items",
-    "decode_batch",
-    "encode_batch",
-    "encode_items",
     "make_batch_builder",
 ]
-
-
-@dataclass(slots=True)
-class OutgoingMessage:
-    """One message on its way out (the producer-side view); ``handle`` is opaque here."""
-
-    payload: bytes
-    properties: dict[str, str] = field(default_factory=dict)
-    partition_key: str | None = None
-    ordering_key: bytes | None = None
-    event_time: int = 0
-    sequence_id: int = 0
-    null_value: bool = False
-    deliver_at_time: int = 0
-    handle: Any = None
-
-    @property
-    def size(self) -> int:
-        return len(self.payload)
-
-    @property
-    def batch_key(self) -> bytes | str | None:
-        """The key a KEY_BASED container groups by: ordering key, else partition key."""
-        return self.ordering_key if self.ordering_key is not None else self.partition_key
 
 
 @dataclass(slots=True)
@@ -84,95 +50,10 @@ class Batch:
         return self.messages[0].sequence_id
 
 
-def encode_batch(messages: list[OutgoingMessage]) -> bytes:
-    """The batch payload for ``messages`` (see the module docstring)."""
-    return msgpack.packb(
-        [
-            [
-                m.properties or None,
-                m.partition_key,
-                m.ordering_key,
-                m.event_time,
-                m.sequence_id,
-                m.null_value,
-                m.payload,
-            ]
-            for m in messages
-        ],
-        use_bin_type=True,
-    )
+Encoder = Callable[[list[OutgoingMessage]], bytes]
 
 
-def encode_items(items: list[Item]) -> bytes:
-    """The batch payload of ``items`` as :func:`batch_items` gives them (compaction rebuilds
-    a batch from them)."""
-    return msgpack.packb(items, use_bin_type=True)
-
-
-_ITEM_SHAPE = ("each batch item is [properties, partition_key, ordering_key, event_time, "
-               "sequence_id, null_value, payload]")
-
-
-Item = tuple[dict[str, str] | None, str | None, bytes | None, int, int, bool, bytes]
-
-
-def batch_items(payload: bytes, num_messages: int | None = None) -> list[Item]:
-    """The items of a batch payload as checked tuples ``(properties (dict | None), partition_key
-    (str | None), ordering_key (bytes | None), event_time (int), sequence_id (int),
-    null_value (bool), payload (bytes))``; ``ValueError`` if it is malformed.
-
-    The consumer's hot path: no object per message beyond msgpack's own tuple (which the
-    garbage collector stops tracking when it holds no properties map).
-    """
-    try:
-        items = msgpack.unpackb(payload, raw=False, use_list=False)
-    except Exception as exc:  # msgpack raises several unrelated types on garbage
-        raise ValueError(f"batch payload is not valid msgpack ({type(exc).__name__})") from None
-    if type(items) is not tuple:
-        raise ValueError("batch payload must be a list")
-    if num_messages is not None and len(items) != num_messages:
-        raise ValueError(f"batch holds {len(items)} messages, metadata says {num_messages}")
-    out = list(items)
-    for i, item in enumerate(out):
-        if type(item) is not tuple or len(item) != 7:
-            raise ValueError(_ITEM_SHAPE)
-        props, pkey, okey, event_time, seq, null, data = item
-        if ((props is not None and type(props) is not dict) or type(data) is not bytes
-                or type(seq) is not int or type(event_time) is not int or type(null) is not bool
-                or (pkey is not None and type(pkey) is not str)
-                or (okey is not None and type(okey) is not bytes)):
-            out[i] = _normalised(item)
-    return out
-
-
-def _normalised(item: tuple[Any, ...]) -> Item:
-    """One item with its fields coerced to their types (``ValueError`` if impossible)."""
-    props, pkey, okey, event_time, seq, null, data = item
-    try:
-        return (
-            {str(k): str(v) for k, v in dict(props or {}).items()} or None,
-            None if pkey is None else str(pkey),
-            None if okey is None else bytes(okey),
-            int(event_time or 0),
-            int(seq),
-            bool(null),
-            bytes(data),
-        )
-    except (TypeError, ValueError):
-        raise ValueError(_ITEM_SHAPE) from None
-
-
-def decode_batch(payload: bytes, num_messages: int | None = None) -> list[OutgoingMessage]:
-    """The messages of a batch payload; ``ValueError`` if it is malformed."""
-    return [
-        OutgoingMessage(payload=data, properties=props or {}, partition_key=pkey,
-                        ordering_key=okey,
-                        event_time=event_time, sequence_id=seq, null_value=null)
-        for props, pkey, okey, event_time, seq, null, data in batch_items(payload, num_messages)
-    ]
-
-
-def _make_batch(messages: list[OutgoingMessage]) -> Batch:
+def _make_batch(messages: list[OutgoingMessage], encode: Encoder) -> Batch:
     first = messages[0]
     metadata = MessageMetadata(
         sequence_id=first.sequence_id,
@@ -181,13 +62,15 @@ def _make_batch(messages: list[OutgoingMessage]) -> Batch:
         partition_key=first.partition_key,
         ordering_key=first.ordering_key,
     )
-    return Batch(metadata, encode_batch(messages), messages)
+    return Batch(metadata, encode(messages), messages)
 
 
 class BatchBuilder:
     """Common limits and counters of a batch container."""
 
-    def __init__(self, max_messages: int = 1000, max_bytes: int = 128 * 1024) -> None:
+    def __init__(self, max_messages: int = 1000, max_bytes: int = 128 * 1024,
+                 encode: Encoder = encode_pulsar_batch) -> None:
+        self.encode = encode
         if max_messages < 1:
             raise ValueError("batching_max_messages must be >= 1")
         if max_bytes < 1:
@@ -252,8 +135,9 @@ class BatchBuilder:
 class DefaultBatchBuilder(BatchBuilder):
     """All messages, in order, in one batch (``BatchingType.Default``)."""
 
-    def __init__(self, max_messages: int = 1000, max_bytes: int = 128 * 1024) -> None:
-        super().__init__(max_messages, max_bytes)
+    def __init__(self, max_messages: int = 1000, max_bytes: int = 128 * 1024,
+                 encode: Encoder = encode_pulsar_batch) -> None:
+        super().__init__(max_messages, max_bytes, encode)
         self._messages: list[OutgoingMessage] = []
 
     def _add(self, message: OutgoingMessage) -> None:
@@ -261,14 +145,15 @@ class DefaultBatchBuilder(BatchBuilder):
 
     def _take(self) -> list[Batch]:
         messages, self._messages = self._messages, []
-        return [_make_batch(messages)] if messages else []
+        return [_make_batch(messages, self.encode)] if messages else []
 
 
 class KeyBasedBatchBuilder(BatchBuilder):
     """One batch per key (``BatchingType.KeyBased``); limits count across all keys."""
 
-    def __init__(self, max_messages: int = 1000, max_bytes: int = 128 * 1024) -> None:
-        super().__init__(max_messages, max_bytes)
+    def __init__(self, max_messages: int = 1000, max_bytes: int = 128 * 1024,
+                 encode: Encoder = encode_pulsar_batch) -> None:
+        super().__init__(max_messages, max_bytes, encode)
         self._by_key: dict[Any, list[OutgoingMessage]] = {}
 
     def _add(self, message: OutgoingMessage) -> None:
@@ -276,12 +161,13 @@ class KeyBasedBatchBuilder(BatchBuilder):
 
     def _take(self) -> list[Batch]:
         groups, self._by_key = self._by_key, {}
-        batches = [_make_batch(msgs) for msgs in groups.values() if msgs]
+        batches = [_make_batch(msgs, self.encode) for msgs in groups.values() if msgs]
         batches.sort(key=lambda b: b.sequence_id)
         return batches
 
 
-def make_batch_builder(key_based: bool, max_messages: int, max_bytes: int) -> BatchBuilder:
-    """The container for a producer's ``batching_type``."""
+def make_batch_builder(key_based: bool, max_messages: int, max_bytes: int,
+                       encode: Encoder = encode_pulsar_batch) -> BatchBuilder:
+    """The container for a producer's ``batching_type``, laying batches out with ``encode``."""
     cls = KeyBasedBatchBuilder if key_based else DefaultBatchBuilder
-    return cls(max_messages, max_bytes)
+    return cls(max_messages, max_bytes, encode)

@@ -26,7 +26,7 @@ from ..selectors.hashing import HashingScheme
 from ..topic_name import TopicName
 from .auth import Authentication
 from .checks import check_type, check_type_or_none
-from .connection import CallbackExecutor, Connection
+from .connection import CallbackExecutor
 from .consumer import Consumer
 from .enums import (
     BatchingType,
@@ -49,6 +49,7 @@ from .policies import (
     validate_sticky_ranges,
 )
 from .producer import Producer
+from .pulsar_connection import PulsarConnection
 from .reader import Reader, reader_listener_adapter
 from .redelivery import DLQ_SUFFIX, MAX_RECONSUMETIMES, RETRY_SUFFIX, unacked
 from .redelivery.negative_acks import MIN_NACK_DELAY_MS
@@ -120,7 +121,9 @@ class Client:
         if logger is not None and not isinstance(logger, logging.Logger):
             raise ValueError("Logger is expected to be either None or a logging.Logger")
         self._service_url = service_url
-        self._conn = Connection(
+        # Pulsar's binary protocol: over TCP for pulsar://, over a DEALER for zmq:// (and
+        # tcp://, ipc://), one Pulsar frame per ZeroMQ message.
+        self._conn = PulsarConnection(
             service_url,
             auth_token=authentication.token if authentication is not None else None,
             auth_method=authentication.method_and_data() if authentication is not None
@@ -164,6 +167,7 @@ class Client:
         *,
         hashing_scheme: HashingScheme = HashingScheme.JavaStringHash,
         chunk_max_message_size: int | None = None,
+        _initial_subscription_name: str | None = None,
     ) -> Producer:
         """Create a producer (official arguments and defaults).
 
@@ -215,6 +219,7 @@ class Client:
             chunk_max_message_size=chunk_max_message_size,
             properties=dict(properties or {}),
             access_mode=access_mode.name,
+            initial_subscription_name=_initial_subscription_name,
         )
         partitions = self._partitions_of(name)
         names = [name] if partitions == 0 else [

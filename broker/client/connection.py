@@ -1,12 +1,13 @@
-"""The client's connection: one DEALER socket owned by one I/O thread, and its timers.
+"""The client's I/O loop: one thread owning the sockets of a connection, and its timers.
 
-ZeroMQ sockets are not thread-safe, so only the I/O thread touches the socket. Other
-threads hand it work through :meth:`Connection.post` (a queue plus a one-byte wake-up on a
-socketpair the poller watches); :meth:`Connection.request` sends a command with a fresh
-request id and returns a :class:`~concurrent.futures.Future` the reply completes. The loop
-polls the DEALER and the wake-up with a timeout driven by :meth:`Connection.schedule`
-timers (batch publish delay, ack-group flush, nack redelivery, send timeouts) and answers
-the broker's PINGs itself, so a busy application never misses a heart-beat.
+Sockets are not thread-safe, so only the I/O thread touches them. Other threads hand it
+work through :meth:`Connection.post` (a queue plus a one-byte wake-up on a socketpair the
+poller watches); :meth:`Connection.request` asks for a command and returns a
+:class:`~concurrent.futures.Future` its reply completes. The loop polls the transport's
+sockets and the wake-up with a timeout driven by :meth:`Connection.schedule` timers (batch
+publish delay, ack-group flush, nack redelivery, send timeouts). The protocol and its
+transports are a subclass's: :class:`~.pulsar_connection.PulsarConnection`, Pulsar's binary
+protocol over TCP or a ZeroMQ DEALER.
 
 Pushed commands (MESSAGE, SEND_RECEIPT, ...) go to the handler registered for their
 producer or consumer id; handlers run on the I/O thread and must not block.
@@ -24,24 +25,22 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
 
-from .. import wire
-from ..curve import apply_client
+from ..entry import MessageMetadata
 from .exceptions import (
     AlreadyClosed,
-    AuthenticationError,
-    ConnectError,
-    ErrorGettingAuthenticationData,
     InvalidUrl,
     PulsarException,
     Timeout,
-    exception_for,
 )
 
-__all__ = ["CallbackExecutor", "Connection", "TimerHandle", "now_ms", "parse_service_url"]
+__all__ = [
+    "CallbackExecutor", "Command", "Connection", "TimerHandle", "now_ms", "parse_service_url",
+]
 
 log = logging.getLogger("pulsarlab.client")
 
@@ -67,9 +66,26 @@ def parse_service_url(service_url: str) -> str:
     if url.startswith(("ipc://", "inproc://")):
         return url
     raise InvalidUrl(
-        f"unsupported service URL {service_url!r}: pulsarlab brokers are reached at "
-        "zmq://host:port (a pulsar:// URL is for a real Pulsar cluster)"
+        f"unsupported service URL {service_url!r}: use zmq://host:port (a pulsarlab "
+        "broker's ZeroMQ socket) or pulsar://host:port (any Pulsar broker)"
     )
+
+
+@dataclass(slots=True)
+class Command:
+    """A reply or a push, by its pulsarlab name (``SEND_RECEIPT``, ``CLOSE_CONSUMER``, ...),
+    with its fields: what the producers and consumers read, whatever the wire."""
+
+    name: str
+    request_id: int
+    fields: dict[str, Any]
+    payloads: list[Any] = field(default_factory=list)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.fields[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.fields.get(key, default)
 
 
 class TimerHandle:
@@ -99,7 +115,7 @@ class Connection:
         connection_timeout_ms: int = 10_000,
         curve_server_key: bytes | None = None,
     ) -> None:
-        self.endpoint = parse_service_url(service_url)
+        self.endpoint = self._parse_url(service_url)
         self.auth_token = auth_token  # a token or a supplier called at each CONNECT
         self.auth_method = auth_method  # (method, data) of another provider, e.g. basic
         self.curve_server_key = curve_server_key  # the broker's CURVE public key (Z85)
@@ -123,7 +139,6 @@ class Connection:
         self._closed = False
         # I/O-thread state.
         self._request_ids = itertools.count(1)
-        self._pending: dict[int, concurrent.futures.Future] = {}
         self._producers: dict[int, Any] = {}
         self._consumers: dict[int, Any] = {}
         self._timers: list[tuple[int, int, TimerHandle]] = []
@@ -131,6 +146,9 @@ class Connection:
         self._ctx = zmq.Context()
         self._thread = threading.Thread(target=self._run, name="pulsarlab-client-io", daemon=True)
         self._thread.start()
+
+    def _parse_url(self, service_url: str) -> str:
+        return parse_service_url(service_url)
 
     # -- any thread -----------------------------------------------------------------------
 
@@ -160,20 +178,12 @@ class Connection:
             self._wake_w.send(b"\x00")
 
     def request(self, name: str, payloads: tuple = (), **fields: Any) -> concurrent.futures.Future:
-        """Send a command with a new request id; the future gets the reply ``Command``."""
-        future: concurrent.futures.Future = concurrent.futures.Future()
-
-        def task() -> None:
-            rid = next(self._request_ids)
-            self._pending[rid] = future
-            self.send_now(name, rid, payloads, **fields)
-
-        self.post(task)
-        return future
+        """Ask for a command (by its pulsarlab name); the future gets the reply ``Command``."""
+        raise NotImplementedError
 
     def send(self, name: str, payloads: tuple = (), **fields: Any) -> None:
-        """Fire-and-forget a command (request id 0)."""
-        self.post(lambda: self.send_now(name, 0, payloads, **fields))
+        """Fire-and-forget a command."""
+        raise NotImplementedError
 
     def wait(self, future: concurrent.futures.Future, timeout: float | None = -1.0) -> Any:
         """The future's result; ``Timeout`` after ``timeout`` s (default: operation timeout)."""
@@ -201,39 +211,7 @@ class Connection:
 
     def ensure_connected(self) -> None:
         """Do the CONNECT handshake once; ``ConnectError`` if the broker does not answer."""
-        if self.connected:
-            return
-        with self._connect_lock:
-            if self.connected:
-                return
-            if self._auth_failure is not None:  # the broker ignores this connection now
-                raise self._auth_failure
-            fields: dict[str, Any] = {"client_version": CLIENT_VERSION}
-            token = self.auth_token
-            if callable(token):
-                try:
-                    token = token()
-                except Exception as exc:
-                    raise ErrorGettingAuthenticationData(
-                        f"the authentication token supplier failed: {exc}"
-                    ) from None
-            if token is not None:
-                fields["auth_token"] = token
-            if self.auth_method is not None:
-                fields["auth_method_name"], fields["auth_data"] = self.auth_method
-            future = self.request("CONNECT", **fields)
-            try:
-                reply = future.result(self.connection_timeout)
-            except (AuthenticationError, ConnectError) as exc:  # refused: no second chance
-                self._auth_failure = exc
-                raise
-            except concurrent.futures.TimeoutError:
-                raise ConnectError(
-                    f"no answer from a pulsarlab broker at {self.endpoint} within "
-                    f"{self.connection_timeout:g} s"
-                ) from None
-            self.max_message_size = int(reply.get("max_message_size") or DEFAULT_MAX_MESSAGE_SIZE)
-            self.connected = True
+        raise NotImplementedError
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the I/O thread (work already posted runs first) and release the socket."""
@@ -269,54 +247,61 @@ class Connection:
         heapq.heappush(self._timers, (handle.deadline, next(self._timer_seq), handle))
         return handle
 
+    def send_message(self, producer_id: int, sequence_id: int, metadata: MessageMetadata,
+                     payload: bytes, num_messages: int = 1,
+                     highest_sequence_id: int | None = None) -> None:
+        """SEND one entry (a message, a batch or a chunk)."""
+        raise NotImplementedError
+
     def send_now(self, name: str, rid: int, payloads: tuple = (), **fields: Any) -> None:
-        frames = wire.encode(name, rid, payloads, **fields)
-        try:
-            self._socket.send_multipart(frames, copy=len(frames) == 1)
-        except zmq.ZMQError as exc:
-            log.warning("could not send %s to the broker: %s", name, exc)
+        """Send a fire-and-forget command now (I/O thread)."""
+        raise NotImplementedError
 
     def _run(self) -> None:
-        self._socket = self._ctx.socket(zmq.DEALER)
-        self._socket.linger = 0
-        self._socket.sndhwm = 0
-        self._socket.rcvhwm = 0
-        if self.curve_server_key is not None:
-            apply_client(self._socket, self.curve_server_key)
-        self._socket.connect(self.endpoint)
         poller = zmq.Poller()
-        poller.register(self._socket, zmq.POLLIN)
         poller.register(self._wake_r.fileno(), zmq.POLLIN)
+        self._transport_open(poller)
         try:
             while True:
                 self._wake_pending = False
                 self._run_tasks()
                 if self._stop.is_set():
                     break
+                self._transport_flush()
                 timeout = self._next_timeout()
                 ready = dict(poller.poll(timeout))
                 if self._wake_r.fileno() in ready:
                     self._drain_wake()
-                if self._socket in ready:
-                    self._read()
+                self._transport_ready(ready)
                 self._run_timers()
         except Exception:
             log.exception("pulsarlab client I/O loop crashed")
         finally:
             self._shutdown()
 
+    # The transport: the subclass's sockets.
+
+    def _transport_open(self, poller: zmq.Poller) -> None:
+        """Register the transport's sockets with the loop's poller."""
+
+    def _transport_ready(self, ready: dict[Any, int]) -> None:
+        """Read (or write) the sockets ``poll`` found ready."""
+
+    def _transport_flush(self) -> None:
+        """Write what the loop's tasks and timers queued."""
+
+    def _transport_close(self) -> None:
+        """Close the sockets (the loop is ending)."""
+
     def _shutdown(self) -> None:
         self._run_tasks()
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(AlreadyClosed("the client was closed"))
-        self._pending.clear()
         for handler in list(self._producers.values()) + list(self._consumers.values()):
             try:
                 handler.on_connection_closed()
             except Exception:
                 log.exception("error while closing a producer/consumer")
-        self._socket.close(linger=0)
+        self._transport_flush()
+        self._transport_close()
         self._ctx.term()
 
     def _drain_wake(self) -> None:
@@ -355,57 +340,6 @@ class Connection:
             except Exception:
                 log.exception("error in a client timer")
 
-    def _read(self) -> None:
-        for _ in range(_RECV_BURST):
-            try:
-                frames = self._socket.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            try:
-                self._dispatch(frames)
-            except Exception:
-                log.exception("error handling a broker message")
-
-    def _dispatch(self, frames: list[bytes]) -> None:
-        try:
-            cmd = wire.decode(frames, wire.BROKER_COMMANDS)
-        except wire.ProtocolError as exc:
-            log.warning("dropped a malformed message from the broker: %s", exc)
-            return
-        name = cmd.name
-        if name == "PING":
-            self.send_now("PONG", cmd.request_id)
-            return
-        if name in ("CONNECTED", "SUCCESS", "ERROR", "PRODUCER_SUCCESS", "PONG"):
-            future = self._pending.pop(cmd.request_id, None)
-            if future is None:
-                if name == "ERROR":
-                    log.warning("broker error: %s: %s", cmd["code"], cmd["message"])
-                return
-            if name == "ERROR":
-                future.set_exception(exception_for(cmd["code"], cmd["message"]))
-            else:
-                future.set_result(cmd)
-            return
-        if name == "SEND_RECEIPTS":  # several receipts of one producer in one message
-            producer = self._producers.get(cmd["producer_id"])
-            try:
-                receipts = wire.split_receipts(cmd)
-            except wire.ProtocolError as exc:
-                log.warning("dropped a malformed message from the broker: %s", exc)
-                return
-            if producer is not None:
-                for receipt in receipts:
-                    producer.on_send_receipt(receipt)
-            return
-        if name in ("SEND_RECEIPT", "SEND_ERROR", "CLOSE_PRODUCER"):
-            handler = self._producers.get(cmd["producer_id"])
-        else:
-            handler = self._consumers.get(cmd["consumer_id"])
-        if handler is None:
-            log.debug("%s for an unknown producer/consumer: %s", name, cmd.fields)
-            return
-        getattr(handler, f"on_{name.lower()}")(cmd)
 
 
 def _run_callbacks(result: Any, calls: list[tuple[Callable[..., None], Any]]) -> None:

@@ -18,7 +18,6 @@ Pulsar's client does:
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import logging
 import threading
@@ -27,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..topic_name import TopicName
-from .exceptions import AlreadyClosed, NotAllowedError, PulsarException
+from .exceptions import AlreadyClosed, PulsarException
 from .message import Message
 from .redelivery import DeadLetterPolicy
 
@@ -96,10 +95,11 @@ class LetterProducers:
         with self._lock:
             self._check_open()
             if self._dead is None:
-                if self.policy.initial_subscription_name:
-                    self._create_initial_subscription()
+                # The producer asks the broker for the initial subscription (Pulsar's
+                # CommandProducer.initial_subscription_name), as Pulsar's client does.
                 self._dead = self._create(self.policy.dead_letter_topic,
-                                          self.dead_letter_producer_name)
+                                          self.dead_letter_producer_name,
+                                          self.policy.initial_subscription_name)
             return self._dead
 
     def retry_letter(self) -> Any:
@@ -114,28 +114,20 @@ class LetterProducers:
         if self._closed:
             raise AlreadyClosed(f"the consumer on {self._topic} is closed")
 
-    def _create(self, topic: str, name: str | None) -> Any:
+    def _create(self, topic: str, name: str | None, initial_subscription: str | None = None
+                ) -> Any:
+        extra = {"_initial_subscription_name": initial_subscription} if initial_subscription else {}
         producer = self._client.create_producer(
             topic,
             producer_name=name,
             batching_enabled=False,
             chunking_enabled=True,
             block_if_queue_full=False,
+            **extra,
         )
         # Owned by the consumer (closed with it), not by Client.close()'s producer sweep.
         self._client._forget(producer)
         return producer
-
-    def _create_initial_subscription(self) -> None:
-        conn = self._client._conn
-        args = {
-            "topic": self.policy.dead_letter_topic,
-            "subscription": self.policy.initial_subscription_name,
-            "message_id": "earliest",
-        }
-        # An existing subscription (NotAllowedError) is kept as it is, cursor and all.
-        with contextlib.suppress(NotAllowedError):
-            conn.wait(conn.request("ADMIN", op="topics.create_subscription", args=args))
 
     def close(self) -> None:
         with self._lock:

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..entry import MessageMetadata
+from ..format.compression import codec_name, compress
 from ..message_id import MessageId
 from .batch import Batch, OutgoingMessage, make_batch_builder
 from .chunking import chunk_metadata, split_payload
-from .compression import codec_name, compress
 from .connection import TimerHandle, now_ms
 from .enums import CompressionType, Result
 from .exceptions import (
@@ -67,6 +67,9 @@ class ProducerConfig:
     chunk_max_message_size: int | None = None
     properties: dict[str, str] = field(default_factory=dict)
     access_mode: str = "Shared"  # ProducerAccessMode's name, enforced by the broker
+    # A subscription the broker creates with the producer (a dead-letter topic's, as
+    # Pulsar's client asks in CommandProducer.initial_subscription_name).
+    initial_subscription_name: str | None = None
 
 
 Handle = SendCallback | concurrent.futures.Future | None
@@ -82,8 +85,8 @@ class _SendOp:
     batched: bool
     created_ms: int
     receipts_left: int = 1
-    # (payload, metadata) of each SEND, kept to send again after an unload's reconnect
-    frames: list[tuple[bytes, dict[str, Any]]] = field(default_factory=list)
+    # (payload, metadata) of each SEND, kept to send again after a reconnect
+    frames: list[tuple[bytes, MessageMetadata]] = field(default_factory=list)
 
 
 _ARM_TIMER = object()  # queued by a caller that started a batch: the I/O thread arms its timer
@@ -136,6 +139,7 @@ class PartitionProducer:
                 config.key_based_batching,
                 config.batching_max_messages,
                 config.batching_max_allowed_size_in_bytes,
+                self._conn.encode_batch,
             )
             if config.batching_enabled
             else None
@@ -149,6 +153,7 @@ class PartitionProducer:
         self._terminated = False  # the broker terminated the topic: no send can succeed
         self._reopening = False  # the topic was unloaded: PRODUCER sent again, not answered
         self._resend: list[_SendOp] = []  # refused while reopening: sent again once open
+        self._resend_all = False  # reconnecting: every send in flight goes again once open
         # I/O-thread state.
         self._batch_timer: TimerHandle | None = None
         self._timeout_timer: TimerHandle | None = None
@@ -168,6 +173,8 @@ class PartitionProducer:
             fields["access_mode"] = self.config.access_mode
         # A WaitForExclusive producer is answered once it gets the topic: no time-out.
         waits = self.config.access_mode == "WaitForExclusive"
+        if self.config.initial_subscription_name:
+            fields["initial_subscription_name"] = self.config.initial_subscription_name
         try:
             reply = conn.wait(conn.request("PRODUCER", **fields), None if waits else -1.0)
         except BaseException:
@@ -385,17 +392,19 @@ class PartitionProducer:
             self._inflight.append(op)
             for i, piece in enumerate(pieces):
                 chunk = replace(metadata, **chunk_metadata(uuid, i, len(pieces), len(payload)))
-                op.frames.append((piece, chunk.to_dict()))
+                op.frames.append((piece, chunk))
         else:
             self._inflight.append(op)
-            op.frames.append((payload, metadata.to_dict()))
+            op.frames.append((payload, metadata))
         self._io_write(op)
         self._io_arm_timeout()
 
     def _io_write(self, op: _SendOp) -> None:
+        count = len(op.messages) if op.batched else 1
+        highest = op.messages[-1].sequence_id if op.batched else None
+        send = self._conn.send_message
         for payload, metadata in op.frames:
-            self._conn.send_now("SEND", 0, (payload,), producer_id=self.producer_id,
-                                sequence_id=op.sequence_id, metadata=metadata)
+            send(self.producer_id, op.sequence_id, metadata, payload, count, highest)
 
     def _io_arm_timeout(self) -> None:
         timeout = self.config.send_timeout_millis
@@ -472,6 +481,11 @@ class PartitionProducer:
             self._io_fail_all(TopicTerminated(f"topic {self.topic} was terminated"))
         elif cmd.get("reason") == "unloaded" and not self._closed:
             self._io_reopen()
+        elif cmd.get("reason") == "reconnect" and not self._closed:
+            # The connection was lost (or the broker closed the producer): create it again
+            # and send every message still waiting for its receipt, as Java's client does.
+            self._resend_all = True
+            self._io_reopen()
 
     def _io_reopen(self) -> None:
         """The topic was unloaded: open the producer again under its name (Java's
@@ -490,6 +504,14 @@ class PartitionProducer:
     def _io_reopened(self, error: BaseException | None) -> None:
         self._reopening = False
         resend, self._resend = self._resend, []
+        if self._resend_all:  # everything in flight, in order (sends made meanwhile too)
+            self._resend_all = False
+            resend = list(self._inflight)
+        if isinstance(error, TopicTerminated):  # Java's producer state Terminated
+            with self._lock:
+                self._terminated = True
+            self._io_fail_all(TopicTerminated(f"topic {self.topic} was terminated"))
+            return
         if error is not None:
             log.warning("re-opening the producer on %s failed: %s", self.topic, error)
             self._io_fail_all(ProducerNotInitialized(f"producer on {self.topic}: {error}"))

@@ -1,12 +1,12 @@
 """One consumer of one topic or partition: subscribe, decode deliveries, permits and acks.
 
 A :class:`~.consumer.Consumer` owns one :class:`TopicConsumer` per topic (per partition of
-a partitioned topic). The I/O thread calls ``on_message`` with each MESSAGE push: entries
-are decoded (:func:`~pulsarlab.broker.entry.decode_entry`), chunks reassembled, payloads
-decompressed, batches split (skipping indexes the broker's ack set marks acked), and the
-messages handed to the parent's receiver queue. Permits: FLOW with the receiver queue size
-at subscribe, then a refill once half has been consumed by the application (messages
-skipped by the client count as consumed at once, as in Java).
+a partitioned topic). The I/O thread calls ``on_entries`` with each burst of Pulsar MESSAGEs:
+metadata read (:func:`~pulsarlab.broker.format.metadata.from_pulsar`), chunks reassembled,
+payloads decompressed, batches split in Pulsar's layout (skipping indexes the broker's ack
+set marks acked), and the messages handed to the parent's receiver queue. Permits: FLOW
+with the receiver queue size at subscribe, then a refill once half has been consumed by the
+application (messages skipped by the client count as consumed at once, as in Java).
 
 Acks, nacks and ack timeouts are posted to the I/O thread and kept in sans-I/O trackers
 (:mod:`.ack_grouping`; :mod:`pulsarlab.broker.client.redelivery` for the rest) driven by the
@@ -39,13 +39,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..entry import MessageMetadata, decode_entry
+from ..entry import MessageMetadata
+from ..format.compression import decompress
+from ..format.metadata import from_pulsar, is_encrypted
 from ..message_id import MessageId
 from ..topic_name import TopicName
 from .ack_grouping import AckGroupingTracker
-from .batch import batch_items
 from .chunking import ChunkedMessageCollector
-from .compression import decompress
 from .connection import TimerHandle, now_ms
 from .dead_letter import LetterProducers, copy_message, origin_topic
 from .entries import EntryBatch
@@ -123,7 +123,6 @@ class TopicConsumer:
         self._last_read: Message | EntryBatch | None = None  # the last one taken
         self.start_message_id = config.start_message_id
         self.start_inclusive = config.start_message_id_inclusive
-        self._seek_pending = False  # a SEEK of this consumer waits for its answer
         self._lock = threading.Lock()
         # Acks from the application wait here for the I/O thread, which takes them all in
         # one task per burst (a posted task per ack would cost more than the ack).
@@ -165,13 +164,12 @@ class TopicConsumer:
         )
         self._chunk_members: dict[Position, list[Position]] = {}
         self._batch_filter: tuple[Position, int, bool] | None = None
+        self._min_publish_time: int | None = None  # a non-durable seek by time
         self._ack_timer: TimerHandle | None = None
         self._nack_timer: TimerHandle | None = None
         self._unacked_timer: TimerHandle | None = None
         self._chunk_timer: TimerHandle | None = None
-        start = config.start_message_id
-        if start is not None and start.batch_index() >= 0:
-            self._batch_filter = (start.position, start.batch_index(), self.start_inclusive)
+        self._io_start_at(config.start_message_id, config.start_message_id_inclusive)
 
     # -- requests (caller's thread) -------------------------------------------------------
 
@@ -208,8 +206,8 @@ class TopicConsumer:
         }
         if c.read_compacted:
             fields["read_compacted"] = True
-        if c.consumer_name:
-            fields["consumer_name"] = c.consumer_name
+        if self.consumer_name:  # configured, or the one the first subscription got
+            fields["consumer_name"] = self.consumer_name
         policy = c.key_shared_policy
         if c.consumer_type is ConsumerType.KeyShared and policy is not None:
             sticky = policy.key_shared_mode is KeySharedMode.Sticky
@@ -219,7 +217,10 @@ class TopicConsumer:
                 fields["sticky_ranges"] = [list(r) for r in policy.sticky_ranges]
         if c.key_hash_ranges:
             fields["key_hash_ranges"] = [list(r) for r in c.key_hash_ranges]
-        start = self.start_message_id  # the configured one, or where the last seek went
+        # Where a (re)subscription starts: the configured start id, or where a seek or
+        # the last message read left a non-durable subscription (which the broker drops
+        # with its consumer).
+        start = self.start_message_id
         if start is not None:
             fields["start_message_id"] = [
                 start.ledger_id(), start.entry_id(), start.partition(), start.batch_index()
@@ -230,10 +231,36 @@ class TopicConsumer:
             )
         return fields
 
+    def _io_prepare_seek(self, start: MessageId, min_publish_time: int | None) -> None:
+        self._io_start_at(start, True)
+        self._min_publish_time = min_publish_time
+        self._last_read = None  # the resubscription starts at the target, not after it
+
+    def _io_start_at(self, start: MessageId | None, inclusive: bool) -> None:
+        """Where the next subscription of a non-durable consumer starts; an exclusive
+        start (or a batch index) is filtered here, as Pulsar's brokers start AT the id."""
+        self.start_message_id = start
+        self.start_inclusive = inclusive
+        self._batch_filter = None
+        if start is None:
+            return
+        if start.batch_index() >= 0:
+            self._batch_filter = (start.position, start.batch_index(), inclusive)
+        elif (not inclusive and start.ledger_id() >= 0 and start.entry_id() >= 0
+              and start != MessageId.latest):
+            self._batch_filter = (start.position, -1, False)
+
     def seek(self, target: MessageId | int) -> None:
         """Reset the subscription to a message id (inclusive) or a publish time (ms)."""
         conn = self._conn
         conn.post(self._io_flush_acks)
+        if not self.config.durable:
+            # The broker closes the consumer after a seek and drops its non-durable
+            # subscription: the next one starts at the target (a time: from the earliest,
+            # messages published before it skipped here).
+            at_time = None if isinstance(target, MessageId) else int(target)
+            conn.post(lambda: self._io_prepare_seek(
+                MessageId.earliest if at_time is not None else target, at_time))
         if isinstance(target, MessageId):
             fields: dict[str, Any] = {
                 "message_id": [target.ledger_id(), target.entry_id(), target.partition(),
@@ -241,18 +268,14 @@ class TopicConsumer:
             }
         else:
             fields = {"publish_time": int(target)}
-        # The broker disconnects the subscription's consumers (CLOSE_CONSUMER "seek") and
-        # answers with the position read next: this one subscribes again from there.
-        self._seek_pending = True
+        # The broker disconnects the subscription's consumers (CLOSE_CONSUMER) before it
+        # answers; this one subscribes again as any closed consumer does.
         future = conn.request("SEEK", consumer_id=self.consumer_id, **fields)
 
         def after(done: concurrent.futures.Future) -> None:
             # Runs on the I/O thread as the reply is handled, before any later MESSAGE.
-            self._seek_pending = False
             if done.exception() is None:
-                self._io_reset_after_seek(target, done.result().get("result"))
-                if not self.connected and not self.closed:
-                    self._io_resubscribe()
+                self._io_reset_after_seek(target)
 
         future.add_done_callback(after)
         conn.wait(future)
@@ -369,12 +392,21 @@ class TopicConsumer:
 
     # -- I/O thread: deliveries -----------------------------------------------------------
 
-    def on_message(self, cmd: Any) -> None:
+    def on_entries(self, entries: list[tuple[tuple, bytes, bytes]]) -> None:
+        """Pulsar MESSAGEs: ``((ledger, entry, partition, redelivery_count, ack_set),
+        serialized MessageMetadata, payload)`` each."""
         out: list[Message] = []
         now = now_ms()
-        for entry, raw in zip(cmd["entries"], cmd.payloads, strict=False):
+        for entry, raw, payload in entries:
             try:
-                messages = self._io_decode(entry, bytes(raw), now)
+                meta = from_pulsar(raw)
+                if meta.num_messages_in_batch is not None and is_encrypted(raw):
+                    # End-to-end encrypted (this client cannot decrypt): the batch as
+                    # stored, as ONE message, as Pulsar's ConsumerCryptoFailureAction.CONSUME
+                    # hands it over; acked or dead-lettered like any message.
+                    meta.num_messages_in_batch = None
+                    meta.compression = "NONE"
+                messages = self._io_decode(entry, meta, payload, now)
             except Exception as exc:
                 log.warning("dropped an undecodable entry %s on %s: %s", entry[:2], self.topic, exc)
                 self.add_permits(1)
@@ -402,12 +434,15 @@ class TopicConsumer:
         self._io_redeliver([position], "consumer_request", [now])
         return []
 
-    def _io_decode(self, entry: list, raw: bytes, now: int) -> list[Message]:
+    def _io_decode(self, entry: Any, meta: MessageMetadata, payload: bytes,
+                   now: int) -> list[Message]:
         ledger, entry_id, partition, redelivery_count = entry[:4]
         ack_set = entry[4] if len(entry) > 4 else None
+        if partition < 0:
+            partition = self.partition
         position = (ledger, entry_id)
-        meta, payload = decode_entry(raw)
-        if self.acks.is_duplicate(position):
+        if self.acks.is_duplicate(position) or (
+                self._min_publish_time is not None and self._before_seek_time(meta)):
             self.add_permits(meta.num_messages)
             return []
         chunk_positions: list[Position] | None = None
@@ -427,6 +462,10 @@ class TopicConsumer:
         if meta.compression and meta.compression != "NONE":
             payload = decompress(meta.compression, payload, meta.uncompressed_size)
         topic, schema = self.topic, self.config.schema
+        if (meta.num_messages_in_batch is None and self._batch_filter is not None
+                and self._filtered(position, -1)):  # an exclusive start's own entry
+            self.add_permits(1)
+            return []
         if self.config.deliver_entries:
             return self._io_entry_batch(meta, payload, position, partition, ack_set,
                                         redelivery_count, chunk_positions)
@@ -440,9 +479,10 @@ class TopicConsumer:
                                                meta.schema_version, redelivery_count, schema),
                               -1, self)]
         n = meta.num_messages_in_batch
-        items = batch_items(payload, n)
-        if meta.compacted_out:
-            ack_set = _without_compacted_out(ack_set, meta.compacted_out, n)
+        gone: list[int] = []
+        items = self._conn.batch_items(payload, n, gone)
+        if gone:  # slots compaction emptied (SingleMessageMetadata.compacted_out)
+            ack_set = _without_compacted_out(ack_set, gone, n)
         self.acks.on_batch_received(position, n, ack_set)
         delivery = Delivery(topic, partition, ledger, entry_id, n, meta.publish_time,
                             meta.producer_name, meta.schema_version, redelivery_count, schema)
@@ -469,9 +509,10 @@ class TopicConsumer:
             return [EntryBatch(self.topic, partition, ledger, entry_id, meta, payload, None,
                                None, redelivery_count, self)]
         n = meta.num_messages_in_batch
-        items = batch_items(payload, n)
-        if meta.compacted_out:
-            ack_set = _without_compacted_out(ack_set, meta.compacted_out, n)
+        gone: list[int] = []
+        items = self._conn.batch_items(payload, n, gone)
+        if gone:  # slots compaction emptied (SingleMessageMetadata.compacted_out)
+            ack_set = _without_compacted_out(ack_set, gone, n)
         self.acks.on_batch_received(position, n, ack_set)
         indexes = None
         if ack_set is not None or self._batch_filter is not None:
@@ -485,6 +526,15 @@ class TopicConsumer:
                 return []
         return [EntryBatch(self.topic, partition, ledger, entry_id, meta, payload, items,
                            indexes, redelivery_count, self)]
+
+    def _before_seek_time(self, meta: MessageMetadata) -> bool:
+        """Whether an entry precedes the publish time a non-durable consumer sought (the
+        first one at or after it ends the filter)."""
+        assert self._min_publish_time is not None
+        if meta.publish_time < self._min_publish_time:
+            return True
+        self._min_publish_time = None
+        return False
 
     def _filtered(self, position: Position, index: int) -> bool:
         """Batch indexes before a batched start/seek id are skipped (Java does the same)."""
@@ -509,10 +559,12 @@ class TopicConsumer:
     def on_close_consumer(self, cmd: Any) -> None:
         log.warning("the broker closed the consumer on %s: %s", self.topic, cmd.get("reason"))
         self.connected = False
-        reason = cmd.get("reason")
-        if reason == "seek" and self._seek_pending:
-            return  # its own seek: the SEEK's answer subscribes again
-        if reason in ("unloaded", "seek") and not self.closed:
+        if cmd.get("reason") in ("unloaded", "reconnect") and not self.closed:
+            last = self._last_read
+            if not self.config.durable and last is not None:
+                # The broker dropped the non-durable subscription: go on after the last
+                # message the application took (what was queued is dropped), as Java's.
+                self._io_start_at(last.message_id(), False)
             self._io_resubscribe()
 
     def _io_resubscribe(self) -> None:
@@ -803,7 +855,7 @@ class TopicConsumer:
         self._conn.send_now("REDELIVER_UNACKNOWLEDGED", 0, consumer_id=self.consumer_id,
                             reason=reason)
 
-    def _io_reset_after_seek(self, target: MessageId | int, position: Any = None) -> None:
+    def _io_reset_after_seek(self, target: MessageId | int) -> None:
         self.acks.flush()
         self.acks.forget_batches()
         self.acks.reset_cumulative()
@@ -811,18 +863,12 @@ class TopicConsumer:
         self._chunk_members.clear()
         self._io_reset_trackers()
         self._last_read = None
-        self._batch_filter = None
-        if isinstance(target, MessageId):
-            self.start_message_id = target
-            self.start_inclusive = True
-            if target.batch_index() >= 0:
-                self._batch_filter = (target.position, target.batch_index(), True)
-        elif isinstance(position, list) and len(position) == 2:
-            # A seek by time: subscribe again from the entry the broker found.
-            self.start_message_id = MessageId(self.partition, position[0], position[1], -1)
-            self.start_inclusive = True
+        if not self.config.durable:
+            pass  # seek() already set where the next subscription starts (_io_start_at)
+        elif isinstance(target, MessageId):
+            self._io_start_at(target, True)
         else:
-            self.start_message_id = None
+            self._io_start_at(None, True)
         dropped = self.parent._drop_queued(self)
         self.add_permits(dropped)
 
@@ -840,9 +886,11 @@ class TopicConsumer:
         self._io_arm_chunk_expiry()
 
 
-def _without_compacted_out(ack_set: int | None, compacted_out: bytes, n: int) -> int:
+def _without_compacted_out(ack_set: int | None, compacted_out: list[int], n: int) -> int:
     """The batch's ack set (bits set: still to deliver) without the messages compaction
     left out: they are skipped, as Java's ``ConsumerImpl`` skips ``compacted_out`` ones,
     and count as acknowledged, so acking the survivors acknowledges the entry."""
     unacked = (1 << n) - 1 if ack_set is None else ack_set
-    return unacked & ~int.from_bytes(compacted_out, "little")
+    for index in compacted_out:
+        unacked &= ~(1 << index)
+    return unacked

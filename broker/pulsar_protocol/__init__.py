@@ -6,7 +6,20 @@ one connection's protocol state (sans-I/O: bytes in, bytes out, core calls in be
 The broker's loop (:mod:`pulsarlab.broker.server`) owns the sockets.
 """
 
-from .framing import FrameDecoder, FrameError
-from .session import PulsarSession
+from typing import Any
 
 __all__ = ["FrameDecoder", "FrameError", "PulsarSession"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: the client imports this package's framing and protobuf modules, never the
+    # session (which pulls in the broker's core).
+    if name == "PulsarSession":
+        from .session import PulsarSession
+
+        return PulsarSession
+    if name in ("FrameDecoder", "FrameError"):
+        from . import framing
+
+        return getattr(framing, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,6 +25,7 @@ MAX_HANDSHAKE_FRAME = 64 * 1024
 
 _U32 = struct.Struct(">I")
 _HEAD = struct.Struct(">II")
+_U16 = struct.Struct(">H")
 _CHECKSUM_HEAD = struct.Struct(">HI")
 _crc32c = google_crc32c.value
 
@@ -56,8 +57,11 @@ class Frame(NamedTuple):
 class FrameDecoder:
     """Reassembles frames from a TCP byte stream."""
 
-    def __init__(self, max_frame_size: int) -> None:
+    def __init__(self, max_frame_size: int, checksum_optional: bool = False) -> None:
         self.max_frame_size = max_frame_size
+        # Pulsar's framing makes the magic and checksum optional (brokers such as
+        # pulsar-lite leave them out of MESSAGE): the client accepts both forms.
+        self.checksum_optional = checksum_optional
         self._buffer = bytearray()
 
     def feed(self, data: bytes) -> list[Frame]:
@@ -77,13 +81,14 @@ class FrameDecoder:
                 break
             start = offset + 4
             offset = start + total
-            frames.append(_decode_frame(bytes(buffer[start:offset])))
+            frames.append(_decode_frame(bytes(buffer[start:offset]), self.checksum_optional))
         if offset:
             del buffer[:offset]
         return frames
 
 
-def decode_message(data: bytes, max_frame_size: int) -> Frame:
+def decode_message(data: bytes, max_frame_size: int, checksum_optional: bool = False
+                   ) -> Frame:
     """The one frame a whole message carries (ZeroMQ: one message is one frame, byte for
     byte as on TCP, size fields included); a message that is not exactly one valid frame
     raises :class:`FrameError`."""
@@ -98,10 +103,10 @@ def decode_message(data: bytes, max_frame_size: int) -> Frame:
         )
     if total > max_frame_size:
         raise FrameError(f"frame size {total} is outside 4..{max_frame_size} bytes")
-    return _decode_frame(data[4:])
+    return _decode_frame(data[4:], checksum_optional)
 
 
-def _decode_frame(frame: bytes) -> Frame:
+def _decode_frame(frame: bytes, checksum_optional: bool = False) -> Frame:
     total = len(frame)
     (command_size,) = _U32.unpack_from(frame, 0)
     if command_size == 0 or command_size > total - 4:
@@ -114,16 +119,23 @@ def _decode_frame(frame: bytes) -> Frame:
     rest = 4 + command_size
     if rest == total:
         return Frame(command)
-    if total - rest < 10:
-        raise FrameError("a payload command is too short for its checksum and metadata size")
-    magic, checksum = _CHECKSUM_HEAD.unpack_from(frame, rest)
-    if magic != MAGIC_CRC32C:
-        raise FrameError(f"payload magic is {magic:#06x}, not {MAGIC_CRC32C:#06x}")
-    body = frame[rest + 6 :]
+    if checksum_optional and (total - rest < 2 or _U16.unpack_from(frame, rest)[0]
+                              != MAGIC_CRC32C):
+        body = frame[rest:]
+        if len(body) < 4:
+            raise FrameError("a payload command is too short for its metadata size")
+        checksum = None
+    else:
+        if total - rest < 10:
+            raise FrameError("a payload command is too short for its checksum and metadata size")
+        magic, checksum = _CHECKSUM_HEAD.unpack_from(frame, rest)
+        if magic != MAGIC_CRC32C:
+            raise FrameError(f"payload magic is {magic:#06x}, not {MAGIC_CRC32C:#06x}")
+        body = frame[rest + 6 :]
     (metadata_size,) = _U32.unpack_from(body, 0)
     if metadata_size > len(body) - 4:
         raise FrameError(f"metadata size {metadata_size} runs past the frame")
-    checksum_ok = _crc32c(body) == checksum
+    checksum_ok = checksum is None or _crc32c(body) == checksum
     metadata = body[4 : 4 + metadata_size]
     payload = body[4 + metadata_size :]
     return Frame(command, metadata, payload, checksum_ok)

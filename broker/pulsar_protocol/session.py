@@ -18,6 +18,7 @@ them. A frame that breaks the framing closes the connection after an ERROR sayin
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +44,7 @@ from ..errors import (
     InvalidArgument,
     PulsarLabError,
     ServiceNotReady,
+    SubscriptionAlreadyExists,
     TopicNotFound,
 )
 from ..limits import check_consumers, check_producers
@@ -714,6 +716,13 @@ class PulsarSession:
                 "Producers cannot connect or send message without a schema to topics with a "
                 "schema if SchemaValidationEnforced is enabled"
             )
+        if body.initial_subscription_name and TopicName.get(body.topic).domain == "persistent":
+            # As Pulsar's ServerCnx: the producer's topic gets this durable subscription at
+            # the earliest position first, unless it exists (a dead-letter topic's audit).
+            self.authorizer.check_topic(self.role, body.topic, "consume")
+            with contextlib.suppress(SubscriptionAlreadyExists):
+                self.service.create_subscription(body.topic, body.initial_subscription_name,
+                                                 MessageId.earliest)
         name = body.producer_name if body.HasField("producer_name") else None
         producer = self.service.create_producer(
             body.topic, name or None, self, address=self.peer, client_version=self.client_version,
@@ -823,6 +832,11 @@ class PulsarSession:
                 tuple((r.start, r.end) for r in meta.hashRanges),
                 meta.allowOutOfOrderDelivery,
             )
+        # A reader's (or an Exclusive/Failover consumer's) key hash ranges, as Pulsar's
+        # readers send them: sticky ranges in keySharedMeta.
+        key_hash_ranges = None
+        if sub_type is not SubType.Key_Shared and body.HasField("keySharedMeta"):
+            key_hash_ranges = [(r.start, r.end) for r in body.keySharedMeta.hashRanges] or None
         start_id = None
         inclusive = False
         if body.HasField("start_message_id"):
@@ -838,6 +852,7 @@ class PulsarSession:
             durable=body.durable,
             priority_level=body.priority_level,
             key_shared_meta=key_shared_meta,
+            key_hash_ranges=key_hash_ranges,
             start_message_id=start_id,
             start_message_id_inclusive=inclusive,
             batch_index_ack_enabled=True,
@@ -888,7 +903,14 @@ class PulsarSession:
         positions = None
         if body.message_ids:
             positions = [(_signed(m.ledgerId), _signed(m.entryId)) for m in body.message_ids]
-        self.service.redeliver_unacknowledged(core_id, positions)
+        # pulsarlab's client names why (nack, ack timeout) and when, for the event stream.
+        requested_at = list(body.pulsarlab_requested_at) or None
+        if requested_at is not None and len(requested_at) != len(positions or ()):
+            requested_at = None
+        self.service.redeliver_unacknowledged(
+            core_id, positions, reason=body.pulsarlab_reason or "consumer_request",
+            requested_at=requested_at,
+        )
 
     def _close_consumer(self, body: api.CommandCloseConsumer) -> None:
         core_id = self.consumers.pop(body.consumer_id, None)

@@ -17,7 +17,7 @@ from typing import Any
 
 from tornado.httputil import HTTPHeaders
 
-from ..client.compression import decompress
+from ..format.compression import decompress
 from .base import AdminResource
 
 _HEADER_SAFE = re.compile(r"[\x21-\x7e][\x20-\x7e]*")

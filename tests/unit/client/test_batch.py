@@ -11,10 +11,13 @@ from pulsarlab.broker.client.batch import (
     DefaultBatchBuilder,
     KeyBasedBatchBuilder,
     OutgoingMessage,
+    make_batch_builder,
+)
+from pulsarlab.broker.format.batch import (
     batch_items,
     decode_batch,
+    decode_pulsar_batch,
     encode_batch,
-    make_batch_builder,
 )
 
 
@@ -57,7 +60,7 @@ def test_default_batch_takes_the_first_messages_key():
     assert batch.metadata.sequence_id == 5
     assert batch.metadata.highest_sequence_id == 7
     assert batch.metadata.num_messages_in_batch == 3
-    assert [m.sequence_id for m in decode_batch(batch.payload)] == [5, 6, 7]
+    assert [m.sequence_id for m in decode_pulsar_batch(batch.payload, 3)] == [5, 6, 7]
     assert builder.is_empty and builder.flush() == []
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pulsarlab.broker import MessageId
 from pulsarlab.broker.client.ack_grouping import AckGroupingTracker
-from pulsarlab.broker.client.batch import OutgoingMessage, batch_items, encode_batch
 from pulsarlab.broker.client.message import Delivery, Message, TopicMessageId, delivered
+from pulsarlab.broker.format.batch import OutgoingMessage, batch_items, encode_batch
 
 TOPIC = "persistent://public/default/t-partition-2"
 

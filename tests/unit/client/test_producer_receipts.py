@@ -9,6 +9,7 @@ from pulsarlab.broker import MessageId
 from pulsarlab.broker.client.batch import OutgoingMessage
 from pulsarlab.broker.client.enums import Result
 from pulsarlab.broker.client.partition_producer import PartitionProducer, ProducerConfig
+from pulsarlab.broker.format.batch import encode_pulsar_batch
 
 
 class Conn:
@@ -25,8 +26,11 @@ class Conn:
     def post(self, fn: Any) -> None:
         self.posted.append(fn)
 
-    def send_now(self, name: str, rid: int, payloads: tuple = (), **fields: Any) -> None:
-        self.sent.append(fields)
+    encode_batch = staticmethod(encode_pulsar_batch)
+
+    def send_message(self, producer_id: int, sequence_id: int, metadata: Any, payload: bytes,
+                     num_messages: int = 1, highest_sequence_id: int | None = None) -> None:
+        self.sent.append({"producer_id": producer_id, "sequence_id": sequence_id})
 
     def schedule(self, delay_ms: float, fn: Any) -> Any:
         return None

@@ -30,12 +30,13 @@ from pulsarlab.broker.client import (
 )
 from pulsarlab.broker.client import client as client_module
 from pulsarlab.broker.client import topic_consumer as tc_module
-from pulsarlab.broker.client.batch import OutgoingMessage, encode_batch
-from pulsarlab.broker.client.connection import TimerHandle
+from pulsarlab.broker.client.batch import OutgoingMessage
+from pulsarlab.broker.client.connection import Command, TimerHandle
 from pulsarlab.broker.client.consumer import Consumer
 from pulsarlab.broker.client.topic_consumer import ConsumerConfig, TopicConsumer
-from pulsarlab.broker.entry import MessageMetadata, encode_entry
-from pulsarlab.broker.wire import Command
+from pulsarlab.broker.entry import MessageMetadata
+from pulsarlab.broker.format.batch import encode_pulsar_batch, pulsar_batch_items
+from pulsarlab.broker.format.metadata import pulsar_metadata
 
 TOPIC = "persistent://public/default/t"
 T0 = 1_000_000
@@ -46,6 +47,8 @@ class FakeConn:
 
     operation_timeout = 5.0
     closed = False
+    batch_items = staticmethod(pulsar_batch_items)
+    encode_batch = staticmethod(encode_pulsar_batch)
 
     def __init__(self) -> None:
         self.now = T0
@@ -182,12 +185,10 @@ def deliver(tc: TopicConsumer, entry_id: int, redelivery_count: int = 0,
     else:
         metadata = MessageMetadata(producer_name="p", sequence_id=entry_id,
                                    num_messages_in_batch=batch, **meta)
-        payload = encode_batch([OutgoingMessage(payload=f"m{entry_id}.{i}".encode())
-                                for i in range(batch)])
-    raw = encode_entry(metadata, payload)
-    tc.on_message(Command("MESSAGE", 0, {"consumer_id": tc.consumer_id,
-                                         "entries": [[1, entry_id, -1, redelivery_count, None]]},
-                          [raw]))
+        payload = encode_pulsar_batch([OutgoingMessage(payload=f"m{entry_id}.{i}".encode())
+                                       for i in range(batch)])
+    tc.on_entries([((1, entry_id, -1, redelivery_count, None), pulsar_metadata(metadata),
+                    payload)])
 
 
 def redelivered(conn: FakeConn) -> list[tuple[int, list | None, str, list | None]]:
@@ -359,12 +360,12 @@ def test_nack_at_the_max_count_dead_letters_instead_of_redelivering(conn):
     assert acked(conn) == [] and len(consumer.jobs) == 1
     consumer.run_jobs()
     log = consumer._client.log
-    # The initial subscription exists before the first publish to the DLQ.
-    assert conn.requests == [("ADMIN", {"op": "topics.create_subscription", "args": {
-        "topic": f"{TOPIC}-sub-DLQ", "subscription": "init", "message_id": "earliest"}})]
+    # The DLQ producer asks for the initial subscription (no admin call).
+    assert conn.requests == []
     assert log[0] == ("create_producer", f"{TOPIC}-sub-DLQ", {
         "producer_name": f"{TOPIC}-sub-c1-DLQ", "batching_enabled": False,
-        "chunking_enabled": True, "block_if_queue_full": False})
+        "chunking_enabled": True, "block_if_queue_full": False,
+        "_initial_subscription_name": "init"})
     [(_, topic, content, kwargs)] = dlq_sends(consumer)
     origin = str(m1.message_id())
     assert (topic, content) == (f"{TOPIC}-sub-DLQ", b"m1")

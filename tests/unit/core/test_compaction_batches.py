@@ -10,9 +10,9 @@ from typing import NamedTuple
 
 import pytest
 
-from pulsarlab.broker.client.batch import OutgoingMessage, batch_items, encode_batch
-from pulsarlab.broker.client.compression import compress, decompress
 from pulsarlab.broker.entry import MessageMetadata, compacted_out_indexes, decode_entry
+from pulsarlab.broker.format.batch import OutgoingMessage, batch_items, encode_batch
+from pulsarlab.broker.format.compression import compress, decompress
 from pulsarlab.broker.message_id import MessageId
 from pulsarlab.broker.pulsar_protocol.metadata import from_pulsar, pulsar_entry_for_zmq, to_pulsar
 from pulsarlab.broker.pulsar_protocol.PulsarApi_pb2 import CompressionType, SingleMessageMetadata

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pulsarlab.broker import wire
-from pulsarlab.broker.client.batch import batch_items
 from pulsarlab.broker.entry import MessageMetadata, decode_entry, encode_entry
+from pulsarlab.broker.format.batch import batch_items
 from pulsarlab.broker.pulsar_protocol import FrameDecoder
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
 from pulsarlab.broker.pulsar_protocol.framing import encode_payload_command

@@ -3,8 +3,8 @@ notices, de-duplication, exclusive producers, batches from the ZeroMQ client."""
 
 from __future__ import annotations
 
-from pulsarlab.broker.client.batch import OutgoingMessage, encode_batch
 from pulsarlab.broker.entry import MessageMetadata
+from pulsarlab.broker.format.batch import OutgoingMessage, encode_batch
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
 from pulsarlab.broker.pulsar_protocol.metadata import from_pulsar, pulsar_entry_for_zmq, to_pulsar
 from pulsarlab.broker.rates import date_string

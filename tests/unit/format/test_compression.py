@@ -7,7 +7,7 @@ import tracemalloc
 import pytest
 
 from pulsarlab.broker.client import CompressionType
-from pulsarlab.broker.client.compression import codec_name, compress, decompress
+from pulsarlab.broker.format.compression import codec_name, compress, decompress
 
 CODECS = list(CompressionType)
 PAYLOADS = [b"", b"a", b"hello pulsar " * 500, bytes(range(256)) * 40]
@@ -75,8 +75,8 @@ def test_a_declared_size_over_max_size_is_refused_before_allocating(name):
 def test_the_broker_relays_bound_a_batch_by_max_message_size():
     """A batch re-laid between the two protocols on the broker thread is decompressed no
     further than max_message_size, whatever its metadata declares."""
-    from pulsarlab.broker.client.batch import OutgoingMessage, encode_batch
     from pulsarlab.broker.entry import MessageMetadata
+    from pulsarlab.broker.format.batch import OutgoingMessage, encode_batch
     from pulsarlab.broker.pulsar_protocol.metadata import (
         from_pulsar,
         pulsar_entry_for_zmq,

@@ -11,33 +11,25 @@ standard library, the others from cramjam.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import cramjam
 
-from .enums import CompressionType
-
 __all__ = ["CODEC_NAMES", "codec_name", "compress", "decompress"]
 
-CODEC_NAMES: dict[CompressionType, str] = {
-    CompressionType.NONE: "NONE",
-    CompressionType.LZ4: "LZ4",
-    CompressionType.ZLib: "ZLIB",
-    CompressionType.ZSTD: "ZSTD",
-    CompressionType.SNAPPY: "SNAPPY",
-}
+CODEC_NAMES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")  # Pulsar's CompressionType order
 
 
-def codec_name(codec: CompressionType | str) -> str:
-    """The metadata name (``"LZ4"``, ``"ZLIB"``, ...) of a codec given by enum or name."""
-    if isinstance(codec, CompressionType):
-        return CODEC_NAMES[codec]
-    name = str(codec).upper()
-    if name not in CODEC_NAMES.values():
+def codec_name(codec: Any) -> str:
+    """The metadata name (``"LZ4"``, ``"ZLIB"``, ...) of a codec given by name or by an enum
+    member named after it (the client's ``CompressionType.ZLib`` is ``"ZLIB"``)."""
+    name = str(getattr(codec, "name", codec)).upper()
+    if name not in CODEC_NAMES:
         raise ValueError(f"unknown compression codec {codec!r}")
     return name
 
 
-def compress(codec: CompressionType | str, data: bytes) -> bytes:
+def compress(codec: Any, data: bytes) -> bytes:
     """Compress ``data`` with ``codec``; ``NONE`` returns it unchanged."""
     name = codec_name(codec)
     if name == "NONE":
@@ -52,7 +44,7 @@ def compress(codec: CompressionType | str, data: bytes) -> bytes:
 
 
 def decompress(
-    codec: CompressionType | str,
+    codec: Any,
     data: bytes,
     uncompressed_size: int,
     max_size: int | None = None,

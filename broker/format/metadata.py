@@ -1,0 +1,167 @@
+"""Pulsar's ``MessageMetadata`` <-> the core's :class:`~pulsarlab.broker.entry.MessageMetadata`.
+
+Shared by the broker (an entry published over pulsar:// keeps the client's serialized
+metadata; entries written in pulsarlab's first layout get Pulsar metadata built from the
+core's fields, their batches re-laid in Pulsar's layout) and the client (its SEND metadata,
+the MESSAGE metadata it reads).
+"""
+
+from __future__ import annotations
+
+from google.protobuf.message import DecodeError
+
+from ..entry import MessageMetadata, compacted_out_indexes
+from ..pulsar_protocol.PulsarApi_pb2 import CompressionType, KeyValue
+from ..pulsar_protocol.PulsarApi_pb2 import MessageMetadata as PulsarMetadata
+from .batch import decode_batch, encode_pulsar_batch
+from .compression import decompress
+
+__all__ = ["from_pulsar", "is_encrypted", "pulsar_metadata", "raw_to_pulsar", "to_pulsar"]
+
+_CODECS = {value: name for name, value in CompressionType.items()}
+_CODEC_NUMBERS = dict(CompressionType.items())
+_INT32_MAX = (1 << 31) - 1
+_U64 = (1 << 64) - 1
+
+
+def is_encrypted(raw: bytes) -> bool:
+    """Whether a serialized Pulsar ``MessageMetadata`` carries encryption keys (the
+    producer encrypted the payload); ``False`` if it does not parse."""
+    pm = PulsarMetadata()
+    try:
+        pm.ParseFromString(raw)
+    except DecodeError:
+        return False
+    return len(pm.encryption_keys) > 0
+
+
+def from_pulsar(raw: bytes) -> MessageMetadata:
+    """The core metadata of a serialized Pulsar ``MessageMetadata`` (kept in the result).
+
+    ``ValueError`` names what is wrong with metadata that does not parse or is out of range.
+    """
+    pm = PulsarMetadata()
+    try:
+        pm.ParseFromString(raw)
+    except DecodeError as exc:
+        raise ValueError(f"MessageMetadata does not parse: {exc}") from None
+    md = MessageMetadata(
+        producer_name=pm.producer_name,
+        sequence_id=pm.sequence_id,
+        publish_time=pm.publish_time,
+        event_time=pm.event_time,
+        compression=_CODECS.get(pm.compression, "NONE"),
+        uncompressed_size=pm.uncompressed_size,
+        pulsar_metadata=raw,
+    )
+    if pm.properties:
+        md.properties = {kv.key: kv.value for kv in pm.properties}
+    if pm.HasField("partition_key"):
+        md.partition_key = pm.partition_key
+        md.partition_key_b64_encoded = pm.partition_key_b64_encoded
+    if pm.HasField("ordering_key"):
+        md.ordering_key = pm.ordering_key
+    if pm.HasField("num_messages_in_batch"):
+        if pm.num_messages_in_batch < 1:
+            raise ValueError(f"num_messages_in_batch is {pm.num_messages_in_batch}")
+        md.num_messages_in_batch = pm.num_messages_in_batch
+    if pm.deliver_at_time > 0:
+        md.deliver_at_time = pm.deliver_at_time
+    if pm.HasField("schema_version"):
+        md.schema_version = pm.schema_version
+    if pm.null_value:
+        md.null_value = True
+    if pm.HasField("uuid"):
+        md.uuid = pm.uuid
+    if pm.HasField("num_chunks_from_msg"):
+        md.num_chunks_from_msg = pm.num_chunks_from_msg
+        md.total_chunk_msg_size = pm.total_chunk_msg_size
+        md.chunk_id = pm.chunk_id
+    if pm.HasField("marker_type"):
+        md.marker_type = pm.marker_type
+    if pm.HasField("highest_sequence_id"):
+        md.highest_sequence_id = pm.highest_sequence_id
+    return md
+
+
+def to_pulsar(
+    md: MessageMetadata, payload: bytes, max_size: int | None = None
+) -> tuple[bytes, bytes]:
+    """Serialized Pulsar metadata and payload for an entry (as stored) of the core."""
+    if md.pulsar_metadata is not None:
+        return md.pulsar_metadata, payload
+    if md.num_messages_in_batch is None:
+        return pulsar_metadata(md), payload
+    pm = _outer(md)
+    # A pulsarlab batch: re-laid as Pulsar's [size][SingleMessageMetadata][payload]...
+    if md.compression != "NONE":  # bounded by its declared size and max_size
+        payload = decompress(md.compression, payload, md.uncompressed_size, max_size)
+    pm.num_messages_in_batch = md.num_messages_in_batch
+    messages = decode_batch(payload, md.num_messages_in_batch)
+    relaid = encode_pulsar_batch(messages, compacted_out_indexes(md.compacted_out))
+    return pm.SerializeToString(), relaid
+
+
+def pulsar_metadata(md: MessageMetadata) -> bytes:
+    """Serialized Pulsar metadata of an entry whose payload is already in Pulsar's layout
+    (what pulsarlab's client sends on Pulsar's protocol)."""
+    pm = _outer(md)
+    if md.num_messages_in_batch is not None:
+        pm.num_messages_in_batch = md.num_messages_in_batch
+    if md.compression != "NONE":
+        pm.compression = CompressionType.Value(md.compression)
+        pm.uncompressed_size = md.uncompressed_size
+    return pm.SerializeToString()
+
+
+def _outer(md: MessageMetadata) -> PulsarMetadata:
+    """Every field but the batch size and the compression."""
+    # Ids a ZeroMQ producer sent as signed (Java's long) go out as Pulsar's uint64.
+    pm = PulsarMetadata(
+        producer_name=md.producer_name,
+        sequence_id=md.sequence_id & _U64,
+        publish_time=md.publish_time,
+    )
+    for key, value in md.properties.items():
+        pm.properties.append(KeyValue(key=key, value=value))
+    if md.partition_key is not None:
+        pm.partition_key = md.partition_key
+        if md.partition_key_b64_encoded:
+            pm.partition_key_b64_encoded = True
+    if md.ordering_key is not None:
+        pm.ordering_key = md.ordering_key
+    if md.event_time:
+        pm.event_time = md.event_time & _U64
+    if md.deliver_at_time:
+        pm.deliver_at_time = md.deliver_at_time
+    if md.schema_version is not None:
+        pm.schema_version = md.schema_version
+    if md.null_value:
+        pm.null_value = True
+    if md.uuid is not None:
+        pm.uuid = md.uuid
+    if md.num_chunks_from_msg is not None:
+        pm.num_chunks_from_msg = min(md.num_chunks_from_msg, _INT32_MAX)
+        pm.total_chunk_msg_size = min(md.total_chunk_msg_size or 0, _INT32_MAX)
+        pm.chunk_id = min(md.chunk_id or 0, _INT32_MAX)
+    if md.highest_sequence_id is not None:
+        pm.highest_sequence_id = md.highest_sequence_id & _U64
+    return pm
+
+
+def raw_to_pulsar(md: MessageMetadata, payload: bytes) -> tuple[bytes, bytes]:
+    """Pulsar metadata for an entry :func:`to_pulsar` cannot re-lay (a ZeroMQ batch whose
+    payload does not decode): the outer fields, the payload as stored. Pulsar's broker
+    never opens a payload either; the official client then finds the batch corrupt and
+    discards it with a validation-error ack, so it is not redelivered forever."""
+    pm = PulsarMetadata(
+        producer_name=md.producer_name, sequence_id=md.sequence_id & _U64,
+        publish_time=md.publish_time,
+    )
+    if md.num_messages_in_batch is not None:
+        pm.num_messages_in_batch = md.num_messages_in_batch
+    codec = _CODEC_NUMBERS.get(md.compression)
+    if codec:  # NONE is 0
+        pm.compression = codec
+        pm.uncompressed_size = md.uncompressed_size
+    return pm.SerializeToString(), payload

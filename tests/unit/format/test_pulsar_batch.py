@@ -1,0 +1,83 @@
+"""broker/format: Pulsar's batch layout written by hand must be the bytes protobuf writes,
+read back item by item; malformed batches are a one-line ValueError."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from pulsarlab.broker.entry import MessageMetadata
+from pulsarlab.broker.format.batch import (
+    OutgoingMessage,
+    encode_pulsar_batch,
+    pulsar_batch_items,
+    single_message_metadata,
+)
+from pulsarlab.broker.format.metadata import from_pulsar, pulsar_metadata
+from pulsarlab.broker.pulsar_protocol.PulsarApi_pb2 import KeyValue, SingleMessageMetadata
+
+MESSAGES = [
+    OutgoingMessage(b"plain", sequence_id=7),
+    OutgoingMessage(b"", sequence_id=8, event_time=1_700_000_000_123, null_value=True),
+    OutgoingMessage(b"x" * 300, properties={"a": "1", "\u00e9": "\u00fc"}, partition_key="pk",
+                    ordering_key=b"\x00ok", sequence_id=(1 << 40) + 3),
+    OutgoingMessage(b"neg", sequence_id=-1),  # a Java long -1 goes out as uint64
+]
+
+
+def protobuf_single(m: OutgoingMessage) -> bytes:
+    single = SingleMessageMetadata(payload_size=len(m.payload),
+                                   sequence_id=m.sequence_id & ((1 << 64) - 1))
+    for key, value in m.properties.items():
+        single.properties.append(KeyValue(key=key, value=value))
+    if m.partition_key is not None:
+        single.partition_key = m.partition_key
+    if m.ordering_key is not None:
+        single.ordering_key = m.ordering_key
+    if m.event_time:
+        single.event_time = m.event_time
+    if m.null_value:
+        single.null_value = True
+    return single.SerializeToString()
+
+
+@pytest.mark.parametrize("message", MESSAGES)
+def test_hand_written_single_metadata_is_protobufs_bytes(message):
+    assert single_message_metadata(message) == protobuf_single(message)
+
+
+def test_a_batch_reads_back_as_its_items():
+    payload = encode_pulsar_batch(MESSAGES)
+    expected = b"".join(struct.pack(">I", len(protobuf_single(m))) + protobuf_single(m)
+                        + m.payload for m in MESSAGES)
+    assert payload == expected
+    items = pulsar_batch_items(payload, len(MESSAGES))
+    assert items[0] == (None, None, None, 0, 7, False, b"plain")
+    assert items[1] == (None, None, None, 1_700_000_000_123, 8, True, b"")
+    assert items[2] == ({"a": "1", "\u00e9": "\u00fc"}, "pk", b"\x00ok", 0, (1 << 40) + 3,
+                        False, b"x" * 300)
+    assert items[3][4] == (1 << 64) - 1
+
+
+@pytest.mark.parametrize(("payload", "count", "error"), [
+    (encode_pulsar_batch(MESSAGES[:1]), 2, "ends before its message 1"),
+    (encode_pulsar_batch(MESSAGES[:1])[:-1], 1, "payload runs past"),
+    (struct.pack(">I", 50) + b"\x18", 1, "metadata runs past"),
+    (struct.pack(">I", 2) + b"\xff\xff", 1, "does not parse"),
+])
+def test_a_malformed_batch_is_a_value_error(payload, count, error):
+    with pytest.raises(ValueError, match=error):
+        pulsar_batch_items(payload, count)
+
+
+def test_entry_metadata_round_trips_through_pulsars_message_metadata():
+    md = MessageMetadata(producer_name="p", sequence_id=3, publish_time=99,
+                         properties={"k": "v"}, partition_key="pk", ordering_key=b"o",
+                         event_time=5, num_messages_in_batch=4, compression="ZSTD",
+                         uncompressed_size=123, deliver_at_time=1000, highest_sequence_id=6)
+    back = from_pulsar(pulsar_metadata(md))
+    for name in ("producer_name", "sequence_id", "publish_time", "properties", "partition_key",
+                 "ordering_key", "event_time", "num_messages_in_batch", "compression",
+                 "uncompressed_size", "deliver_at_time", "highest_sequence_id"):
+        assert getattr(back, name) == getattr(md, name), name
