@@ -62,7 +62,7 @@ def _wait_for_port(port: int, proc: subprocess.Popen) -> None:
 @pytest.fixture(scope="module")
 def pulsar_lite() -> Iterator[str]:
     binary_finder = pytest.importorskip(
-        "pulsar_lite.binary_finder", reason="pulsar-lite (the bench extra) is not installed")
+        "pulsar_lite.binary_finder", reason="pulsar-lite (the dev extra) is not installed")
     scratch = tempfile.mkdtemp(prefix="pulsar-lite-")
     binary = binary_finder.find_pulsar_lite_binary()
     if not os.access(binary, os.X_OK):
