@@ -2,14 +2,16 @@
 
 ``AuthenticationToken(token)`` (a string or a callable returning one) and
 ``AuthenticationBasic(username, password[, method])`` are sent in CONNECT; a broker
-listening beyond loopback requires one. ``AuthenticationTLS`` is accepted so code
-constructs, but ZeroMQ carries no client certificate (use the official client over
-pulsar+ssl:// for TLS authentication).
+listening beyond loopback requires one. ``AuthenticationTLS(cert, key)`` is a client
+certificate presented in the TLS handshake of ``pulsar+ssl://`` connections (CONNECT names
+the ``tls`` method; the broker takes the certificate's CN as the role).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from .checks import check_type
 
 __all__ = ["Authentication", "AuthenticationBasic", "AuthenticationTLS", "AuthenticationToken"]
 
@@ -43,10 +45,17 @@ class AuthenticationToken(Authentication):
 
 
 class AuthenticationTLS(Authentication):
+    """TLS client-certificate authentication: the certificate and its private key, PEM."""
+
     def __init__(self, certificate_path: str, private_key_path: str) -> None:
         super().__init__()
+        check_type(str, certificate_path, "certificate_path")
+        check_type(str, private_key_path, "private_key_path")
         self.certificate_path = certificate_path
         self.private_key_path = private_key_path
+
+    def method_and_data(self) -> tuple[str, str]:
+        return "tls", ""
 
 
 class AuthenticationBasic(Authentication):

@@ -5,8 +5,9 @@ one listener thread for user callbacks. It looks topics up (``PARTITIONED_METADA
 partitioned topic gets one internal producer/consumer per partition), lists namespaces for
 pattern subscriptions (``GET_TOPICS``), validates arguments the way the official client
 does (``ValueError("Argument X is expected to be of type ...")``), and closes everything it
-created on :meth:`Client.close`. Arguments of the official client that mean nothing here
-(TLS files, stats interval, lookup concurrency, crypto, ...) are accepted and ignored;
+created on :meth:`Client.close`. ``pulsar+ssl://`` URLs use the official TLS arguments
+(:mod:`.tls`). Arguments of the official client that mean nothing here (stats interval,
+lookup concurrency, crypto, ...) are accepted and ignored;
 pulsarlab extensions are keyword-only and listed in each method's docstring.
 """
 
@@ -24,7 +25,7 @@ from ..curve import load_public_key
 from ..message_id import MessageId
 from ..selectors.hashing import HashingScheme
 from ..topic_name import TopicName
-from .auth import Authentication
+from .auth import Authentication, AuthenticationTLS
 from .checks import check_type, check_type_or_none
 from .connection import CallbackExecutor
 from .consumer import Consumer
@@ -49,11 +50,12 @@ from .policies import (
     validate_sticky_ranges,
 )
 from .producer import Producer
-from .pulsar_connection import PulsarConnection
+from .pulsar_connection import DEFAULT_KEEP_ALIVE_SECONDS, PulsarConnection
 from .reader import Reader, reader_listener_adapter
 from .redelivery import DLQ_SUFFIX, MAX_RECONSUMETIMES, RETRY_SUFFIX, unacked
 from .redelivery.negative_acks import MIN_NACK_DELAY_MS
 from .routing import make_router
+from .tls import TlsOptions
 from .topic_consumer import ConsumerConfig
 
 __all__ = ["Client"]
@@ -68,6 +70,16 @@ def _full_name(topic: str) -> str:
         return str(TopicName.get(topic))
     except Exception as exc:
         raise InvalidTopicNameError(str(exc)) from None
+
+
+def _tls_options(authentication: Authentication | None, trust: str | None, insecure: bool,
+                 validate_hostname: bool, cert: str | None, key: str | None) -> TlsOptions:
+    """The TLS options; an ``AuthenticationTLS`` certificate wins over the ``tls_*`` files."""
+    if isinstance(authentication, AuthenticationTLS):
+        cert, key = authentication.certificate_path, authentication.private_key_path
+    return TlsOptions(trust_certs_file_path=trust, allow_insecure_connection=insecure,
+                      validate_hostname=validate_hostname, certificate_file_path=cert,
+                      private_key_file_path=key)
 
 
 class Client:
@@ -94,13 +106,19 @@ class Client:
         tls_certificate_file_path: str | None = None,
         *,
         curve_server_key: str | bytes | None = None,
+        keep_alive_interval_seconds: int | float = DEFAULT_KEEP_ALIVE_SECONDS,
     ) -> None:
-        """Connect lazily to ``service_url`` (``zmq://host:port``).
+        """Connect lazily to ``service_url`` (``pulsar://host:port``,
+        ``pulsar+ssl://host:port`` or ``zmq://host:port``).
 
         ``authentication=AuthenticationToken(token)`` (a string or a callable supplying one
-        at each connect) is required by brokers with authentication enabled. Extension:
-        ``curve_server_key`` is the broker's CurveZMQ public key (40 Z85 characters or the
-        path of its ``.pub`` file) when the broker encrypts with CURVE.
+        at each connect) is required by brokers with authentication enabled;
+        ``AuthenticationTLS(cert, key)`` presents a client certificate over
+        ``pulsar+ssl://``. Extensions: ``curve_server_key`` is the broker's CurveZMQ public
+        key (40 Z85 characters or the path of its ``.pub`` file) when the broker encrypts
+        with CURVE; ``keep_alive_interval_seconds`` (the C++ and Java clients' keep-alive
+        interval, 30 s) is how often an idle connection is PINGed; one silent for a whole
+        interval after a PING is closed and its producers and consumers reconnect.
         """
         check_type(str, service_url, "service_url")
         check_type_or_none(Authentication, authentication, "authentication")
@@ -118,6 +136,9 @@ class Client:
         check_type_or_none(str, listener_name, "listener_name")
         check_type_or_none(str, tls_private_key_file_path, "tls_private_key_file_path")
         check_type_or_none(str, tls_certificate_file_path, "tls_certificate_file_path")
+        check_type((int, float), keep_alive_interval_seconds, "keep_alive_interval_seconds")
+        if keep_alive_interval_seconds <= 0:
+            raise ValueError("Argument keep_alive_interval_seconds must be positive")
         if logger is not None and not isinstance(logger, logging.Logger):
             raise ValueError("Logger is expected to be either None or a logging.Logger")
         self._service_url = service_url
@@ -132,6 +153,10 @@ class Client:
             connection_timeout_ms=connection_timeout_ms,
             curve_server_key=None if curve_server_key is None
             else load_public_key(curve_server_key),
+            tls=_tls_options(authentication, tls_trust_certs_file_path,
+                             tls_allow_insecure_connection, tls_validate_hostname,
+                             tls_certificate_file_path, tls_private_key_file_path),
+            keep_alive_interval_seconds=keep_alive_interval_seconds,
         )
         self._executor = CallbackExecutor()
         self._handles: list[Any] = []

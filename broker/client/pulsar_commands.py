@@ -16,7 +16,7 @@ from .connection import Command
 from .exceptions import InvalidUrl, PulsarException, exception_for
 
 __all__ = [
-    "bits_to_words", "error_for", "id_data", "parse_pulsar_url", "producer_command",
+    "bits_to_words", "error_for", "id_data", "is_tls_url", "parse_pulsar_url", "producer_command",
     "request_id_of", "settle", "settle_reply", "signed", "subscribe_command", "words_to_bits",
 ]
 
@@ -26,15 +26,23 @@ _T = pb.BaseCommand.Type
 _MASK64 = (1 << 64) - 1
 
 
+def is_tls_url(url: str) -> bool:
+    """Whether a broker URL is ``pulsar+ssl://`` (TLS) rather than ``pulsar://``."""
+    return url.strip().startswith("pulsar+ssl://")
+
+
 def parse_pulsar_url(service_url: str) -> tuple[str, int]:
-    """``pulsar://host:port`` → ``(host, port)`` (the first host of a list)."""
+    """``pulsar://host:port`` or ``pulsar+ssl://host:port`` → ``(host, port)`` (the first
+    host of a list)."""
     url = service_url.strip().rstrip("/")
-    if not url.startswith("pulsar://"):
-        raise InvalidUrl(f"service URL {service_url!r} must look like pulsar://host:port")
-    hostport = url[len("pulsar://"):].split(",")[0]
+    scheme = "pulsar+ssl://" if is_tls_url(url) else "pulsar://"
+    if not url.startswith(scheme):
+        raise InvalidUrl(f"service URL {service_url!r} must look like pulsar://host:port "
+                         "or pulsar+ssl://host:port")
+    hostport = url[len(scheme):].split(",")[0]
     host, sep, port = hostport.rpartition(":")
     if not sep or not host or not port.isdigit():
-        raise InvalidUrl(f"service URL {service_url!r} must look like pulsar://host:port")
+        raise InvalidUrl(f"service URL {service_url!r} must look like {scheme}host:port")
     return host.strip("[]"), int(port)
 
 

@@ -1,4 +1,4 @@
-"""The client's Pulsar-protocol connection: ``pulsar://host:port`` against any Pulsar broker.
+"""The client's Pulsar-protocol connection: ``pulsar://`` or ``pulsar+ssl://`` to any Pulsar broker.
 
 Speaks Pulsar's binary protocol (``BaseCommand`` + ``MessageMetadata`` + payload, length
 framed, CRC32C-checked) over TCP, with the same I/O-thread model and the same interface as
@@ -14,7 +14,13 @@ reason ``"reconnect"``; they create themselves again (a new lookup, a new socket
 with back-off (100 ms doubling to 30 s) until they succeed or are closed. Authentication:
 ``CONNECT`` carries ``auth_method_name`` ``"token"`` and the token (a supplier is asked
 again for each connection and each ``AUTH_CHALLENGE``), or another provider's method and
-data.
+data (``tls``: the role is the client certificate's CN).
+
+``pulsar+ssl://``: each socket is wrapped with the client's :mod:`.tls` context and does a
+non-blocking handshake in the I/O loop before CONNECT goes out; a lookup's
+``brokerServiceUrlTls`` is followed. Keep-alive, as Pulsar's clients: every
+``keep_alive_interval_seconds`` a socket that has sent nothing since the last turn's PING is
+closed (its producers and consumers reconnect), else it gets a PING.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import contextlib
 import logging
 import secrets
 import socket
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +56,7 @@ from .connection import (
     DEFAULT_MAX_MESSAGE_SIZE,
     Command,
     Connection,
+    TimerHandle,
     now_ms,
     parse_service_url,
 )
@@ -65,6 +73,7 @@ from .pulsar_commands import (
     bits_to_words,
     error_for,
     id_data,
+    is_tls_url,
     parse_pulsar_url,
     producer_command,
     request_id_of,
@@ -74,6 +83,7 @@ from .pulsar_commands import (
     subscribe_command,
     words_to_bits,
 )
+from .tls import TlsOptions, client_context, handshake_error
 
 __all__ = ["PulsarConnection", "parse_pulsar_url"]
 
@@ -83,6 +93,9 @@ PROTOCOL_VERSION = 21  # Pulsar 3.x/4.x clients announce 21
 MAX_LOOKUP_REDIRECTS = 20
 BACKOFF_INITIAL_MS = 100
 BACKOFF_MAX_MS = 30_000
+DEFAULT_KEEP_ALIVE_SECONDS = 30  # Pulsar's clients' keepAliveIntervalSeconds
+_TLS_RECORD = 16384  # the most one TLS record carries: what one non-blocking write sends
+_RECV_BYTES = 1 << 20
 # Errors after which creating a producer/consumer is tried again (Java's retriable ones).
 _RETRIABLE = frozenset({"ServiceUnitNotReady", "BrokerMetadataError", "ConnectError",
                         "NotConnected", "Timeout", "TooManyLookupRequestException"})
@@ -107,6 +120,9 @@ class _BrokerCnx:
         self.producers: set[int] = set()
         self.consumers: set[int] = set()
         self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        self.handshaking = False  # a TLS handshake under way: nothing is written yet
+        self.waiting_for_pong = False  # a keep-alive PING went out and nothing came back
+        self.keep_alive: TimerHandle | None = None
 
 
 class PulsarConnection(Connection):
@@ -115,11 +131,23 @@ class PulsarConnection(Connection):
     encode_batch = staticmethod(encode_pulsar_batch)
     batch_items = staticmethod(pulsar_batch_items)
 
+    def __init__(self, service_url: str, *, tls: TlsOptions | None = None,
+                 keep_alive_interval_seconds: float = DEFAULT_KEEP_ALIVE_SECONDS,
+                 **kwargs: Any) -> None:
+        self.tls_options = tls or TlsOptions()
+        self.keep_alive_ms = int(keep_alive_interval_seconds * 1000)
+        super().__init__(service_url, **kwargs)
+
     def _parse_url(self, service_url: str) -> str:
-        if service_url.strip().startswith("pulsar://"):
+        self.use_tls = is_tls_url(service_url)
+        self._ssl_context: ssl.SSLContext | None = None
+        if service_url.strip().startswith(("pulsar://", "pulsar+ssl://")):
             self.over_zmq = False
             host, port = parse_pulsar_url(service_url)
-            self.service_url = endpoint = f"pulsar://{host}:{port}"
+            scheme = "pulsar+ssl" if self.use_tls else "pulsar"
+            self.service_url = endpoint = f"{scheme}://{host}:{port}"
+            if self.use_tls:
+                self._ssl_context = client_context(self.tls_options)
         else:  # zmq:// (tcp://, ipc://, inproc://): one DEALER to a pulsarlab broker
             self.over_zmq = True
             endpoint = parse_service_url(service_url)
@@ -281,7 +309,11 @@ class PulsarConnection(Connection):
                 if r.response == r.Failed:
                     done(None, error_for(r.error, r.message or f"lookup of {topic} failed"))
                     return
-                target = r.brokerServiceUrl or url
+                target = (r.brokerServiceUrlTls if self.use_tls else r.brokerServiceUrl) or url
+                if self.use_tls and not r.brokerServiceUrlTls and r.brokerServiceUrl:
+                    done(None, ConnectError(f"lookup of {topic}: the owning broker has no "
+                                            "TLS URL (brokerServiceUrlTls)"))
+                    return
                 if r.proxy_through_service_url:
                     target = self.service_url
                 if r.response == r.Redirect:
@@ -516,10 +548,22 @@ class PulsarConnection(Connection):
                 return None
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            events = zmq.POLLIN
+            if is_tls_url(url):
+                if self._ssl_context is None:  # a pulsar:// client sent to a TLS broker
+                    sock.close()
+                    log.info("cannot connect to %s: the client's service URL is not TLS", url)
+                    return None
+                sock = self._ssl_context.wrap_socket(sock, server_hostname=host,
+                                                     do_handshake_on_connect=False)
+                cnx.handshaking = True
+                events |= zmq.POLLOUT
             cnx.sock = sock
             self._by_fd[sock.fileno()] = cnx
-            self._poller.register(sock.fileno(), zmq.POLLIN)
+            self._poller.register(sock.fileno(), events)
         self._cnxs[url] = cnx
+        if self.keep_alive_ms > 0:
+            cnx.keep_alive = self.schedule(self.keep_alive_ms, lambda: self._keep_alive(cnx))
         try:
             cnx.outbox.append(encode_command(self._connect_command()))
         except PulsarException as exc:
@@ -559,6 +603,10 @@ class PulsarConnection(Connection):
             cnx = self._by_fd.get(fd)
             if cnx is None:
                 continue
+            if cnx.handshaking:
+                self._handshake(cnx)
+                if cnx.handshaking or cnx.sock is None:
+                    continue
             if events & zmq.POLLOUT:
                 self._write(cnx)
             if events & zmq.POLLIN:
@@ -566,8 +614,44 @@ class PulsarConnection(Connection):
 
     def _transport_flush(self) -> None:
         for cnx in list(self._cnxs.values()):
-            if cnx.outbox and cnx.sock is not None:
+            if cnx.outbox and cnx.sock is not None and not cnx.handshaking:
                 self._write(cnx)
+
+    def _handshake(self, cnx: _BrokerCnx) -> None:
+        """One step of a non-blocking TLS handshake; once done, CONNECT goes out."""
+        sock = cnx.sock
+        assert isinstance(sock, ssl.SSLSocket) and self._poller is not None
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._poller.modify(sock.fileno(), zmq.POLLIN)
+            return
+        except ssl.SSLWantWriteError:
+            self._poller.modify(sock.fileno(), zmq.POLLIN | zmq.POLLOUT)
+            return
+        except OSError as exc:  # ssl.SSLError included: untrusted, wrong name, reset
+            message = handshake_error(cnx.url, exc)
+            log.info("%s", message)
+            self._drop(cnx, ConnectError(message))
+            return
+        cnx.handshaking = False
+        self._write(cnx)
+
+    def _keep_alive(self, cnx: _BrokerCnx) -> None:
+        """A keep-alive turn, as Pulsar's clients: PING, and close a connection that sent
+        nothing since the last PING (its producers and consumers reconnect)."""
+        if cnx.sock is None or self._cnxs.get(cnx.url) is not cnx:
+            return
+        seconds = self.keep_alive_ms / 1000
+        if not cnx.ready or cnx.waiting_for_pong:
+            what = "completed no handshake" if not cnx.ready else "answered no PING"
+            message = f"{cnx.url} {what} within {seconds:g} s: closing the connection"
+            log.warning("%s", message)
+            self._drop(cnx, ConnectError(message))
+            return
+        cnx.waiting_for_pong = True
+        cnx.outbox.append(encode_command(pb.BaseCommand(type=_T.PING)))
+        cnx.keep_alive = self.schedule(self.keep_alive_ms, lambda: self._keep_alive(cnx))
 
     def _transport_close(self) -> None:
         for cnx in list(self._cnxs.values()):
@@ -591,7 +675,10 @@ class PulsarConnection(Connection):
         data = cnx.unsent + b"".join(cnx.outbox) if cnx.outbox else cnx.unsent
         cnx.outbox.clear()
         try:
-            sent = sock.send(data) if data else 0
+            if isinstance(sock, ssl.SSLSocket):
+                sent = self._send_tls(sock, data)
+            else:
+                sent = sock.send(data) if data else 0
         except (BlockingIOError, InterruptedError):
             sent = 0
         except OSError as exc:
@@ -601,6 +688,43 @@ class PulsarConnection(Connection):
         assert self._poller is not None
         self._poller.modify(sock.fileno(), zmq.POLLIN | (zmq.POLLOUT if cnx.unsent else 0))
 
+    @staticmethod
+    def _send_tls(sock: ssl.SSLSocket, data: bytes) -> int:
+        """Write ``data`` one TLS record at a time until the socket would block (a write
+        that would block is repeated later with the same bytes, as OpenSSL requires)."""
+        view = memoryview(data)
+        sent = 0
+        while sent < len(data):
+            try:
+                sent += sock.send(view[sent:sent + _TLS_RECORD])
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                break
+        return sent
+
+    def _recv(self, cnx: _BrokerCnx, sock: socket.socket) -> tuple[bytes, str | None]:
+        """What the socket has (``b""`` if nothing yet) and, if it is closed, why.
+        A TLS socket is read until it would block: the bytes OpenSSL already decrypted
+        are no longer the poller's to announce."""
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            try:
+                chunk = sock.recv(_RECV_BYTES)
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
+                    ssl.SSLWantWriteError):
+                return b"".join(chunks), None
+            except OSError as exc:  # a TLS alert too, e.g. the broker wants a certificate
+                reason = getattr(exc, "reason", None) or exc.strerror or str(exc)
+                log.info("connection to %s lost: %s", cnx.url, reason)
+                return b"".join(chunks), f"connection to {cnx.url} lost: {reason}"
+            if not chunk:
+                return b"".join(chunks), f"connection to {cnx.url} closed"
+            chunks.append(chunk)
+            total += len(chunk)
+            tls = isinstance(sock, ssl.SSLSocket)
+            if not tls or (total >= _RECV_BYTES and not sock.pending()):
+                return b"".join(chunks), None
+
     def _read_cnx(self, cnx: _BrokerCnx) -> None:
         sock = cnx.sock
         if sock is None:
@@ -608,23 +732,18 @@ class PulsarConnection(Connection):
         if self.over_zmq:
             self._read_dealer(cnx, sock)
             return
-        try:
-            data = sock.recv(1 << 20)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            data = b""
-            log.info("connection to %s lost: %s", cnx.url, exc)
-        if not data:
-            self._drop(cnx, ConnectError(f"connection to {cnx.url} closed"))
-            return
-        try:
-            frames = cnx.decoder.feed(data)
-        except FrameError as exc:
-            log.warning("bad frame from %s: %s", cnx.url, exc)
-            self._drop(cnx, ConnectError(f"bad frame from {cnx.url}: {exc}"))
-            return
-        self._handle_frames(cnx, frames)
+        data, closed = self._recv(cnx, sock)
+        if data:
+            cnx.waiting_for_pong = False  # any traffic shows the broker is alive
+            try:
+                frames = cnx.decoder.feed(data)
+            except FrameError as exc:
+                log.warning("bad frame from %s: %s", cnx.url, exc)
+                self._drop(cnx, ConnectError(f"bad frame from {cnx.url}: {exc}"))
+                return
+            self._handle_frames(cnx, frames)
+        if closed is not None and cnx.sock is not None:
+            self._drop(cnx, ConnectError(closed))
 
     def _read_dealer(self, cnx: _BrokerCnx, sock: zmq.Socket) -> None:
         """A burst of ZeroMQ messages, each one whole frame; an empty one: the broker
@@ -636,6 +755,7 @@ class PulsarConnection(Connection):
                 data = sock.recv(zmq.NOBLOCK)
             except zmq.Again:
                 break
+            cnx.waiting_for_pong = False
             if not data:
                 self._handle_frames(cnx, frames)
                 self._drop(cnx, ConnectError(f"the broker at {cnx.url} closed the connection"))
@@ -689,6 +809,8 @@ class PulsarConnection(Connection):
         if self._cnxs.get(cnx.url) is cnx:
             del self._cnxs[cnx.url]
         sock, cnx.sock = cnx.sock, None
+        if cnx.keep_alive is not None:
+            cnx.keep_alive.cancel()
         if sock is not None:
             key = sock if self.over_zmq else sock.fileno()
             self._by_fd.pop(key, None)

@@ -15,7 +15,7 @@ import pytest
 from pulsarlab import Broker
 from pulsarlab.broker.errors import InvalidArgument
 
-from .tls_pki import Pki
+from .tls_pki import Pki, broker_tls_settings
 
 pulsar = pytest.importorskip("pulsar", reason="the official pulsar-client (dev extra) is needed")
 
@@ -27,12 +27,7 @@ def pki(tls_pki: Pki) -> Pki:
     return tls_pki
 
 
-def tls_settings(pki: Pki, **extra: object) -> dict[str, object]:
-    return {
-        "broker_service_port_tls": 0, "web_service_port_tls": 0,
-        "tls_certificate_file_path": pki.broker_cert, "tls_key_file_path": pki.broker_key,
-        "tls_trust_certs_file_path": pki.ca, **extra,
-    }
+tls_settings = broker_tls_settings
 
 
 @pytest.fixture(scope="module")

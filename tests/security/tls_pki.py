@@ -71,6 +71,15 @@ def _write(where: Path, stem: str, cert: x509.Certificate,
     return str(cert_path), str(key_path)
 
 
+def broker_tls_settings(pki: Pki, **extra: object) -> dict[str, object]:
+    """A broker's settings for pulsar+ssl:// and https:// listeners on free ports."""
+    return {
+        "broker_service_port_tls": 0, "web_service_port_tls": 0,
+        "tls_certificate_file_path": pki.broker_cert, "tls_key_file_path": pki.broker_key,
+        "tls_trust_certs_file_path": pki.ca, **extra,
+    }
+
+
 def make_pki(where: Path) -> Pki:
     """A CA, a broker certificate, client certificates and an untrusted CA, as PEM files."""
     ca_key = ec.generate_private_key(ec.SECP256R1())
