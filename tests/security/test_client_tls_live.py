@@ -1,6 +1,7 @@
 """pulsarlab's own client over ``pulsar+ssl://`` against pulsarlab's TLS listener: the
-official client's TLS arguments (trusted CAs, insecure mode, hostname validation) and TLS
-client-certificate authentication (the role is the certificate's CN)."""
+official client's TLS arguments (trusted CAs, insecure mode, hostname validation), TLS
+client-certificate authentication (the role is the certificate's CN), and a lookup's
+``brokerServiceUrlTls`` followed (a raw-socket broker answers the lookup)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ssl
 from collections.abc import Iterator
 
 import pytest
+from integration.fake_pulsar_broker import FakeBroker, serve
 
 from pulsarlab import Broker
 from pulsarlab.broker.client import (
@@ -74,6 +76,41 @@ def test_produce_and_consume_over_pulsar_ssl(tls_broker: Broker, tls_pki: Pki) -
         assert tls_sockets(c) == {tls_broker.pulsar_ssl_url: True}
     finally:
         c.close()
+
+
+def _lookup_broker(pki: Pki, plain: str, tls: str | None) -> Iterator[FakeBroker]:
+    """A TLS fake broker whose lookups answer ``plain`` and ``tls`` as the owner's URLs."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.broker_cert, pki.broker_key)
+    yield from serve(FakeBroker(tls=context, lookup_urls=(plain, tls or "")))
+
+
+def test_a_lookup_answers_brokerServiceUrlTls_and_it_is_followed(
+    tls_broker: Broker, tls_pki: Pki
+) -> None:
+    for looker in _lookup_broker(tls_pki, tls_broker.pulsar_url, tls_broker.pulsar_ssl_url):
+        c = client(looker.url, tls_trust_certs_file_path=tls_pki.ca)
+        reader = client(tls_broker.pulsar_ssl_url, tls_trust_certs_file_path=tls_pki.ca)
+        try:
+            consumer = reader.subscribe("client-tls-lookup", "s")
+            c.create_producer("client-tls-lookup").send(b"to the owner")
+            assert consumer.receive(WAIT_MS).data() == b"to the owner"
+            assert looker.lookups == ["persistent://public/default/client-tls-lookup"]
+            assert tls_sockets(c) == {looker.url: True, tls_broker.pulsar_ssl_url: True}
+        finally:
+            c.close()
+            reader.close()
+
+
+def test_a_lookup_without_a_tls_url_is_an_error(tls_broker: Broker, tls_pki: Pki) -> None:
+    for looker in _lookup_broker(tls_pki, tls_broker.pulsar_url, None):
+        c = Client(looker.url, tls_trust_certs_file_path=tls_pki.ca, operation_timeout_seconds=1)
+        try:
+            with pytest.raises(ConnectError, match="no TLS URL"):
+                c.create_producer("client-tls-no-tls-url")
+            assert tls_broker.pulsar_url not in tls_sockets(c)
+        finally:
+            c.close()
 
 
 def test_an_untrusted_broker_is_refused_with_one_line(tls_broker: Broker, tls_pki: Pki) -> None:
