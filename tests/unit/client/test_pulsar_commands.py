@@ -7,6 +7,7 @@ import pytest
 from pulsarlab.broker.client.exceptions import InvalidUrl
 from pulsarlab.broker.client.pulsar_commands import (
     bits_to_words,
+    is_tls_url,
     parse_pulsar_url,
     signed,
     subscribe_command,
@@ -17,7 +18,10 @@ from pulsarlab.broker.client.pulsar_commands import (
 def test_pulsar_urls():
     assert parse_pulsar_url("pulsar://broker-1:6650/") == ("broker-1", 6650)
     assert parse_pulsar_url("pulsar://a:6650,b:6650") == ("a", 6650)
-    for bad in ("zmq://a:1", "pulsar://a", "pulsar://:6650", "pulsar://a:x"):
+    assert parse_pulsar_url("pulsar+ssl://broker-1:6651") == ("broker-1", 6651)
+    assert is_tls_url(" pulsar+ssl://a:6651") and not is_tls_url("pulsar://a:6650")
+    for bad in ("zmq://a:1", "pulsar://a", "pulsar://:6650", "pulsar://a:x", "pulsar+ssl://a",
+                "https://a:443"):
         with pytest.raises(InvalidUrl):
             parse_pulsar_url(bad)
 
