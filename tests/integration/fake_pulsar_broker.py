@@ -21,7 +21,8 @@ _T = pb.BaseCommand.Type
 
 class FakeBroker(socketserver.ThreadingTCPServer):
     """Answers CONNECT, PARTITIONED_METADATA, LOOKUP (itself), PRODUCER, SEND and PING.
-    With ``silence_first``, the first connection answers nothing after its PRODUCER."""
+    With ``silence_first``, the first connection answers nothing after its PRODUCER; with
+    ``mute``, no connection answers anything."""
 
     def get_request(self) -> tuple[socket.socket, object]:
         sock, address = super().get_request()
@@ -33,13 +34,14 @@ class FakeBroker(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
 
     def __init__(self, silence_first: bool = False, *, tls: ssl.SSLContext | None = None,
-                 lookup_urls: tuple[str, str] | None = None) -> None:
+                 lookup_urls: tuple[str, str] | None = None, mute: bool = False) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         scheme = "pulsar+ssl" if tls is not None else "pulsar"
         self.url = f"{scheme}://127.0.0.1:{self.server_address[1]}"
         self.tls = tls
         self.lookup_urls = lookup_urls  # (brokerServiceUrl, brokerServiceUrlTls); else itself
         self.lookups: list[str] = []
+        self.mute = mute  # every connection answers nothing, not even CONNECT
         self.silence_first = silence_first
         self.lock = threading.Lock()
         self.connections = 0
@@ -56,6 +58,8 @@ class _Handler(socketserver.BaseRequestHandler):
             index = server.connections
             server.connections += 1
             server.pings.append(0)
+            if server.mute:
+                server.silenced.add(index)
         decoder = FrameDecoder(1 << 22, checksum_optional=True)
         while True:
             try:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pulsarlab.broker.client import Client
+from pulsarlab.broker.client import Client, ConnectError
 
 from .fake_pulsar_broker import FakeBroker, serve
 
@@ -57,6 +57,17 @@ def test_a_silent_broker_is_dropped_and_the_producer_reconnects(
         assert warned == [f"{dying.url} answered no PING within 0.2 s: closing the connection"]
     finally:
         client.close()
+
+
+def test_a_broker_that_never_completes_the_handshake_is_dropped() -> None:
+    for mute in serve(FakeBroker(mute=True)):
+        client = Client(mute.url, connection_timeout_ms=GENEROUS_S * 1000,
+                        keep_alive_interval_seconds=0.2)
+        try:
+            with pytest.raises(ConnectError, match=r"completed no handshake within 0\.2 s"):
+                client.create_producer("mute")
+        finally:
+            client.close()
 
 
 def test_the_keep_alive_interval_is_checked() -> None:

@@ -113,6 +113,24 @@ def test_a_lookup_without_a_tls_url_is_an_error(tls_broker: Broker, tls_pki: Pki
             c.close()
 
 
+def test_big_and_many_messages_cross_tls_records(tls_broker: Broker, tls_pki: Pki) -> None:
+    """A message of many TLS records each way, and a burst of small ones, arrive whole."""
+    c = client(tls_broker.pulsar_ssl_url, tls_trust_certs_file_path=tls_pki.ca)
+    try:
+        consumer = c.subscribe("client-tls-big", "s")
+        producer = c.create_producer("client-tls-big")
+        big = bytes(range(256)) * 12_000  # ~3 MB: about 190 records of 16 KiB
+        producer.send(big)
+        for i in range(300):
+            producer.send_async(b"small %d" % i, None)
+        producer.flush()
+        assert consumer.receive(WAIT_MS).data() == big
+        got = [consumer.receive(WAIT_MS).data() for _ in range(300)]
+        assert got == [b"small %d" % i for i in range(300)]
+    finally:
+        c.close()
+
+
 def test_an_untrusted_broker_is_refused_with_one_line(tls_broker: Broker, tls_pki: Pki) -> None:
     c = client(tls_broker.pulsar_ssl_url, tls_trust_certs_file_path=tls_pki.other_ca)
     try:
