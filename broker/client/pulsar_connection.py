@@ -697,8 +697,9 @@ class PulsarConnection(Connection):
         while sent < len(data):
             try:
                 sent += sock.send(view[sent:sent + _TLS_RECORD])
-            except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
-                break
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError,
+                    InterruptedError):
+                break  # what went out before counts: it is not sent twice
         return sent
 
     def _recv(self, cnx: _BrokerCnx, sock: socket.socket) -> tuple[bytes, str | None]:
