@@ -310,7 +310,8 @@ class PulsarConnection(Connection):
                     done(None, error_for(r.error, r.message or f"lookup of {topic} failed"))
                     return
                 target = (r.brokerServiceUrlTls if self.use_tls else r.brokerServiceUrl) or url
-                if self.use_tls and not r.brokerServiceUrlTls and r.brokerServiceUrl:
+                if (self.use_tls and not r.brokerServiceUrlTls and r.brokerServiceUrl
+                        and not r.proxy_through_service_url):
                     done(None, ConnectError(f"lookup of {topic}: the owning broker has no "
                                             "TLS URL (brokerServiceUrlTls)"))
                     return
