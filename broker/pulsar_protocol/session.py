@@ -440,14 +440,17 @@ class PulsarSession:
         self._command(_T.SUCCESS, "success", api.CommandSuccess(request_id=request_id))
 
     def _close(self, reason: str) -> None:
-        if not self.closed:
-            self._write_pending()
-            log.info("closing a %s:// connection%s: %s", self.scheme,
-                     self.peer and f" ({self.peer})",
-                     reason)
-            self.closed = True
-            self.close_reason = reason
-            self.service.close_connection(self)
+        if self.closed:
+            return
+        self._write_pending()
+        if self.closed:  # writing them failed, which closed the connection
+            return
+        log.info("closing a %s:// connection%s: %s", self.scheme,
+                 self.peer and f" ({self.peer})",
+                 reason)
+        self.closed = True
+        self.close_reason = reason
+        self.service.close_connection(self)
 
     def _fail(self, reason: str) -> None:
         """An ERROR saying why, then the connection closes (the framing is lost)."""
