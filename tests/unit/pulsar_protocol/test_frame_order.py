@@ -13,6 +13,7 @@ as the broker's loop does.
 from __future__ import annotations
 
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
+from pulsarlab.broker.transports import hand_out
 
 from .support import Harness, T, command, send_frame
 
@@ -193,3 +194,19 @@ def test_an_error_that_closes_the_connection_still_goes_out_last() -> None:
     frames = [f.command for f in h.frames(s)]
     assert _kinds(frames) == ["SUCCESS", "REACHED_END_OF_TOPIC", "ERROR"]
     assert "invalid frame" in frames[2].error.message
+
+
+def test_the_broker_hand_out_writes_waiting_answers_in_their_place() -> None:
+    # The loop's own hand-out (not the harness's): an answer waiting in the outbox leaves
+    # through the session's transport behind the actions queued before it.
+    h = Harness()
+    s = _terminated_topic(h)
+    s.receive_data(_subscribe(7, 10, sub_type=_SUB.Shared)
+                   + command(T.GET_LAST_MESSAGE_ID, "getLastMessageId", consumer_id=7,
+                             request_id=11))
+    assert _kinds([f.command for f in h.frames(s)]) == ["SUCCESS"]  # written at once
+    h.service.commit()
+    hand_out(h.service.take_actions(), lambda legacy: None)
+    assert _kinds([f.command for f in h.frames(s)]) == [
+        "REACHED_END_OF_TOPIC", "GET_LAST_MESSAGE_ID_RESPONSE"
+    ]
