@@ -5,7 +5,13 @@ read (:meth:`receive_data`), drains what to write (:meth:`data_to_send`) and clo
 socket when :attr:`closed` says so. In between it keeps the connection's state (handshake,
 role, the client's producer and consumer ids mapped to the core's) and turns the core's
 actions addressed to it (:meth:`handle_action`) into frames. The session object itself is
-the ``conn`` the core records on producers and consumers. Every transport serves its
+the ``conn`` the core records on producers and consumers.
+
+A connection's frames leave in the order the broker produced them, as Pulsar's ServerCnx
+writes to its channel as things happen: an answer to a command queued while the core still
+holds actions from earlier in the burst (REACHED_END_OF_TOPIC from a FLOW, CLOSE_CONSUMER
+from a SEEK, ACTIVE_CONSUMER_CHANGE from a SUBSCRIBE) waits behind them in the core's outbox
+(a :class:`Reply`) and is written when the loop hands the actions out. Every transport serves its
 connections with this class (:mod:`..transports`: pulsar:// and pulsar+ssl:// over TCP,
 one frame per message over ZeroMQ).
 
@@ -21,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import google_crc32c
 
@@ -70,7 +76,7 @@ from .metadata import from_pulsar, is_encrypted, raw_to_pulsar, to_pulsar
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
 
-__all__ = ["SERVER_VERSION", "PulsarSession"]
+__all__ = ["SERVER_VERSION", "PulsarSession", "Reply"]
 
 SERVER_VERSION = "pulsarlab-0.1"
 PROTOCOL_VERSION = 20  # the highest protocol version this broker speaks
@@ -131,6 +137,14 @@ def _bits_to_words(bits: int) -> list[int]:
     return words
 
 
+class Reply(NamedTuple):
+    """An answer that waits in the core's outbox behind actions queued before it for the
+    same connection (handed out like them, written as is)."""
+
+    conn: PulsarSession
+    frame: bytes
+
+
 class PulsarSession:
     """The protocol state of one Pulsar connection (no I/O: bytes in, bytes out)."""
 
@@ -183,6 +197,7 @@ class PulsarSession:
         self._waiting: dict[int, tuple[int, bytes | None]] = {}
         self._recently_closed = RecentlyClosed()
         self._out: list[bytes] = []
+        self._acting = False  # writing a core action: its frames go straight out
 
     # -- the shell's side -----------------------------------------------------------------
 
@@ -272,6 +287,7 @@ class PulsarSession:
         connection (an ERROR, a close, a log line), never the broker."""
         if self.closed:
             return
+        self._acting = True
         try:
             self._handle_action(action)
         except Exception as exc:  # a bug must cost this connection, never the broker
@@ -279,6 +295,8 @@ class PulsarSession:
                           type(action).__name__, self.scheme, getattr(action, "topic", ""),
                           [list(e.position) for e in getattr(action, "entries", ())[:10]])
             self._fail(f"internal error ({type(exc).__name__}); the broker logged it")
+        finally:
+            self._acting = False
 
     def _handle_action(self, action: Any) -> None:
         kind = type(action)
@@ -302,6 +320,8 @@ class PulsarSession:
             if highest is not None:
                 receipt.highest_sequence_id = highest
             self._command(_T.SEND_RECEIPT, "send_receipt", receipt)
+        elif kind is Reply:
+            self._out.append(action.frame)
         elif kind is SendError:
             client_id = self.producer_ids.get(action.producer_id)
             if client_id is not None:
@@ -381,7 +401,25 @@ class PulsarSession:
     def _command(self, type_: int, field: str, body: Any) -> None:
         command = _T(type=type_)
         getattr(command, field).CopyFrom(body)
-        self._out.append(encode_command(command))
+        frame = encode_command(command)
+        if self._acting:
+            self._out.append(frame)
+            return
+        outbox = self.service.outbox
+        if outbox:  # actions are pending (maybe for this connection): the answer waits
+            outbox.append(Reply(self, frame))
+        else:
+            self._out.append(frame)
+
+    def _write_pending(self) -> None:
+        """Before the connection closes, what the core queued for it and the answers
+        waiting behind go out, in order (the closed connection takes no more)."""
+        outbox = self.service.outbox
+        mine = [action for action in outbox if action.conn is self]
+        if mine:
+            outbox[:] = [action for action in outbox if action.conn is not self]
+            for action in mine:
+                self.handle_action(action)
 
     def _error(self, request_id: int, code: str, message: str) -> None:
         self._command(
@@ -402,13 +440,17 @@ class PulsarSession:
         self._command(_T.SUCCESS, "success", api.CommandSuccess(request_id=request_id))
 
     def _close(self, reason: str) -> None:
-        if not self.closed:
-            log.info("closing a %s:// connection%s: %s", self.scheme,
-                     self.peer and f" ({self.peer})",
-                     reason)
-            self.closed = True
-            self.close_reason = reason
-            self.service.close_connection(self)
+        if self.closed:
+            return
+        self._write_pending()
+        if self.closed:  # writing them failed, which closed the connection
+            return
+        log.info("closing a %s:// connection%s: %s", self.scheme,
+                 self.peer and f" ({self.peer})",
+                 reason)
+        self.closed = True
+        self.close_reason = reason
+        self.service.close_connection(self)
 
     def _fail(self, reason: str) -> None:
         """An ERROR saying why, then the connection closes (the framing is lost)."""
@@ -843,6 +885,7 @@ class PulsarSession:
             start_id, inclusive = _start_message_id(body.start_message_id)
         if body.HasField("schema"):
             self._register_schema(body.topic, body.schema)
+        mark = len(self.service.outbox)
         consumer = self.service.subscribe(
             body.topic,
             body.subscription,
@@ -864,7 +907,24 @@ class PulsarSession:
         )
         self.consumers[client_id] = consumer.consumer_id
         self.consumer_ids[consumer.consumer_id] = client_id
-        self._success(body.request_id)
+        self._subscribe_success(body.request_id, consumer.consumer_id, mark)
+
+    def _subscribe_success(self, request_id: int, core_id: int, mark: int) -> None:
+        """SUCCESS after what the subscribe queued from ``mark`` on (an ACTIVE_CONSUMER_CHANGE,
+        sent while Pulsar adds the consumer) but before the end-of-topic notice it queued:
+        Pulsar's consumer hears the end from a read, after its SUBSCRIBE completed."""
+        outbox = self.service.outbox
+        for index in range(mark, len(outbox)):
+            action = outbox[index]
+            if type(action) is ReachedEndOfTopic and action.consumer_id == core_id:
+                frame = encode_command(_T(type=_T.SUCCESS,
+                                          success=api.CommandSuccess(request_id=request_id)))
+                if index:
+                    outbox.insert(index, Reply(self, frame))
+                else:  # nothing queued before it
+                    self._out.append(frame)
+                return
+        self._success(request_id)
 
     def _core_consumer(self, client_id: int) -> int:
         core_id = self.consumers.get(client_id)

@@ -50,8 +50,10 @@ class SessionTransport:
 
 def hand_out(actions: Iterable[Any], msgpack: Callable[[list], None]) -> None:
     """Each core action to the connection it is addressed to, then each touched session's
-    frames out through its own transport. Actions for msgpack connections (pulsarlab's
-    client until it speaks Pulsar frames) go, in order, to ``msgpack``."""
+    frames out through its own transport. A session's answers that waited behind actions
+    queued before them (:class:`~..pulsar_protocol.session.Reply`) are among them, in their
+    place. Actions for msgpack connections (pulsarlab's client until it speaks Pulsar
+    frames) go, in order, to ``msgpack``."""
     legacy = []
     touched: dict[PulsarSession, None] = {}
     for action in actions:
