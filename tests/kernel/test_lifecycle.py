@@ -130,7 +130,7 @@ def test_kernelspec_kernel_autoloads_and_shuts_down_with_a_running_broker(
     content, outputs = kernel.run("%pulsar stats missing")
     assert content["status"] == "error"
     assert content["ename"] == "PulsarMagicError"
-    line = "%pulsar stats: topic persistent://public/default/missing does not exist"
+    line = "%pulsar stats: Topic persistent://public/default/missing not found"
     assert content["traceback"] == [line]
     assert outputs == [("error", {"traceback": [line], "ename": "PulsarMagicError",
                                   "evalue": line})]

@@ -193,6 +193,7 @@ def test_spark_sql_cell_over_a_topic(run, ip, broker, fake_spark) -> None:
     load = fake_spark.loads[-1]
     assert load["format"] == "pulsar" and load["streaming"] is False
     assert load["options"] == {"service.url": broker.service_url,
+                               "admin.url": broker.web_url,
                                "topic": "persistent://public/default/my-topic"}
     assert "my_topic" in fake_spark.views
     assert fake_spark.limits == [1001]
