@@ -294,6 +294,15 @@ class Fuzzer:
         return [msgpack.packb(header, use_bin_type=True), *payloads]
 
     def frames(self) -> list[bytes]:
+        """Hostile msgpack-wire frames. None starts with 0x00: on the broker's ZeroMQ socket
+        that byte opens a Pulsar-frame connection (test_pulsar_fuzz.py fuzzes that side),
+        so 0x00 becomes 0xc1, the one byte msgpack never uses."""
+        frames = self._frames()
+        if frames and frames[0][:1] == b"\x00":
+            frames[0] = b"\xc1" + frames[0][1:]
+        return frames
+
+    def _frames(self) -> list[bytes]:
         r = self.rng
         roll = r.random()
         if roll < 0.05:  # random bytes
