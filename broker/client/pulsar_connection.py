@@ -158,6 +158,9 @@ class PulsarConnection(Connection):
         self._producer_cnx: dict[int, _BrokerCnx] = {}
         self._consumer_cnx: dict[int, _BrokerCnx] = {}
         self._created: set[tuple[str, int]] = set()  # producers/consumers once created
+        # Closed by the application while being created again: when the broker's answer
+        # comes, the broker-side one is closed instead of kept (no ghost consumer).
+        self._abandoned: set[tuple[str, int]] = set()
         self._poller: zmq.Poller | None = None
         return endpoint
 
@@ -352,6 +355,7 @@ class PulsarConnection(Connection):
                 self.schedule(delay[0], attempt)
                 delay[0] = min(delay[0] * 2, BACKOFF_MAX_MS)
                 return
+            self._abandoned.discard((kind, ident))
             if not future.done():
                 future.set_exception(err)
 
@@ -370,6 +374,13 @@ class PulsarConnection(Connection):
 
         def created(cnx: _BrokerCnx, frame: Frame) -> None:
             cmd = frame.command
+            if (kind, ident) in self._abandoned:
+                self._abandoned.discard((kind, ident))
+                if cmd.type != _T.ERROR:
+                    self._close_on_broker(cnx, kind, ident)
+                if not future.done():
+                    future.set_exception(AlreadyClosed(f"the {kind} was closed"))
+                return
             if cmd.type == _T.ERROR:
                 retry_or_fail(error_for(cmd.error.error, cmd.error.message))
                 return
@@ -439,12 +450,28 @@ class PulsarConnection(Connection):
 
         self._io_cnx(self.service_url, on_ready)
 
+    def _close_on_broker(self, cnx: _BrokerCnx, kind: str, ident: int) -> None:
+        """Close a producer or consumer the broker created for one the application had
+        closed meanwhile; its answer is not waited for."""
+        if kind == "producer":
+            command = pb.BaseCommand(type=_T.CLOSE_PRODUCER)
+            command.close_producer.producer_id = ident
+            field = "close_producer"
+        else:
+            command = pb.BaseCommand(type=_T.CLOSE_CONSUMER)
+            command.close_consumer.consumer_id = ident
+            field = "close_consumer"
+        self._rpc(cnx, command, field, lambda frame: None)
+
     def _io_close_producer(self, producer_id: int, future: concurrent.futures.Future) -> None:
         cnx = self._producer_cnx.pop(producer_id, None)
-        self._created.discard(("producer", producer_id))
         if cnx is None:
+            if ("producer", producer_id) in self._created:  # being created again
+                self._abandoned.add(("producer", producer_id))
+            self._created.discard(("producer", producer_id))
             future.set_result(Command("SUCCESS", 0, {}))
             return
+        self._created.discard(("producer", producer_id))
         cnx.producers.discard(producer_id)
         command = pb.BaseCommand(type=_T.CLOSE_PRODUCER)
         command.close_producer.producer_id = producer_id
@@ -455,6 +482,8 @@ class PulsarConnection(Connection):
         consumer_id = fields["consumer_id"]
         cnx = self._consumer_cnx.get(consumer_id)
         if name in ("CLOSE_CONSUMER", "UNSUBSCRIBE") and cnx is None:
+            if ("consumer", consumer_id) in self._created:  # being created again
+                self._abandoned.add(("consumer", consumer_id))
             self._created.discard(("consumer", consumer_id))
             future.set_result(Command("SUCCESS", 0, {}))
             return
