@@ -21,7 +21,11 @@ import pulsar
 
 import pulsarlab
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
-from pulsarlab.broker.pulsar_protocol.framing import encode_command, encode_payload_command
+from pulsarlab.broker.pulsar_protocol.framing import (
+    FrameDecoder,
+    encode_command,
+    encode_payload_command,
+)
 
 from .support import SESSION, BrokerProcess
 
@@ -102,13 +106,12 @@ class SendFuzzer:
 
 
 class RawConnection:
-    """A pulsar:// socket with a producer (1) and a consumer (2) on the fuzz topic; what the
-    broker sends back is read and dropped on a thread."""
+    """A pulsar:// socket with a producer (1) and a consumer (2) on the fuzz topic; once the
+    producer is ready, what the broker sends back is read and dropped on a thread."""
 
     def __init__(self, address: tuple[str, int]) -> None:
-        self.sock = socket.create_connection(address, timeout=10)
+        self.sock = socket.create_connection(address, timeout=30)
         self.closed = threading.Event()
-        threading.Thread(target=self._drain, daemon=True).start()
         for cmd, field, body in [
             (T.CONNECT, "connect", api.CommandConnect(client_version="fuzz",
                                                       protocol_version=20)),
@@ -122,6 +125,20 @@ class RawConnection:
             command = T(type=cmd)
             getattr(command, field).CopyFrom(body)
             self.send(encode_command(command))
+        self._await_producer()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _await_producer(self) -> None:
+        """Read until PRODUCER_SUCCESS: like every Pulsar client, send only to a ready producer
+        (3.3's ServerCnx closes a connection that sends for one still being created)."""
+        decoder = FrameDecoder(5 << 20)
+        while True:
+            data = self.sock.recv(65536)
+            assert data, "the broker closed a raw connection before its producer was ready"
+            for frame in decoder.feed(data):
+                assert frame.command.type != T.ERROR, frame.command
+                if frame.command.type == T.PRODUCER_SUCCESS:
+                    return
 
     def _drain(self) -> None:
         try:
@@ -187,7 +204,7 @@ def test_live_broker_delivers_or_refuses_every_mutated_send_and_serves_a_healthy
         with pulsarlab.Admin(broker.web_url) as admin:
             stats = admin.topics.get_stats(FUZZ_TOPIC)
         # Many hostile sends were stored (and so delivered to both faces), not just refused.
-        assert stats["msgInCounter"] > FRAMES // 10, stats
+        assert stats["msgInCounter"] > FRAMES // 10, (stats, broker.log_text()[-3000:])
         assert broker.alive()
         log = broker.log_text()
         assert "loop crashed" not in log and "Traceback" not in log, log[-3000:]
