@@ -105,6 +105,11 @@ class SendFuzzer:
         return bytes(frame)
 
 
+def framed_whole(frame: bytes) -> bool:
+    """Whether the frame's size field still says how long it is."""
+    return len(frame) >= 4 and int.from_bytes(frame[:4], "big") == len(frame) - 4
+
+
 class RawConnection:
     """A pulsar:// socket with a producer (1) and a consumer (2) on the fuzz topic; once the
     producer is ready, what the broker sends back is read and dropped on a thread."""
@@ -182,8 +187,12 @@ def test_live_broker_delivers_or_refuses_every_mutated_send_and_serves_a_healthy
         for chunk in range(FRAMES // CHUNK):
             SESSION.check(f"pulsar:// fuzzing, chunk {chunk}")
             for seq in range(CHUNK):
-                if conn.closed.is_set() or not conn.send(fuzzer.send(1, seq)):
-                    conn = RawConnection(address)  # a mutated frame cost that connection
+                frame = fuzzer.send(1, seq)
+                if conn.closed.is_set() or not conn.send(frame) or not framed_whole(frame):
+                    # A mutated frame cost that connection; or its size now claims bytes
+                    # that never come, and the broker (as Pulsar) waits for them: give up on it.
+                    conn.close()
+                    conn = RawConnection(address)
                     connections.append(conn)
             assert broker.alive(), f"broker died:\n{broker.log_text()[-3000:]}"
             for i in range(3):
