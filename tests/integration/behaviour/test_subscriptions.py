@@ -99,23 +99,25 @@ def test_seek_to_a_message_id_redelivers_after_it(face: Face, client) -> None:
 def test_seek_by_time_disconnects_every_consumer_then_moves_the_cursor(
     face: Face, client
 ) -> None:
+    """PersistentSubscription.resetCursor: the subscription's consumers are disconnected
+    first (a consumer drops what it had prefetched when it subscribes again), then the
+    cursor moves; between them the consumers get what was published from that time on."""
     topic = unique("seek-time")
     shared = face.api.ConsumerType.Shared
-    seeker = client.subscribe(topic, "s", consumer_type=shared, consumer_name="seeker")
-    other = client.subscribe(topic, "s", consumer_type=shared, consumer_name="other")
+    holder = client.subscribe(topic, "s", consumer_type=shared, consumer_name="holder")
     _publish(client, topic, 6)
-    first = face.drain(seeker) + face.drain(other)
-    assert len(first) == 6
-    since = sorted(first, key=lambda m: m.data())[2].publish_timestamp()
-    expected = sorted(m.data() for m in first if m.publish_timestamp() >= since)
-    seeker.seek(since)
-    # Both consumers were disconnected and subscribed again: between them they get
-    # everything published at or after the time, once.
-    again = face.drain(seeker) + face.drain(other)
+    reader = client.create_reader(topic, face.api.MessageId.earliest)
+    times = [reader.read_next(WAIT_MS).publish_timestamp() for _ in range(6)]
+    reader.close()
+    seeker = client.subscribe(topic, "s", consumer_type=shared, consumer_name="seeker")
+    # The holder has all six prefetched (it subscribed alone) and received none of them.
+    seeker.seek(times[3])
+    expected = [f"m{i}".encode() for i in range(6) if times[i] >= times[3]]
+    again = face.drain(holder) + face.drain(seeker)
     assert sorted(m.data() for m in again) == expected
     producer = client.create_producer(topic)
     producer.send(b"after")
-    assert [m.data() for m in face.drain(seeker) + face.drain(other)] == [b"after"]
+    assert [m.data() for m in face.drain(seeker) + face.drain(holder)] == [b"after"]
 
 
 def test_readers_from_the_earliest_the_latest_and_an_id(face: Face, client) -> None:
