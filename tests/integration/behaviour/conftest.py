@@ -21,6 +21,8 @@ import pytest
 from pulsarlab import Admin, Broker
 from pulsarlab.broker import client as pulsarlab_api
 
+from ..zmq_pulsar.dealer import wait_until
+
 try:
     import pulsar as official_api
 except ImportError:  # the dev extra is not installed: the official face is skipped
@@ -132,6 +134,18 @@ def clients(broker: Broker) -> Iterator[dict[str, tuple[Face, Any]]]:
     finally:
         for _f, c in opened.values():
             c.close()
+
+
+def wait_for_permits(broker: Broker, topic: str, subscription: str, consumers: int) -> None:
+    """Until ``consumers`` consumers of the subscription have sent their first FLOW (a test
+    about how messages are shared starts with every consumer ready)."""
+
+    def ready() -> bool:
+        stats = broker.call(lambda s: s.topic_stats(topic))
+        sub = stats["subscriptions"].get(subscription, {"consumers": []})
+        return sum(1 for c in sub["consumers"] if c["availablePermits"] > 0) >= consumers
+
+    wait_until(ready, f"{consumers} consumers with permits on {topic}/{subscription}")
 
 
 def in_thread(target: Callable[[], Any]) -> tuple[threading.Thread, list]:

@@ -125,7 +125,7 @@ def test_delayed_delivery_on_shared_and_at_once_on_exclusive(face: Face, client)
     shared = client.subscribe(topic, "shared", consumer_type=face.api.ConsumerType.Shared)
     exclusive = client.subscribe(topic, "exclusive")
     producer = client.create_producer(topic)
-    producer.send(b"later", deliver_after=datetime.timedelta(seconds=1))
+    producer.send(b"later", deliver_after=datetime.timedelta(seconds=2))
     producer.send(b"now")
     assert [m.data() for m in face.receive_n(exclusive, 2)] == [b"later", b"now"]
     assert face.receive(shared).data() == b"now"

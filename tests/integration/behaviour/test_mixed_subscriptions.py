@@ -4,7 +4,7 @@ the active consumer moves between them on Failover."""
 
 from __future__ import annotations
 
-from .conftest import FACES, unique
+from .conftest import FACES, unique, wait_for_permits
 
 
 def test_one_key_shared_subscription_spreads_keys_over_every_face(clients) -> None:
@@ -14,6 +14,7 @@ def test_one_key_shared_subscription_spreads_keys_over_every_face(clients) -> No
                                       consumer_name=name))
         for name, (face, client) in clients.items()
     }
+    wait_for_permits(next(iter(clients.values()))[0].broker, topic, "s", len(FACES))
     keys = [f"key-{i}" for i in range(30)]
     producers = [client.create_producer(topic, batching_enabled=False)
                  for _face, client in clients.values()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import WAIT_MS, Face, unique
+from .conftest import WAIT_MS, Face, unique, wait_for_permits
 
 
 def _publish(client, topic: str, n: int, keys: list[str] | None = None) -> list:
@@ -31,6 +31,7 @@ def test_shared_hands_each_message_to_one_consumer_in_turns(face: Face, client) 
     topic = unique("shared")
     consumers = [client.subscribe(topic, "s", consumer_type=face.api.ConsumerType.Shared,
                                   consumer_name=f"c{i}") for i in range(2)]
+    wait_for_permits(face.broker, topic, "s", 2)
     _publish(client, topic, 40)
     got = [face.drain(c) for c in consumers]
     assert sorted(m.data() for m in got[0] + got[1]) == sorted(f"m{i}".encode()
