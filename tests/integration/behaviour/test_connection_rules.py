@@ -4,6 +4,7 @@ pulsar:// TCP (Pulsar's length framing)."""
 
 from __future__ import annotations
 
+import itertools
 import socket
 from collections.abc import Iterator
 
@@ -23,7 +24,7 @@ class PulsarSocket(PulsarDealer):
         self.sock = socket.create_connection((host, port), timeout=WAIT_MS / 1000)
         self._decoder = FrameDecoder(1 << 30)
         self._frames: list[Frame] = []
-        self._ids = iter(range(1, 1 << 31))
+        self._ids = itertools.count(1)
 
     def close(self) -> None:
         self.sock.close()
@@ -32,18 +33,23 @@ class PulsarSocket(PulsarDealer):
         self.sock.sendall(b"".join(parts))
 
     def recv(self, timeout_ms: int = WAIT_MS) -> Frame | str | None:
+        """The next frame (PINGs answered and skipped), ``CLOSED`` once the broker closed
+        the socket, ``None`` if nothing came within ``timeout_ms``."""
         self.sock.settimeout(timeout_ms / 1000)
         while not self._frames:
             try:
                 data = self.sock.recv(65536)
             except TimeoutError:
                 return None
+            except ConnectionResetError:
+                return CLOSED
             if not data:
                 return CLOSED
-            self._frames.extend(self._decoder.feed(data))
-            while self._frames and self._frames[0].command.type == T.PING:
-                self._frames.pop(0)
-                self.send(command(T.PONG, "pong"))
+            for frame in self._decoder.feed(data):
+                if frame.command.type == T.PING:
+                    self.send(command(T.PONG, "pong"))
+                else:
+                    self._frames.append(frame)
         return self._frames.pop(0)
 
 
