@@ -1,8 +1,11 @@
 """Consumers of every face on one subscription: the broker sees Pulsar consumers, whichever
 library and transport they came through, so keys spread over all of them on Key_Shared and
-the active consumer moves between them on Failover."""
+the active consumer moves between them on Failover, and what one face holds exclusively the
+others are refused."""
 
 from __future__ import annotations
+
+import pytest
 
 from .conftest import FACES, unique, wait_for_permits
 
@@ -62,3 +65,22 @@ def test_one_failover_subscription_moves_between_faces(clients) -> None:
         seen.append(name)
         sent += 5
     assert sorted(seen) == sorted(FACES), "the active consumer moved through every face"
+
+
+def test_an_exclusive_holder_of_one_face_keeps_the_other_faces_out(clients) -> None:
+    """One core admits producers and consumers for every face: what one face holds
+    exclusively, the others are refused."""
+    for holder_name, (holder_face, holder_client) in clients.items():
+        topic = unique("mixed-exclusive")
+        producer = holder_client.create_producer(
+            topic, access_mode=holder_face.api.ProducerAccessMode.Exclusive)
+        consumer = holder_client.subscribe(topic, "s")
+        for name, (face, client) in clients.items():
+            if name == holder_name:
+                continue
+            with pytest.raises(face.api.ProducerBusy):
+                client.create_producer(topic)
+            with pytest.raises(face.api.ConsumerBusy):
+                client.subscribe(topic, "s")
+        producer.close()
+        consumer.close()
