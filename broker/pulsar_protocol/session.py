@@ -53,6 +53,7 @@ from ..errors import (
     SubscriptionAlreadyExists,
     TopicNotFound,
 )
+from ..format.metadata import from_pulsar, is_encrypted, raw_to_pulsar, to_pulsar
 from ..limits import check_consumers, check_producers
 from ..listeners import AdvertisedListeners
 from ..message_id import MessageId
@@ -72,7 +73,6 @@ from .framing import (
     encode_command,
     encode_payload_command,
 )
-from .metadata import from_pulsar, is_encrypted, raw_to_pulsar, to_pulsar
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
 
