@@ -9,8 +9,11 @@ fastest bare Python relay, a plain ``recv()``/``send()`` loop; the idiomatic
 first received to the last. The broker's clients speak Pulsar's binary protocol directly
 over a DEALER (one Pulsar frame per ZeroMQ message, the broker's only ZeroMQ protocol), so
 this measures the broker, not the client library; the relay forwards the same payloads
-(for batches, the same Pulsar batch bytes). Prints one JSON document: msgs/s per configuration and
-``broker / relay`` ratios, plus latency p50/p99/p999 at a fixed moderate rate (unbatched).
+(for batches, the same Pulsar batch bytes). The same clients also run against pulsar-lite
+(a Pulsar-protocol broker not written here, over pulsar:// TCP) when it is installed:
+``pulsar_lite_*`` runs and CPU per message, and ``memory_*_cpu_vs_pulsar_lite`` ratios.
+Prints one JSON document: msgs/s per configuration and ``broker / relay`` ratios, plus
+latency p50/p99/p999 at a fixed moderate rate (unbatched).
 
     python bench/bench_e2e.py [--messages N] [--quick] [--unbatched-only]
 
@@ -27,6 +30,8 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import select
+import socket
 import statistics
 import subprocess
 import sys
@@ -155,10 +160,50 @@ def _command(type_: int, field: str, **fields) -> bytes:
     return encode_command(cmd)
 
 
+class _TcpFrames:
+    """Pulsar frames over pulsar:// TCP (for the pulsar-lite column) with the few calls of
+    a DEALER the bench makes: ``send`` one frame, ``recv`` one frame, ``poll``."""
+
+    def __init__(self, url: str) -> None:
+        host, port = url.removeprefix("pulsar://").rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = bytearray()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _complete(self) -> int:
+        """The size of the whole first frame in the buffer, 0 if it is not all there."""
+        if len(self.buffer) < 4:
+            return 0
+        size = 4 + int.from_bytes(self.buffer[:4], "big")
+        return size if len(self.buffer) >= size else 0
+
+    def recv(self) -> bytes:
+        while not (size := self._complete()):
+            data = self.sock.recv(1 << 16)
+            if not data:
+                raise ConnectionError("the peer closed the connection")
+            self.buffer += data
+        frame = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return frame
+
+    def poll(self, timeout_ms: int) -> bool:
+        if self._complete():
+            return True
+        return bool(select.select([self.sock], [], [], timeout_ms / 1000)[0])
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 def _recv(sock):
-    """The next frame from the broker (its PINGs answered)."""
+    """The next frame from the broker (its PINGs answered; pulsar-lite's MESSAGE frames
+    carry no checksum)."""
     while True:
-        frame = decode_message(sock.recv(), 1 << 30)
+        frame = decode_message(sock.recv(), 1 << 30, checksum_optional=True)
         if frame.command.type != T.PING:
             return frame
         sock.send(_command(T.PONG, "pong"))
@@ -172,12 +217,18 @@ def _expect(sock, type_: int):
 
 
 def _connect(url: str):
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.DEALER)
-    sock.connect(url)
+    """A connected peer (a DEALER, or a TCP socket for a pulsar:// URL) and its closer."""
+    if url.startswith("pulsar://"):
+        sock = _TcpFrames(url)
+        closer = sock.close
+    else:
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.DEALER)
+        sock.connect(url)
+        closer = lambda: ctx.destroy(linger=0)  # noqa: E731
     sock.send(_command(T.CONNECT, "connect", client_version="bench", protocol_version=20))
     _expect(sock, T.CONNECTED)
-    return ctx, sock
+    return closer, sock
 
 
 def _send_frame(seq: int, payload: bytes, batch: int, event_time: int = 0) -> bytes:
@@ -192,7 +243,7 @@ def _send_frame(seq: int, payload: bytes, batch: int, event_time: int = 0) -> by
 
 
 def broker_producer(url, topic, n, payload, batch, start, rate, cpu=None) -> None:
-    ctx, sock = _connect(url)
+    close, sock = _connect(url)
     sock.send(_command(T.PRODUCER, "producer", topic=topic, producer_id=1, request_id=1,
                        producer_name="bench"))
     _expect(sock, T.PRODUCER_SUCCESS)
@@ -226,7 +277,7 @@ def broker_producer(url, topic, n, payload, batch, start, rate, cpu=None) -> Non
         outstanding -= _receipts(sock)
     if cpu is not None:
         cpu.put(time.process_time() - cpu_start)
-    ctx.destroy(linger=0)
+    close()
 
 
 def _receipts(sock) -> int:
@@ -239,7 +290,7 @@ def _receipts(sock) -> int:
 
 
 def broker_consumer(url, topic, n_entries, batch, ready, out, latency) -> None:
-    ctx, sock = _connect(url)
+    close, sock = _connect(url)
     sock.send(_command(T.SUBSCRIBE, "subscribe", topic=topic, subscription="bench",
                        consumer_id=1, request_id=2, subType=api.CommandSubscribe.Shared,
                        initialPosition=api.CommandSubscribe.Earliest))
@@ -276,7 +327,7 @@ def broker_consumer(url, topic, n_entries, batch, ready, out, latency) -> None:
             used = 0
     elapsed = time.perf_counter() - first
     out.put((got, elapsed, lat, time.process_time() - cpu_start))
-    ctx.destroy(linger=0)
+    close()
 
 
 def start_broker(storage: str, data_dir: str) -> tuple[subprocess.Popen, str]:
@@ -310,32 +361,51 @@ def run_broker(storage: str, n_entries: int, payload: bytes, batch: int, rate: i
     µs per message (its Python thread and libzmq's I/O thread, from start to the last
     message) and the producer's and consumer's CPU µs per message (on 2 cores the three
     processes share the CPU: a heavy client caps the broker)."""
-    ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = start_broker(storage, tmp)
         try:
-            topic = f"bench-{storage}-{batch}-{rate}"
-            ready, start, out, producer_cpu = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
-            consumer = ctx.Process(
-                target=broker_consumer, args=(url, topic, n_entries, batch, ready, out, bool(rate))
-            )
-            consumer.start()
-            ready.wait(60)
-            producer = ctx.Process(
-                target=broker_producer,
-                args=(url, topic, n_entries, payload, batch, start, rate, producer_cpu),
-            )
-            producer.start()
-            cpu_before = _cpu_seconds(proc.pid)
-            start.set()
-            got, elapsed, lat, consumer_cpu = out.get(timeout=900)
-            cpu = _cpu_seconds(proc.pid) - cpu_before
-            clients = {"producer": producer_cpu.get(timeout=60), "consumer": consumer_cpu}
-            producer.join(60)
-            consumer.join(60)
+            return _run_peer(url, proc.pid, storage, n_entries, payload, batch, rate)
         finally:
             proc.terminate()
             proc.wait(30)
+
+
+def run_pulsar_lite(n_entries: int, payload: bytes, batch: int):
+    """:func:`run_broker`'s figures for the same clients over pulsar:// to pulsar-lite
+    (the peer broker), or ``None`` and why when it is not installed."""
+    from bench_official import pulsar_lite_process
+
+    try:
+        with pulsar_lite_process() as (url, pid):
+            return _run_peer(url, pid, "lite", n_entries, payload, batch, 0), None
+    except RuntimeError as exc:
+        return None, str(exc)
+
+
+def _run_peer(url: str, pid: int, label: str, n_entries: int, payload: bytes, batch: int,
+              rate: int):
+    """One run of the producer and consumer processes against the server at ``url`` (its
+    process ``pid``): the figures :func:`run_broker` returns."""
+    ctx = mp.get_context("spawn")
+    topic = f"bench-{label}-{batch}-{rate}"
+    ready, start, out, producer_cpu = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
+    consumer = ctx.Process(
+        target=broker_consumer, args=(url, topic, n_entries, batch, ready, out, bool(rate))
+    )
+    consumer.start()
+    ready.wait(60)
+    producer = ctx.Process(
+        target=broker_producer,
+        args=(url, topic, n_entries, payload, batch, start, rate, producer_cpu),
+    )
+    producer.start()
+    cpu_before = _cpu_seconds(pid)
+    start.set()
+    got, elapsed, lat, consumer_cpu = out.get(timeout=900)
+    cpu = _cpu_seconds(pid) - cpu_before
+    clients = {"producer": producer_cpu.get(timeout=60), "consumer": consumer_cpu}
+    producer.join(60)
+    consumer.join(60)
     messages = got * batch
     return (
         messages / elapsed, lat, cpu / messages * 1e6,
@@ -354,6 +424,24 @@ def _free_port() -> int:
 def _pct(values: list[int], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000, 3)
+
+
+def _pulsar_lite_columns(results: dict, size: int, n: int, payload: bytes, batch: int,
+                         kind: str) -> None:
+    """The same clients against pulsar-lite: its msgs/s and CPU per message, and the
+    broker's (memory storage) CPU per message over pulsar-lite's."""
+    figures, why = run_pulsar_lite(n, payload, batch)
+    key = f"{size}B_{kind}"
+    if figures is None:
+        results["pulsar_lite"] = {"unavailable": why}
+        return
+    rate, _, cpu, clients = figures
+    results["runs"][f"pulsar_lite_{key}"] = round(rate)
+    results["broker_cpu_us_per_msg"][f"pulsar_lite_{key}"] = round(cpu, 2)
+    results["client_cpu_us_per_msg"][f"pulsar_lite_{key}"] = clients
+    ours = results["broker_cpu_us_per_msg"].get(f"memory_{key}")
+    if ours is not None and cpu > 0:
+        results["ratios"][f"memory_{key}_cpu_vs_pulsar_lite"] = round(ours / cpu, 2)
 
 
 def main() -> None:
@@ -385,6 +473,7 @@ def main() -> None:
                 cpu_per_msg[f"{storage}_{size}B_unbatched"] = round(cpu, 2)
                 client_cpu[f"{storage}_{size}B_unbatched"] = clients
                 results["ratios"][f"{storage}_{size}B_unbatched"] = round(unb / relay_single, 3)
+            _pulsar_lite_columns(results, size, n, single, 1, "unbatched")
             print(json.dumps(results, indent=2))
             return
         relay_batched = run_relay(max(1, n // 100), batched, 100)
@@ -408,6 +497,8 @@ def main() -> None:
                 unb / multi_single, 3)
             results["ratios"][f"{storage}_{size}B_batched100_vs_multipart_relay"] = round(
                 bat / multi_batched, 3)
+        _pulsar_lite_columns(results, size, n, single, 1, "unbatched")
+        _pulsar_lite_columns(results, size, max(1, n // 100), batched, 100, "batched100")
     rate = 5000
     count = 2_000 if args.quick else 25_000
     _, lat, _, _ = run_broker("durable", count, b"x" * 100, 1, rate=rate)
