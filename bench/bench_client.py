@@ -145,7 +145,7 @@ def run_mode(mode: str, n: int, runs: int, url: str | None = None,
         if lite:
             from bench_official import pulsar_lite
 
-            with pulsar_lite() as lite_url:
+            with pulsar_lite() as (lite_url, _):
                 results = [one_run(lite_url, n, i, None, kind) for i in range(runs)]
         elif url:
             results = [one_run(url, n, i, None, kind) for i in range(runs)]
