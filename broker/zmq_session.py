@@ -30,7 +30,7 @@ from .actions import (
 )
 from .admin_handler import AdminHandler
 from .consumer import KeySharedMeta, KeySharedMetaMode, SubType
-from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_entry
+from .entry import FLAG_PULSAR_BATCH, MessageMetadata, decode_entry, encode_legacy_entry
 from .errors import AuthenticationError, ConsumerNotFound, InvalidArgument, PulsarLabError
 from .limits import check_connections, check_consumers, check_producers
 from .message_id import MessageId
@@ -751,7 +751,7 @@ def _zmq_layout(
                     "consumer (%s: %s); delivered as one raw message", topic, *position,
                     type(exc).__name__, exc)
         metadata, payload = raw_for_zmq(metadata, payload)
-    return encode_entry(metadata, payload)
+    return encode_legacy_entry(metadata, payload)
 
 
 def _ranges(value: list) -> list[tuple[int, int]]:
