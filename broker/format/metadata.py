@@ -185,6 +185,8 @@ def _outer(md: MessageMetadata) -> PulsarMetadata:
         pm.chunk_id = min(md.chunk_id or 0, _INT32_MAX)
     if md.highest_sequence_id is not None:
         pm.highest_sequence_id = md.highest_sequence_id & _U64
+    if md.marker_type is not None:
+        pm.marker_type = md.marker_type
     return pm
 
 

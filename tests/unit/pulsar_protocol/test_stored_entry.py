@@ -3,7 +3,12 @@ payload — behind the hot-path prefix, dispatched as stored."""
 
 from __future__ import annotations
 
+import base64
+from dataclasses import replace
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pulsarlab.broker.entry import (
     FLAG_BATCHED,
@@ -151,3 +156,31 @@ def test_a_pulsar_consumer_gets_the_metadata_the_producer_sent_byte_for_byte():
         action.conn.handle_action(action)
     [message] = [f for f in h.frames(s) if f.command.type == T.MESSAGE]
     assert message.metadata == sent_frame.metadata and message.payload == b"hello"
+
+
+_TEXT = st.text(max_size=8)
+_U63 = st.integers(0, (1 << 63) - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    producer_name=_TEXT, sequence_id=st.integers(0, (1 << 64) - 1), publish_time=_U63,
+    properties=st.dictionaries(_TEXT, _TEXT, max_size=3),
+    partition_key=st.none() | _TEXT, ordering_key=st.none() | st.binary(max_size=8),
+    event_time=st.integers(0, (1 << 64) - 1), deliver_at_time=_U63,
+    schema_version=st.none() | st.binary(max_size=4), null_value=st.booleans(),
+    uuid=st.none() | _TEXT, marker_type=st.none() | st.integers(-(1 << 31), (1 << 31) - 1),
+    highest_sequence_id=st.none() | st.integers(0, (1 << 64) - 1),
+    b64=st.booleans(), chunks=st.none() | st.tuples(*[st.integers(0, (1 << 31) - 1)] * 3),
+    payload=st.binary(max_size=16),
+)
+def test_core_metadata_survives_the_stored_layout(payload, b64, chunks, **fields):
+    """Whatever the core publishes without client metadata decodes to the same fields."""
+    meta = MessageMetadata(**fields)
+    if b64 and meta.partition_key is not None:  # a key the producer sent base64-encoded
+        meta.partition_key = base64.b64encode(meta.partition_key.encode()).decode()
+        meta.partition_key_b64_encoded = True
+    if chunks is not None:
+        meta.num_chunks_from_msg, meta.total_chunk_msg_size, meta.chunk_id = chunks
+    decoded, out = decode_entry(encode_entry(meta, payload))
+    assert replace(decoded, pulsar_metadata=None) == meta and out == payload
