@@ -184,3 +184,20 @@ def test_core_metadata_survives_the_stored_layout(payload, b64, chunks, **fields
         meta.num_chunks_from_msg, meta.total_chunk_msg_size, meta.chunk_id = chunks
     decoded, out = decode_entry(encode_entry(meta, payload))
     assert replace(decoded, pulsar_metadata=None) == meta and out == payload
+
+
+def test_a_send_whose_metadata_disagrees_on_the_sequence_id_is_stored_with_the_commands():
+    h = Harness()
+    s = h.session()
+    h.connect(s)
+    h.run(s, command(T.PRODUCER, "producer", topic="t", producer_id=1, request_id=1))
+    md = api.MessageMetadata(producer_name="p", sequence_id=5, publish_time=1,
+                             partition_key="k")
+    h.run(s, encode_payload_command(
+        T(type=T.SEND, send=api.CommandSend(producer_id=1, sequence_id=6)),
+        md.SerializeToString(), b"x"))
+    [(_, data)] = h.service.get_topic("t").ledger.read_entries((0, 0), 10)
+    raw, _ = pulsar_parts(data)
+    stored = api.MessageMetadata.FromString(raw)
+    assert (stored.sequence_id, stored.partition_key) == (6, "k")
+    assert decode_entry(data)[0].sequence_id == 6
