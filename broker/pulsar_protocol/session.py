@@ -308,18 +308,19 @@ class PulsarSession:
             client_id = self.producer_ids.get(action.producer_id)
             if client_id is None:
                 return
-            receipt = api.CommandSendReceipt(
-                producer_id=client_id,
-                sequence_id=action.sequence_id,
-                message_id=api.MessageIdData(
-                    ledgerId=action.ledger_id & _U64, entryId=action.entry_id & _U64,
-                    partition=action.partition,
-                ),
-            )
+            # Set in place in one BaseCommand (a receipt per message: no copies of parts).
+            command = _T(type=_T.SEND_RECEIPT)
+            receipt = command.send_receipt
+            receipt.producer_id = client_id
+            receipt.sequence_id = action.sequence_id
+            message_id = receipt.message_id
+            message_id.ledgerId = action.ledger_id & _U64
+            message_id.entryId = action.entry_id & _U64
+            message_id.partition = action.partition
             highest = self._highest_sequence.pop((action.producer_id, action.sequence_id), None)
             if highest is not None:
                 receipt.highest_sequence_id = highest
-            self._command(_T.SEND_RECEIPT, "send_receipt", receipt)
+            self._out.append(encode_command(command))  # acting: straight out
         elif kind is Reply:
             self._out.append(action.frame)
         elif kind is SendError:
@@ -482,23 +483,22 @@ class PulsarSession:
             self._fail(f"{_T.Type.Name(type_)} without its {field} body")
             return
         body = getattr(command, field)
-        request_id = getattr(body, "request_id", _U64) if field != "ack" else _U64
         try:
             if type_ == _T.SEND:
                 self._send(body, frame)
             else:
                 method(self, body)
         except PulsarLabError as exc:
-            self._request_failed(type_, body, request_id, exc.code, str(exc))
+            self._request_failed(type_, body, _request_id(body, field), exc.code, str(exc))
         except (ValueError, TypeError, KeyError) as exc:
             self._request_failed(
-                type_, body, request_id, "UnknownError",
+                type_, body, _request_id(body, field), "UnknownError",
                 f"{_T.Type.Name(type_)}: {type(exc).__name__}: {exc}",
             )
         except Exception as exc:  # a bug must cost one request, never the broker
             log.exception("internal error while handling %s", _T.Type.Name(type_))
             self._request_failed(
-                type_, body, request_id, "UnknownError",
+                type_, body, _request_id(body, field), "UnknownError",
                 f"{_T.Type.Name(type_)}: internal error ({type(exc).__name__})",
             )
 
@@ -1029,6 +1029,12 @@ class PulsarSession:
             api.CommandConsumerStatsResponse(request_id=body.request_id, address=self.peer,
                                              **stats),
         )
+
+
+def _request_id(body: Any, field: str) -> int:
+    """The request id of a command's body (``_U64`` for one that has none: SEND, FLOW …),
+    looked up only for an error answer."""
+    return getattr(body, "request_id", _U64) if field != "ack" else _U64
 
 
 def _pulsar_entry(
