@@ -406,21 +406,15 @@ class PulsarSession:
         if self._acting:
             self._out.append(frame)
             return
-        outbox = self.service.outbox
-        if outbox:  # actions are pending (maybe for this connection): the answer waits
-            outbox.append(Reply(self, frame))
-        else:
+        # Actions pending (maybe for this connection): the answer waits behind them.
+        if not self.service.push_behind_pending(Reply(self, frame)):
             self._out.append(frame)
 
     def _write_pending(self) -> None:
         """Before the connection closes, what the core queued for it and the answers
         waiting behind go out, in order (the closed connection takes no more)."""
-        outbox = self.service.outbox
-        mine = [action for action in outbox if action.conn is self]
-        if mine:
-            outbox[:] = [action for action in outbox if action.conn is not self]
-            for action in mine:
-                self.handle_action(action)
+        for action in self.service.take_actions_for(self):
+            self.handle_action(action)
 
     def _error(self, request_id: int, code: str, message: str) -> None:
         self._command(
@@ -885,7 +879,7 @@ class PulsarSession:
             start_id, inclusive = _start_message_id(body.start_message_id)
         if body.HasField("schema"):
             self._register_schema(body.topic, body.schema)
-        mark = len(self.service.outbox)
+        mark = self.service.actions_mark()
         consumer = self.service.subscribe(
             body.topic,
             body.subscription,
@@ -913,18 +907,18 @@ class PulsarSession:
         """SUCCESS after what the subscribe queued from ``mark`` on (an ACTIVE_CONSUMER_CHANGE,
         sent while Pulsar adds the consumer) but before the end-of-topic notice it queued:
         Pulsar's consumer hears the end from a read, after its SUBSCRIBE completed."""
-        outbox = self.service.outbox
-        for index in range(mark, len(outbox)):
-            action = outbox[index]
-            if type(action) is ReachedEndOfTopic and action.consumer_id == core_id:
-                frame = encode_command(_T(type=_T.SUCCESS,
-                                          success=api.CommandSuccess(request_id=request_id)))
-                if index:
-                    outbox.insert(index, Reply(self, frame))
-                else:  # nothing queued before it
-                    self._out.append(frame)
-                return
-        self._success(request_id)
+        service = self.service
+        index = service.find_action(mark, lambda action: type(action) is ReachedEndOfTopic
+                                    and action.consumer_id == core_id)
+        if index is None:
+            self._success(request_id)
+            return
+        frame = encode_command(_T(type=_T.SUCCESS,
+                                  success=api.CommandSuccess(request_id=request_id)))
+        if index:
+            service.insert_action(index, Reply(self, frame))
+        else:  # nothing queued before it
+            self._out.append(frame)
 
     def _core_consumer(self, client_id: int) -> int:
         core_id = self.consumers.get(client_id)
