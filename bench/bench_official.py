@@ -9,7 +9,11 @@ client's C++ core). The load is the one of the team's client-level peer measurem
 * consume: a subscription made before the produce (so every message waits for it),
   N ``receive`` + ``acknowledge`` -> msgs/s;
 * synchronous unbatched send: M ``send`` of 100 B one after the other -> msgs/s and the
-  latency p50 / p99 (µs).
+  latency p50 / p99 (µs);
+* broker CPU per message (pulsarlab and pulsar-lite: the broker process's user + system
+  time over the phase): K ``send_async`` + ``flush`` then K ``receive`` + ``acknowledge``,
+  batched as above and unbatched (``--cpu-messages K``), with issue 24's targets against
+  pulsar-lite (unbatched <= 0.5x, batched <= 1x).
 
 Brokers: pulsarlab with the memory store and with the durable store (fsync per group
 commit, its default), and ``pulsar-lite --addr 127.0.0.1:PORT --db-path DIR`` (the PyPI
@@ -63,8 +67,8 @@ def _wait_for_port(port: int, timeout: float = 30.0) -> None:
 
 
 @contextmanager
-def pulsarlab_broker(storage: str) -> Iterator[str]:
-    """A ``pulsarlab broker`` process; yields its pulsar:// URL."""
+def pulsarlab_broker(storage: str) -> Iterator[tuple[str, int]]:
+    """A ``pulsarlab broker`` process; yields its pulsar:// URL and pid."""
     data_dir = tempfile.mkdtemp(prefix="bench-official-")
     args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
             "--pulsar-port", "0", "--web-port", "0", "--storage", storage,
@@ -80,7 +84,7 @@ def pulsarlab_broker(storage: str) -> Iterator[str]:
             lines.append(line)
             if line.rstrip("\n") == "}":
                 break
-        yield json.loads("".join(lines))["pulsar_url"]
+        yield json.loads("".join(lines))["pulsar_url"], proc.pid
     finally:
         proc.terminate()
         proc.wait(30)
@@ -107,8 +111,8 @@ def pulsar_lite_binary(scratch: str) -> str:
 
 
 @contextmanager
-def pulsar_lite() -> Iterator[str]:
-    """A pulsar-lite process on a free port; yields its pulsar:// URL."""
+def pulsar_lite() -> Iterator[tuple[str, int]]:
+    """A pulsar-lite process on a free port; yields its pulsar:// URL and pid."""
     port = _free_port()
     scratch = tempfile.mkdtemp(prefix="bench-pulsar-lite-")
     proc: subprocess.Popen | None = None
@@ -120,7 +124,7 @@ def pulsar_lite() -> Iterator[str]:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         _wait_for_port(port)
-        yield f"pulsar://127.0.0.1:{port}"
+        yield f"pulsar://127.0.0.1:{port}", proc.pid
     finally:
         if proc is not None:
             proc.terminate()
@@ -149,8 +153,39 @@ def real_pulsar(line: str) -> Iterator[tuple[str, str]]:
         broker.stop()
 
 
-def run_load(url: str, messages: int, sync_sends: int) -> dict[str, Any]:
-    """The three measurements against one broker."""
+def _cpu_s(pid: int | None) -> float:
+    """CPU time (user + system) of process ``pid`` so far (0 when unknown)."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def broker_cpu(client: Any, pid: int | None, messages: int, batched: bool) -> float:
+    """The broker's CPU (µs) per message of ``send_async`` (batched as above, or not) +
+    ``flush``, then ``receive`` + ``acknowledge`` of each."""
+    topic = f"bench-official-cpu-{time.time_ns()}"
+    consumer = client.subscribe(topic, "bench", receiver_queue_size=1000)
+    producer = client.create_producer(
+        topic, batching_enabled=batched, batching_max_messages=100,
+        batching_max_publish_delay_ms=1, block_if_queue_full=True,
+    )
+    before = _cpu_s(pid)
+    for _ in range(messages):
+        producer.send_async(PAYLOAD, lambda _result, _mid: None)
+    producer.flush()
+    for _ in range(messages):
+        consumer.acknowledge(consumer.receive(timeout_millis=30_000))
+    used = _cpu_s(pid) - before
+    producer.close()
+    consumer.close()
+    return round(used / messages * 1e6, 2)
+
+
+def run_load(url: str, messages: int, sync_sends: int, pid: int | None = None,
+             cpu_messages: int = 0) -> dict[str, Any]:
+    """The three measurements against one broker (and its CPU per message, ``pid``)."""
     client = pulsar.Client(url, operation_timeout_seconds=60,
                            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
@@ -186,7 +221,12 @@ def run_load(url: str, messages: int, sync_sends: int) -> dict[str, Any]:
             latencies.append(time.perf_counter() - t0)
         sync_s = time.perf_counter() - start
         latencies.sort()
+        cpu = {}
+        if pid is not None and cpu_messages:
+            cpu = {f"broker_cpu_us_per_msg_{kind}": broker_cpu(client, pid, cpu_messages, batched)
+                   for kind, batched in (("batched", True), ("unbatched", False))}
         return {
+            **cpu,
             "batched_produce_msgs_per_s": round(messages / produce_s),
             "produce_failures": len(failed),
             "consume_receive_ack_msgs_per_s": round(messages / consume_s),
@@ -203,6 +243,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--sync", type=int, default=5_000)
     parser.add_argument("--quick", action="store_true", help="10k batched, 1k sync")
+    parser.add_argument("--cpu-messages", type=int, default=20_000,
+                        help="messages of each broker-CPU phase (batched, unbatched; 0: none)")
     parser.add_argument("--real-pulsar", default="4.0", choices=["3.3", "4.0", "none"],
                         help="also run Apache Pulsar of this line (default 4.0; needs Java "
                              "and Maven, else 'skipped' with the reason)")
@@ -214,11 +256,13 @@ def main() -> None:
         "client": f"pulsar-client {pulsar.__version__}",
     }
     for storage in ("memory", "durable"):
-        with pulsarlab_broker(storage) as url:
-            out[f"pulsarlab_{storage}"] = run_load(url, args.messages, args.sync)
+        with pulsarlab_broker(storage) as (url, pid):
+            out[f"pulsarlab_{storage}"] = run_load(url, args.messages, args.sync, pid,
+                                                   args.cpu_messages)
     try:
-        with pulsar_lite() as url:
-            out["pulsar_lite"] = run_load(url, args.messages, args.sync)
+        with pulsar_lite() as (url, pid):
+            out["pulsar_lite"] = run_load(url, args.messages, args.sync, pid,
+                                          args.cpu_messages)
     except RuntimeError as exc:
         out["pulsar_lite"] = {"skipped": str(exc)}
     if args.real_pulsar != "none":
@@ -251,6 +295,7 @@ def main() -> None:
                 "batched_produce": round(produce, 3),
                 "consume": round(consume, 3),
                 "sync_send_p50": round(ours["sync_send_p50_us"] / lite["sync_send_p50_us"], 3),
+                **_cpu_ratios(ours, lite),
                 "targets_met": {
                     "batched_produce_ge_50pct": produce >= 0.5,
                     "consume_ge_50pct": consume >= 0.5,
@@ -259,6 +304,19 @@ def main() -> None:
                 },
             }
     print(json.dumps(out, indent=2))
+
+
+def _cpu_ratios(ours: dict[str, Any], lite: dict[str, Any]) -> dict[str, Any]:
+    """Broker CPU per message against pulsar-lite's, and issue 24's targets (unbatched
+    at most half of pulsar-lite's, batched at most pulsar-lite's)."""
+    out: dict[str, Any] = {}
+    for kind, target in (("batched", 1.0), ("unbatched", 0.5)):
+        key = f"broker_cpu_us_per_msg_{kind}"
+        if ours.get(key) is not None and lite.get(key):
+            ratio = ours[key] / lite[key]
+            out[f"broker_cpu_{kind}"] = round(ratio, 3)
+            out[f"broker_cpu_{kind}_le_{target:g}x"] = ratio <= target
+    return out
 
 
 if __name__ == "__main__":
