@@ -14,7 +14,9 @@ client's C++ core). The load is the one of the team's client-level peer measurem
   latency p50 / p99 (µs).
 
 Each measurement also gives the broker process's CPU (user + system) per message
-(``broker_cpu_us_per_msg``, from ``/proc``), for pulsarlab and pulsar-lite alike.
+(``broker_cpu_us_per_msg``, from ``/proc``), for pulsarlab and pulsar-lite alike, and the
+ratios to pulsar-lite's against issue 24's targets (produce + consume: unbatched <= 0.5x,
+batched <= 1x).
 
 Brokers: pulsarlab with the memory store and with the durable store (fsync per group
 commit, its default), and ``pulsar-lite --addr 127.0.0.1:PORT --db-path DIR`` (the PyPI
@@ -305,6 +307,7 @@ def main() -> None:
                 "batched_produce": round(produce, 3),
                 "consume": round(consume, 3),
                 "sync_send_p50": round(ours["sync_send_p50_us"] / lite["sync_send_p50_us"], 3),
+                **_cpu_ratios(ours, lite),
                 "targets_met": {
                     "batched_produce_ge_50pct": produce >= 0.5,
                     "consume_ge_50pct": consume >= 0.5,
@@ -313,6 +316,24 @@ def main() -> None:
                 },
             }
     print(json.dumps(out, indent=2))
+
+
+def _cpu_ratios(ours: dict[str, Any], lite: dict[str, Any]) -> dict[str, Any]:
+    """Broker CPU per message (produce + consume) against pulsar-lite's, and issue 24's
+    targets (unbatched at most half of pulsar-lite's, batched at most pulsar-lite's)."""
+    out: dict[str, Any] = {}
+    mine, theirs = ours.get("broker_cpu_us_per_msg"), lite.get("broker_cpu_us_per_msg")
+    if not mine or not theirs:
+        return out
+    for kind, phases, target in (("batched", ("batched_produce", "consume"), 1.0),
+                                 ("unbatched", ("unbatched_produce", "unbatched_consume"),
+                                  0.5)):
+        lite_cpu = sum(theirs[p] for p in phases)
+        if lite_cpu:
+            ratio = sum(mine[p] for p in phases) / lite_cpu
+            out[f"broker_cpu_{kind}"] = round(ratio, 3)
+            out[f"broker_cpu_{kind}_le_{target:g}x"] = ratio <= target
+    return out
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from .transports import SessionTransport, hand_out
 from .transports.stream import StreamTransport
 from .transports.zmq import ZmqTransport
 from .web import WebServer
+from .web.pump import PumpedLoop
 from .zap import EVENTS_DOMAIN, ZapHandler
 
 log = logging.getLogger("pulsarlab.broker.server")
@@ -131,6 +132,8 @@ class Broker:
         self._wake_sender: zmq.Socket | None = None
         self._sockets: list[zmq.Socket] = []
         self.web: WebServer | None = None  # the admin REST API (broker/web), bound in _setup
+        self._web_loop: PumpedLoop | None = None  # its loop, when the broker thread drives it
+        self._loop_thread: int | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -206,11 +209,12 @@ class Broker:
         if self._startup_error is not None:
             raise self._startup_error
         assert self.web is not None
-        try:
-            self.web.start()
-        except BaseException:
-            self.stop()
-            raise
+        if self._web_loop is None:  # no selector the broker's poller can watch
+            try:
+                self.web.start()
+            except BaseException:
+                self.stop()
+                raise
         local_brokers.register(self.service_url, self.web.url)
         return self
 
@@ -250,7 +254,8 @@ class Broker:
             raise self._not_running()
         future: Future = Future()
         self._calls.put((fn, future))
-        self._wake()
+        if threading.get_ident() != self._loop_thread:  # the loop runs calls after the REST pump
+            self._wake()
         if not self.running or self.loop_error is not None:
             self._fail_calls()  # it died between the check and the put: nobody runs the call
         return future
@@ -305,6 +310,7 @@ class Broker:
             for sock in self._sockets:
                 sock.close(linger=0)
             if self.web is not None:
+                self.web.detach()
                 self.web.stop()
             if self._zap is not None:
                 self._zap.close()
@@ -404,6 +410,9 @@ class Broker:
         self.admin.tenants.cluster_data.update(
             serviceUrl=self.web.url, brokerServiceUrl=self.pulsar_url
         )
+        # The admin REST API is served on this thread: no hand-off between threads per call.
+        self._web_loop = self.web.attach() if PumpedLoop.supported() else None
+        self._loop_thread = threading.get_ident()
         log.info(
             "pulsarlab broker serving on %s and %s (events %s, admin REST API %s)",
             self.service_url, ", ".join(filter(None, (self.pulsar_url, self.pulsar_ssl_url))),
@@ -446,6 +455,12 @@ class Broker:
         )
 
     def _teardown(self) -> None:
+        if self._web_loop is not None and self.web is not None:
+            try:
+                self.web.detach()
+            except Exception:
+                log.exception("error while closing the admin REST API")
+            self._web_loop = None
         try:
             if self.service is not None:
                 self.service.close()
@@ -468,6 +483,11 @@ class Broker:
             poller.register(listener.socket, zmq.POLLIN)
         poller.register(self.pub, zmq.POLLIN)
         poller.register(self.wake, zmq.POLLIN)
+        web = self._web_loop
+        web_fd = -1
+        if web is not None:
+            web_fd = web.fileno()
+            poller.register(web_fd, zmq.POLLIN)
         service = self.service
         assert service is not None
         read_clock = self.clock.read
@@ -475,7 +495,10 @@ class Broker:
             now = read_clock()
             deadline = min(service.next_deadline() or now + 100, self._next_ping, now + 100,
                            self._next_auth_check)
-            ready = dict(poller.poll(max(0, deadline - now)))
+            wait = max(0, deadline - now)
+            if web is not None:
+                wait = web.wait_ms(wait)
+            ready = dict(poller.poll(wait))
             read_clock()  # the time of everything this turn handles
             if self.wake in ready:
                 while self._poll_nowait(self.wake):
@@ -487,6 +510,9 @@ class Broker:
             for listener in self._listeners:
                 if listener.socket in ready:
                     listener.drain(_BURST)
+            # The REST API's I/O, or a timer / callback of it due (or the poll timed out).
+            if web is not None and (web_fd in ready or not wait or not ready):
+                web.pump()
             self._run_calls()
             read_clock()  # timers see the time after the burst
             service.commit()

@@ -149,6 +149,43 @@ class BrokerService:
     def push(self, action: Action) -> None:
         self.outbox.append(action)
 
+    # What a face asks of the queue: its answers keep their order behind queued actions.
+
+    def push_behind_pending(self, action: Action) -> bool:
+        """Queue ``action`` (a face's answer) behind the actions queued so far, which may
+        be for its connection and must reach it first; ``False`` (nothing queued) when it
+        can go out at once."""
+        if not self.outbox:
+            return False
+        self.outbox.append(action)
+        return True
+
+    def take_actions_for(self, conn: Any) -> list[Action]:
+        """The actions queued for ``conn``, in order, taken out of the queue (a closing
+        connection writes them first)."""
+        outbox = self.outbox
+        mine = [action for action in outbox if action.conn is conn]
+        if mine:
+            outbox[:] = [action for action in outbox if action.conn is not conn]
+        return mine
+
+    def actions_mark(self) -> int:
+        """A mark of the queue's end, for :meth:`find_action`."""
+        return len(self.outbox)
+
+    def find_action(self, mark: int, wanted: Callable[[Action], bool]) -> int | None:
+        """The place of the first action queued since ``mark`` that is ``wanted`` (for
+        :meth:`insert_action`), ``None`` if there is none."""
+        outbox = self.outbox
+        for index in range(mark, len(outbox)):
+            if wanted(outbox[index]):
+                return index
+        return None
+
+    def insert_action(self, index: int, action: Action) -> None:
+        """Queue ``action`` at ``index`` (from :meth:`find_action`), before what is there."""
+        self.outbox.insert(index, action)
+
     def mark_dirty(self, topic: AbstractTopic) -> None:
         self.dirty_topics.add(topic)
 

@@ -21,6 +21,7 @@ DEFAULT_NAMESPACE = "default"
 DOMAINS = ("persistent", "non-persistent")
 
 _NAMED_ENTITY = re.compile(r"^[-=:.\w]+$", re.ASCII)  # Java's \w: ASCII only
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 _PARTITION = re.compile(r"^(?P<base>.+)-partition-(?P<index>0|[1-9][0-9]*)$")
 SYSTEM_TOPIC_PREFIXES = ("__change_events", "__transaction", "__")
 
@@ -43,7 +44,7 @@ class TopicName:
             )
         if not name or name.strip() != name:
             raise InvalidTopicName(f"invalid topic name {name!r}: empty or surrounded by spaces")
-        if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+        if _CONTROL.search(name):
             raise InvalidTopicName(f"invalid topic name {name!r}: contains control characters")
         if "://" in name:
             domain, _, rest = name.partition("://")

@@ -314,18 +314,19 @@ class PulsarSession:
             client_id = self.producer_ids.get(action.producer_id)
             if client_id is None:
                 return
-            receipt = api.CommandSendReceipt(
-                producer_id=client_id,
-                sequence_id=action.sequence_id,
-                message_id=api.MessageIdData(
-                    ledgerId=action.ledger_id & _U64, entryId=action.entry_id & _U64,
-                    partition=action.partition,
-                ),
-            )
+            # Set in place in one BaseCommand (a receipt per message: no copies of parts).
+            command = _T(type=_T.SEND_RECEIPT)
+            receipt = command.send_receipt
+            receipt.producer_id = client_id
+            receipt.sequence_id = action.sequence_id
+            message_id = receipt.message_id
+            message_id.ledgerId = action.ledger_id & _U64
+            message_id.entryId = action.entry_id & _U64
+            message_id.partition = action.partition
             highest = self._highest_sequence.pop((action.producer_id, action.sequence_id), None)
             if highest is not None:
                 receipt.highest_sequence_id = highest
-            self._command(_T.SEND_RECEIPT, "send_receipt", receipt)
+            self._out.append(encode_command(command))  # acting: straight out
         elif kind is Reply:
             self._out.append(action.frame)
         elif kind is SendError:
@@ -411,21 +412,15 @@ class PulsarSession:
         if self._acting:
             self._out.append(frame)
             return
-        outbox = self.service.outbox
-        if outbox:  # actions are pending (maybe for this connection): the answer waits
-            outbox.append(Reply(self, frame))
-        else:
+        # Actions pending (maybe for this connection): the answer waits behind them.
+        if not self.service.push_behind_pending(Reply(self, frame)):
             self._out.append(frame)
 
     def _write_pending(self) -> None:
         """Before the connection closes, what the core queued for it and the answers
         waiting behind go out, in order (the closed connection takes no more)."""
-        outbox = self.service.outbox
-        mine = [action for action in outbox if action.conn is self]
-        if mine:
-            outbox[:] = [action for action in outbox if action.conn is not self]
-            for action in mine:
-                self.handle_action(action)
+        for action in self.service.take_actions_for(self):
+            self.handle_action(action)
 
     def _error(self, request_id: int, code: str, message: str) -> None:
         self._command(
@@ -488,23 +483,22 @@ class PulsarSession:
             self._fail(f"{_T.Type.Name(type_)} without its {field} body")
             return
         body = getattr(command, field)
-        request_id = getattr(body, "request_id", _U64) if field != "ack" else _U64
         try:
             if type_ == _T.SEND:
                 self._send(body, frame)
             else:
                 method(self, body)
         except PulsarLabError as exc:
-            self._request_failed(type_, body, request_id, exc.code, str(exc))
+            self._request_failed(type_, body, _request_id(body, field), exc.code, str(exc))
         except (ValueError, TypeError, KeyError) as exc:
             self._request_failed(
-                type_, body, request_id, "UnknownError",
+                type_, body, _request_id(body, field), "UnknownError",
                 f"{_T.Type.Name(type_)}: {type(exc).__name__}: {exc}",
             )
         except Exception as exc:  # a bug must cost one request, never the broker
             log.exception("internal error while handling %s", _T.Type.Name(type_))
             self._request_failed(
-                type_, body, request_id, "UnknownError",
+                type_, body, _request_id(body, field), "UnknownError",
                 f"{_T.Type.Name(type_)}: internal error ({type(exc).__name__})",
             )
 
@@ -891,7 +885,7 @@ class PulsarSession:
             start_id, inclusive = _start_message_id(body.start_message_id)
         if body.HasField("schema"):
             self._register_schema(body.topic, body.schema)
-        mark = len(self.service.outbox)
+        mark = self.service.actions_mark()
         consumer = self.service.subscribe(
             body.topic,
             body.subscription,
@@ -919,18 +913,18 @@ class PulsarSession:
         """SUCCESS after what the subscribe queued from ``mark`` on (an ACTIVE_CONSUMER_CHANGE,
         sent while Pulsar adds the consumer) but before the end-of-topic notice it queued:
         Pulsar's consumer hears the end from a read, after its SUBSCRIBE completed."""
-        outbox = self.service.outbox
-        for index in range(mark, len(outbox)):
-            action = outbox[index]
-            if type(action) is ReachedEndOfTopic and action.consumer_id == core_id:
-                frame = encode_command(_T(type=_T.SUCCESS,
-                                          success=api.CommandSuccess(request_id=request_id)))
-                if index:
-                    outbox.insert(index, Reply(self, frame))
-                else:  # nothing queued before it
-                    self._out.append(frame)
-                return
-        self._success(request_id)
+        service = self.service
+        index = service.find_action(mark, lambda action: type(action) is ReachedEndOfTopic
+                                    and action.consumer_id == core_id)
+        if index is None:
+            self._success(request_id)
+            return
+        frame = encode_command(_T(type=_T.SUCCESS,
+                                  success=api.CommandSuccess(request_id=request_id)))
+        if index:
+            service.insert_action(index, Reply(self, frame))
+        else:  # nothing queued before it
+            self._out.append(frame)
 
     def _core_consumer(self, client_id: int) -> int:
         core_id = self.consumers.get(client_id)
@@ -1035,6 +1029,12 @@ class PulsarSession:
             api.CommandConsumerStatsResponse(request_id=body.request_id, address=self.peer,
                                              **stats),
         )
+
+
+def _request_id(body: Any, field: str) -> int:
+    """The request id of a command's body (``_U64`` for one that has none: SEND, FLOW …),
+    looked up only for an error answer."""
+    return getattr(body, "request_id", _U64) if field != "ack" else _U64
 
 
 def _pulsar_entry(

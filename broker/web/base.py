@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from tornado.httputil import responses
 from tornado.web import HTTPError, RequestHandler
 
 from .. import errors
+from .pump import PumpedLoop
 
 # Broker error -> HTTP status, looked up along the error's class hierarchy.
 STATUS: dict[type[errors.PulsarLabError], int] = {
@@ -124,6 +127,10 @@ class AdminResource(RequestHandler):
 
     # -- the broker -----------------------------------------------------------------------
 
+    async def submit(self, fn: Callable[[Any], Any]) -> Any:
+        """The result of ``fn(service)``, run on the broker thread."""
+        return await answer_of(self.broker.submit(fn))
+
     async def run_with(self, fn: Callable[[Callable[..., Any]], Any]) -> Any:
         """``fn(call)`` in one trip to the broker thread, where ``call(op, **args)``
         authorizes and runs one admin operation (``"topics.get_stats"`` …)."""
@@ -139,7 +146,7 @@ class AdminResource(RequestHandler):
 
             return fn(call)
 
-        return await asyncio.wrap_future(broker.submit(work))
+        return await self.submit(work)
 
     async def run_all(self, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
         """Authorize and run admin operations, in order, in one trip to the broker thread."""
@@ -169,6 +176,36 @@ class AdminResource(RequestHandler):
         if value not in ("true", "false"):
             raise ApiError(400, f"query parameter {name} must be true or false, not {value!r}")
         return value == "true"
+
+
+def answer_of(future: Future) -> asyncio.Future:
+    """An awaitable of a broker call. Served by the broker thread itself (a
+    :class:`~.pump.PumpedLoop`), the answer is set on that thread and resumes the handler
+    with ``call_soon``, not through the loop's self-pipe; served by a thread of its own,
+    through ``asyncio.wrap_future``."""
+    loop = asyncio.get_running_loop()
+    if not isinstance(loop, PumpedLoop):
+        return asyncio.wrap_future(future)
+    waiter = loop.create_future()
+    thread = threading.get_ident()
+
+    def settle(done: Future) -> None:
+        if waiter.cancelled():
+            return
+        exc = done.exception()
+        if exc is None:
+            waiter.set_result(done.result())
+        else:
+            waiter.set_exception(exc)
+
+    def answered(done: Future) -> None:
+        if threading.get_ident() == thread:
+            settle(done)
+        else:  # failed by another thread (the broker stopped)
+            loop.call_soon_threadsafe(settle, done)
+
+    future.add_done_callback(answered)
+    return waiter
 
 
 def client_certificate(request: Any) -> dict | None:

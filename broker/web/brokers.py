@@ -10,7 +10,6 @@ is refused as Pulsar refuses a non-dynamic one.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -45,7 +44,7 @@ class BrokerResource(AdminResource):
             authorizer.check_admin(role, op, {})
             return fn(service)
 
-        return await asyncio.wrap_future(self.broker.submit(work))
+        return await self.submit(work)
 
 
 class ActiveBrokersHandler(BrokerResource):
@@ -92,7 +91,7 @@ class ReadyHandler(BrokerResource):
 
     @guarded
     async def get(self) -> None:
-        await asyncio.wrap_future(self.broker.submit(lambda _service: None))
+        await self.submit(lambda _service: None)
         self.set_header("Content-Type", "text/plain")
         self.finish("ok")
 

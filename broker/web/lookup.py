@@ -13,7 +13,6 @@ not exist is a 404 unless the broker creates topics automatically.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from .. import errors
@@ -46,7 +45,7 @@ class TopicLookupHandler(AdminResource):
             return listener
 
         try:
-            listener = await asyncio.wrap_future(broker.submit(lookup))
+            listener = await self.submit(lookup)
         except errors.ServiceNotReady as exc:
             self.fail(503, str(exc))
             return

@@ -8,7 +8,6 @@ asks for a token only when authentication is on *and* ``authenticate_metrics_end
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from ..metrics import Samples, collect
@@ -58,9 +57,7 @@ class MetricsHandler(AdminResource):
             super().prepare()
 
     async def get(self) -> None:
-        samples = await asyncio.wrap_future(
-            self.broker.submit(lambda service: collect(service, CLUSTER))
-        )
+        samples = await self.submit(lambda service: collect(service, CLUSTER))
         self.finish(exposition(samples))
 
 

@@ -1,5 +1,6 @@
 """The HTTP listeners: Tornado ``HTTPServer`` s (http://, and https:// when webServicePortTls
-is set) on one asyncio loop in its own thread."""
+is set) on an asyncio loop the broker thread drives (:mod:`.pump`), or in a thread of their
+own where the platform's selector cannot be watched from the broker's poller."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ..resource_log import RESOURCE_ERRNOS, RateLimitedLog
 from ..storage.open_files import descriptor_share
 from .app import make_app
 from .body_limit import BodyLimit
+from .pump import PumpedLoop
 
 log = logging.getLogger("pulsarlab.broker.web")
 
@@ -57,6 +59,7 @@ class WebServer:
                 raise
             self.port_tls = self._tls_sockets[0].getsockname()[1]
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._servers: list[HTTPServer] = []
         self._thread: threading.Thread | None = None
         self._accept_errors = RateLimitedLog(log)
         self._refusals = RateLimitedLog(log, level=logging.WARNING)
@@ -71,6 +74,7 @@ class WebServer:
         return None if self.port_tls is None else f"https://{self.host}:{self.port_tls}"
 
     def start(self, timeout: float = 10.0) -> None:
+        """Serve on a thread of its own (where :meth:`attach` is not supported)."""
         ready = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(ready,), name="pulsarlab-web", daemon=True
@@ -79,10 +83,50 @@ class WebServer:
         if not ready.wait(timeout):
             raise RuntimeError("the pulsarlab web server did not start in time")
 
+    def attach(self) -> PumpedLoop:
+        """Serve on the calling thread (the broker's): it watches the returned loop's
+        ``fileno()`` beside its own sockets, waits at most ``wait_ms``, and ``pump`` s it.
+        An admin call so runs on the thread that answers it, with no hand-off between
+        threads. :meth:`detach` (on the same thread) stops serving."""
+        loop = PumpedLoop()
+        asyncio.set_event_loop(loop)
+        try:
+            self._servers = self._listen()
+        except BaseException:
+            asyncio.set_event_loop(None)
+            loop.close()
+            raise
+        self._loop = loop
+        return loop
+
+    def detach(self) -> None:
+        """Stop serving on the thread that :meth:`attach` ed, close the sockets."""
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            self._close_servers(loop)
+        finally:
+            loop.close()
+            asyncio.set_event_loop(None)
+            self._loop = None
+            self._close_sockets()
+
     def _run(self, ready: threading.Event) -> None:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         self._loop = loop
+        self._servers = self._listen()
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            self._close_servers(loop)
+            loop.close()
+            self._loop = None
+
+    def _listen(self) -> list[HTTPServer]:
+        """The HTTP servers, accepting on the bound sockets (on the current loop)."""
         # A connection must send a request's headers (idle_connection_timeout) and its body
         # (body_timeout) in time: slow or idle peers cannot hold descriptors for an hour.
         timeout_s = self.broker.settings.web_service_idle_timeout_ms / 1000
@@ -98,18 +142,15 @@ class WebServer:
             for sock in self._tls_sockets:
                 self._accept_on(tls_server, sock)
             servers.append(tls_server)
+        return servers
 
-        ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            for sock in (*self._sockets, *self._tls_sockets):
-                IOLoop.current().remove_handler(sock)
-            for each in servers:
-                each.stop()
-                loop.run_until_complete(each.close_all_connections())
-            loop.close()
-            self._loop = None
+    def _close_servers(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sock in (*self._sockets, *self._tls_sockets):
+            IOLoop.current().remove_handler(sock)
+        for each in self._servers:
+            each.stop()
+            loop.run_until_complete(each.close_all_connections())
+        self._servers = []
 
     def _accept_on(self, server: HTTPServer, sock: socket.socket) -> None:
         """Accept connections on ``sock`` for ``server`` (Tornado's ``add_sockets``, except
@@ -153,12 +194,18 @@ class WebServer:
         resume()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop serving and close the listening sockets (and open connections)."""
+        """Stop serving and close the listening sockets (and open connections), when
+        serving on a thread of its own (an attached server stops with :meth:`detach`)."""
         loop, thread = self._loop, self._thread
+        if thread is None and loop is not None:
+            return  # attached: the thread that drives it detaches
         if loop is not None and thread is not None:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout)
         self._thread = None
+        self._close_sockets()
+
+    def _close_sockets(self) -> None:
         for sock in self._sockets + self._tls_sockets:
             sock.close()
         self._sockets = []

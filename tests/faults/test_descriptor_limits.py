@@ -35,14 +35,17 @@ def _call(web_url: str, method: str, path: str, body: object = None) -> int:
         return 0  # refused, reset or timed out: the broker cannot take the connection now
 
 
-def _flood(host: str, port: int, count: int) -> list[socket.socket]:
-    """Idle connections that never send a byte (some never get accepted)."""
-    sockets = []
-    for _ in range(count):
+def _flood(host: str, port: int, count: int, give_up_after: int = 5) -> list[socket.socket]:
+    """Idle connections that never send a byte (some never get accepted). A connect that
+    fails (the listen backlog is full while the broker thread, which accepts, is busy with
+    something else) is tried again, until ``give_up_after`` of them failed."""
+    sockets: list[socket.socket] = []
+    failed = 0
+    while len(sockets) < count and failed < give_up_after:
         try:
             sockets.append(socket.create_connection((host, port), timeout=1))
         except OSError:
-            break  # the listen backlog is full
+            failed += 1
     return sockets
 
 
