@@ -293,8 +293,17 @@ def pulsar_batch_items(payload: bytes, num_messages: int,
             if i + 1 < offset and payload[i] == 0x40:
                 sequence_id = payload[i + 1]
                 i += 2
-                if sequence_id >= 0x80:
-                    i, sequence_id = read(payload, i - 1, offset)
+                if sequence_id >= 0x80:  # two and three bytes inline (ids below 2**21)
+                    second = payload[i] if i < offset else 0x80
+                    if second < 0x80:
+                        sequence_id = sequence_id & 0x7F | second << 7
+                        i += 1
+                    elif i + 1 < offset and payload[i + 1] < 0x80:
+                        sequence_id = (sequence_id & 0x7F | (second & 0x7F) << 7
+                                       | payload[i + 1] << 14)
+                        i += 2
+                    else:
+                        i, sequence_id = read(payload, i - 1, offset)
                 if i == offset:
                     data_end = offset + size
                     if data_end > end:
