@@ -246,6 +246,9 @@ def encode_pulsar_batch(messages: list[OutgoingMessage],
                 sequence = one_byte[sequence_id]
             elif sequence_id < 0x4000:
                 sequence = bytes((sequence_id & 0x7F | 0x80, sequence_id >> 7))
+            elif sequence_id < 0x200000:
+                sequence = bytes((sequence_id & 0x7F | 0x80, sequence_id >> 7 & 0x7F | 0x80,
+                                  sequence_id >> 14))
             else:
                 sequence = _varint(sequence_id)
             key = (len(data), len(sequence))
