@@ -6,9 +6,14 @@ in, DEALER out, no logic) forwarding the same payloads. The relay the ratios div
 fastest bare Python relay, a plain ``recv()``/``send()`` loop; the idiomatic
 ``recv_multipart``/``send_multipart`` relay runs too, as a second column
 (``relay_multipart_*``, ``*_vs_multipart_relay``). Both consumers count messages from the
-first received to the last. Clients speak the wire protocol directly, so this measures the
-broker, not the client library. Prints one JSON document: msgs/s per configuration and
-``broker / relay`` ratios, plus latency p50/p99/p999 at a fixed moderate rate (unbatched).
+first received to the last. The broker's clients speak Pulsar's binary protocol directly
+over a DEALER (one Pulsar frame per ZeroMQ message, the broker's only ZeroMQ protocol), so
+this measures the broker, not the client library; the relay forwards the same payloads
+(for batches, the same Pulsar batch bytes). The same clients also run against pulsar-lite
+(a Pulsar-protocol broker not written here, over pulsar:// TCP) when it is installed:
+``pulsar_lite_*`` runs and CPU per message, and ``memory_*_cpu_vs_pulsar_lite`` ratios.
+Prints one JSON document: msgs/s per configuration and ``broker / relay`` ratios, plus
+latency p50/p99/p999 at a fixed moderate rate (unbatched).
 
     python bench/bench_e2e.py [--messages N] [--quick] [--unbatched-only]
 
@@ -25,22 +30,35 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import select
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-import msgpack
 import zmq
 
-from pulsarlab.broker import wire
+from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
+from pulsarlab.broker.pulsar_protocol.framing import (
+    decode_message,
+    encode_command,
+    encode_payload_command,
+)
 
 WINDOW = 2000  # sends in flight before the producer waits for receipts
+ACK_GROUP = 100  # message ids per ACK at most (Pulsar's client groups acks too)
+T = api.BaseCommand
 
 
 def _batch_payload(size: int, count: int) -> bytes:
-    return msgpack.packb([[{}, None, None, 0, i, False, b"x" * size] for i in range(count)])
+    """A batch in Pulsar's layout: per message its SingleMessageMetadata and payload."""
+    parts = []
+    for i in range(count):
+        single = api.SingleMessageMetadata(payload_size=size, sequence_id=i).SerializeToString()
+        parts += [len(single).to_bytes(4, "big"), single, b"x" * size]
+    return b"".join(parts)
 
 
 # -- the bare relay -----------------------------------------------------------------------
@@ -136,32 +154,103 @@ def run_relay(
 
 # -- the broker ---------------------------------------------------------------------------
 
-def _request(sock, name, rid, **fields):
-    sock.send_multipart(wire.encode(name, rid, **fields))
+def _command(type_: int, field: str, **fields) -> bytes:
+    cmd = T(type=type_)
+    getattr(cmd, field).CopyFrom(type(getattr(cmd, field))(**fields))
+    return encode_command(cmd)
+
+
+class _TcpFrames:
+    """Pulsar frames over pulsar:// TCP (for the pulsar-lite column) with the few calls of
+    a DEALER the bench makes: ``send`` one frame, ``recv`` one frame, ``poll``."""
+
+    def __init__(self, url: str) -> None:
+        host, port = url.removeprefix("pulsar://").rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = bytearray()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _complete(self) -> int:
+        """The size of the whole first frame in the buffer, 0 if it is not all there."""
+        if len(self.buffer) < 4:
+            return 0
+        size = 4 + int.from_bytes(self.buffer[:4], "big")
+        return size if len(self.buffer) >= size else 0
+
+    def recv(self) -> bytes:
+        while not (size := self._complete()):
+            data = self.sock.recv(1 << 16)
+            if not data:
+                raise ConnectionError("the peer closed the connection")
+            self.buffer += data
+        frame = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return frame
+
+    def poll(self, timeout_ms: int) -> bool:
+        if self._complete():
+            return True
+        return bool(select.select([self.sock], [], [], timeout_ms / 1000)[0])
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _recv(sock):
+    """The next frame from the broker (its PINGs answered; pulsar-lite's MESSAGE frames
+    carry no checksum)."""
     while True:
-        reply = wire.decode(sock.recv_multipart(), wire.BROKER_COMMANDS)
-        if reply.request_id == rid:
-            return reply
+        frame = decode_message(sock.recv(), 1 << 30, checksum_optional=True)
+        if frame.command.type != T.PING:
+            return frame
+        sock.send(_command(T.PONG, "pong"))
+
+
+def _expect(sock, type_: int):
+    frame = _recv(sock)
+    if frame.command.type != type_:
+        raise RuntimeError(f"expected {T.Type.Name(type_)}, got {frame.command}")
+    return frame.command
+
+
+def _connect(url: str):
+    """A connected peer (a DEALER, or a TCP socket for a pulsar:// URL) and its closer."""
+    if url.startswith("pulsar://"):
+        sock = _TcpFrames(url)
+        closer = sock.close
+    else:
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.DEALER)
+        sock.connect(url)
+        closer = lambda: ctx.destroy(linger=0)  # noqa: E731
+    sock.send(_command(T.CONNECT, "connect", client_version="bench", protocol_version=20))
+    _expect(sock, T.CONNECTED)
+    return closer, sock
+
+
+def _send_frame(seq: int, payload: bytes, batch: int, event_time: int = 0) -> bytes:
+    metadata = api.MessageMetadata(producer_name="bench", sequence_id=seq, publish_time=1)
+    if batch > 1:
+        metadata.num_messages_in_batch = batch
+    if event_time:
+        metadata.event_time = event_time
+    cmd = T(type=T.SEND, send=api.CommandSend(producer_id=1, sequence_id=seq,
+                                              num_messages=batch))
+    return encode_payload_command(cmd, metadata.SerializeToString(), payload)
 
 
 def broker_producer(url, topic, n, payload, batch, start, rate, cpu=None) -> None:
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.DEALER)
-    sock.connect(url)
-    _request(sock, "CONNECT", 1, client_version="bench")
-    _request(sock, "PRODUCER", 2, topic=topic, producer_id=1)
-    metadata = {"num_messages_in_batch": batch} if batch > 1 else {}
-    # One SEND per message, its header a complete msgpack map as any client packs it; the
-    # map's fields but the sequence id are packed once (a map's order is free, so
-    # "sequence_id" goes last) and the id is appended per message: packing the whole map
-    # every time would make the producer, not the broker, the bottleneck on 2 cores.
-    fixed = wire.pack_header({"v": wire.PROTOCOL_VERSION, "cmd": "SEND", "rid": 0,
-                              "producer_id": 1, "metadata": metadata})
-    prefix = bytes([fixed[0] + 1]) + fixed[1:] + msgpack.packb("sequence_id")
-    pack_int = msgpack.Packer().pack
-    # Frame by frame with int flags, like the broker: send_multipart's per-part checks cost
-    # more than the sends.
-    send, more = sock.send, int(zmq.SNDMORE)
+    close, sock = _connect(url)
+    sock.send(_command(T.PRODUCER, "producer", topic=topic, producer_id=1, request_id=1,
+                       producer_name="bench"))
+    _expect(sock, T.PRODUCER_SUCCESS)
+    # Every SEND frame (metadata, CRC32C) built before the clock starts: building them as
+    # it runs would make the producer, not the broker, the bottleneck on 2 cores.
+    frames = [] if rate else [_send_frame(seq, payload, batch) for seq in range(n)]
+    send = sock.send
     start.wait()
     cpu_start = time.process_time()
     outstanding = 0
@@ -175,13 +264,9 @@ def broker_producer(url, topic, n, payload, batch, start, rate, cpu=None) -> Non
             if delay > 0:
                 time.sleep(delay)
             next_send += interval
-            header = wire.pack_header({"v": wire.PROTOCOL_VERSION, "cmd": "SEND", "rid": 0,
-                                       "producer_id": 1, "sequence_id": seq,
-                                       "metadata": {"event_time": time.time_ns() // 1000}})
+            send(_send_frame(seq, payload, batch, time.time_ns() // 1000))
         else:
-            header = prefix + pack_int(seq)
-        send(header, more)
-        send(payload)
+            send(frames[seq])
         outstanding += 1
         if rate or not seq & 31:  # a poll costs as much as a send: not after every one
             while outstanding and sock.poll(0):
@@ -192,61 +277,57 @@ def broker_producer(url, topic, n, payload, batch, start, rate, cpu=None) -> Non
         outstanding -= _receipts(sock)
     if cpu is not None:
         cpu.put(time.process_time() - cpu_start)
-    ctx.destroy(linger=0)
+    close()
 
 
 def _receipts(sock) -> int:
-    """Read one message from the broker; how many sends it answers."""
-    reply = wire.decode(sock.recv_multipart(), wire.BROKER_COMMANDS)
-    if reply.name == "SEND_RECEIPTS":
-        return len(reply["receipts"])
-    if reply.name == "SEND_ERROR":
-        raise RuntimeError(f"send failed: {reply['code']}: {reply['message']}")
-    return 1 if reply.name == "SEND_RECEIPT" else 0
+    """Read one frame from the broker; how many sends it answers."""
+    frame = _recv(sock)
+    kind = frame.command.type
+    if kind == T.SEND_ERROR:
+        raise RuntimeError(f"send failed: {frame.command.send_error.message}")
+    return 1 if kind == T.SEND_RECEIPT else 0
 
 
 def broker_consumer(url, topic, n_entries, batch, ready, out, latency) -> None:
-    from pulsarlab.broker.entry import decode_entry
-
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.DEALER)
-    sock.connect(url)
-    _request(sock, "CONNECT", 1, client_version="bench")
-    _request(sock, "SUBSCRIBE", 2, topic=topic, subscription="bench", consumer_id=1,
-             sub_type="Shared", initial_position="earliest")
+    close, sock = _connect(url)
+    sock.send(_command(T.SUBSCRIBE, "subscribe", topic=topic, subscription="bench",
+                       consumer_id=1, request_id=2, subType=api.CommandSubscribe.Shared,
+                       initialPosition=api.CommandSubscribe.Earliest))
+    _expect(sock, T.SUCCESS)
     queue = 1000
-    sock.send_multipart(wire.encode("FLOW", 0, consumer_id=1, permits=queue))
+    sock.send(_command(T.FLOW, "flow", consumer_id=1, messagePermits=queue))
     ready.set()
     got = 0
     used = 0
     first = None
     lat: list[int] = []
     cpu_start = None
+    acks: list = []
     while got < n_entries:
-        frames = sock.recv_multipart()  # copies: cheaper than zmq.Frame objects when small
-        cmd = wire.decode(frames, wire.BROKER_COMMANDS)
-        if cmd.name != "MESSAGE":
+        frame = _recv(sock)
+        if frame.command.type != T.MESSAGE:
             continue
         if first is None:
             first = time.perf_counter()
             cpu_start = time.process_time()
-        entries = cmd["entries"]
         if latency:
             now_us = time.time_ns() // 1000
-            for frame in cmd.payloads:
-                meta, _ = decode_entry(frame)
-                lat.append(now_us - meta.event_time)
-        got += len(entries)
-        used += len(entries) * batch
-        sock.send_multipart(
-            wire.encode("ACK", 0, consumer_id=1, positions=[[e[0], e[1]] for e in entries])
-        )
+            lat.append(now_us - api.MessageMetadata.FromString(frame.metadata).event_time)
+        mid = frame.command.message.message_id
+        acks.append(api.MessageIdData(ledgerId=mid.ledgerId, entryId=mid.entryId))
+        got += 1
+        used += batch
+        if len(acks) >= ACK_GROUP or not sock.poll(0) or got == n_entries:
+            sock.send(_command(T.ACK, "ack", consumer_id=1,
+                               ack_type=api.CommandAck.Individual, message_id=acks))
+            acks = []
         if used >= queue // 2:
-            sock.send_multipart(wire.encode("FLOW", 0, consumer_id=1, permits=used))
+            sock.send(_command(T.FLOW, "flow", consumer_id=1, messagePermits=used))
             used = 0
     elapsed = time.perf_counter() - first
     out.put((got, elapsed, lat, time.process_time() - cpu_start))
-    ctx.destroy(linger=0)
+    close()
 
 
 def start_broker(storage: str, data_dir: str) -> tuple[subprocess.Popen, str]:
@@ -280,32 +361,51 @@ def run_broker(storage: str, n_entries: int, payload: bytes, batch: int, rate: i
     µs per message (its Python thread and libzmq's I/O thread, from start to the last
     message) and the producer's and consumer's CPU µs per message (on 2 cores the three
     processes share the CPU: a heavy client caps the broker)."""
-    ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = start_broker(storage, tmp)
         try:
-            topic = f"bench-{storage}-{batch}-{rate}"
-            ready, start, out, producer_cpu = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
-            consumer = ctx.Process(
-                target=broker_consumer, args=(url, topic, n_entries, batch, ready, out, bool(rate))
-            )
-            consumer.start()
-            ready.wait(60)
-            producer = ctx.Process(
-                target=broker_producer,
-                args=(url, topic, n_entries, payload, batch, start, rate, producer_cpu),
-            )
-            producer.start()
-            cpu_before = _cpu_seconds(proc.pid)
-            start.set()
-            got, elapsed, lat, consumer_cpu = out.get(timeout=900)
-            cpu = _cpu_seconds(proc.pid) - cpu_before
-            clients = {"producer": producer_cpu.get(timeout=60), "consumer": consumer_cpu}
-            producer.join(60)
-            consumer.join(60)
+            return _run_peer(url, proc.pid, storage, n_entries, payload, batch, rate)
         finally:
             proc.terminate()
             proc.wait(30)
+
+
+def run_pulsar_lite(n_entries: int, payload: bytes, batch: int):
+    """:func:`run_broker`'s figures for the same clients over pulsar:// to pulsar-lite
+    (the peer broker), or ``None`` and why when it is not installed."""
+    from bench_official import pulsar_lite_process
+
+    try:
+        with pulsar_lite_process() as (url, pid):
+            return _run_peer(url, pid, "lite", n_entries, payload, batch, 0), None
+    except RuntimeError as exc:
+        return None, str(exc)
+
+
+def _run_peer(url: str, pid: int, label: str, n_entries: int, payload: bytes, batch: int,
+              rate: int):
+    """One run of the producer and consumer processes against the server at ``url`` (its
+    process ``pid``): the figures :func:`run_broker` returns."""
+    ctx = mp.get_context("spawn")
+    topic = f"bench-{label}-{batch}-{rate}"
+    ready, start, out, producer_cpu = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
+    consumer = ctx.Process(
+        target=broker_consumer, args=(url, topic, n_entries, batch, ready, out, bool(rate))
+    )
+    consumer.start()
+    ready.wait(60)
+    producer = ctx.Process(
+        target=broker_producer,
+        args=(url, topic, n_entries, payload, batch, start, rate, producer_cpu),
+    )
+    producer.start()
+    cpu_before = _cpu_seconds(pid)
+    start.set()
+    got, elapsed, lat, consumer_cpu = out.get(timeout=900)
+    cpu = _cpu_seconds(pid) - cpu_before
+    clients = {"producer": producer_cpu.get(timeout=60), "consumer": consumer_cpu}
+    producer.join(60)
+    consumer.join(60)
     messages = got * batch
     return (
         messages / elapsed, lat, cpu / messages * 1e6,
@@ -324,6 +424,24 @@ def _free_port() -> int:
 def _pct(values: list[int], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000, 3)
+
+
+def _pulsar_lite_columns(results: dict, size: int, n: int, payload: bytes, batch: int,
+                         kind: str) -> None:
+    """The same clients against pulsar-lite: its msgs/s and CPU per message, and the
+    broker's (memory storage) CPU per message over pulsar-lite's."""
+    figures, why = run_pulsar_lite(n, payload, batch)
+    key = f"{size}B_{kind}"
+    if figures is None:
+        results["pulsar_lite"] = {"unavailable": why}
+        return
+    rate, _, cpu, clients = figures
+    results["runs"][f"pulsar_lite_{key}"] = round(rate)
+    results["broker_cpu_us_per_msg"][f"pulsar_lite_{key}"] = round(cpu, 2)
+    results["client_cpu_us_per_msg"][f"pulsar_lite_{key}"] = clients
+    ours = results["broker_cpu_us_per_msg"].get(f"memory_{key}")
+    if ours is not None and cpu > 0:
+        results["ratios"][f"memory_{key}_cpu_vs_pulsar_lite"] = round(ours / cpu, 2)
 
 
 def main() -> None:
@@ -355,6 +473,7 @@ def main() -> None:
                 cpu_per_msg[f"{storage}_{size}B_unbatched"] = round(cpu, 2)
                 client_cpu[f"{storage}_{size}B_unbatched"] = clients
                 results["ratios"][f"{storage}_{size}B_unbatched"] = round(unb / relay_single, 3)
+            _pulsar_lite_columns(results, size, n, single, 1, "unbatched")
             print(json.dumps(results, indent=2))
             return
         relay_batched = run_relay(max(1, n // 100), batched, 100)
@@ -378,6 +497,8 @@ def main() -> None:
                 unb / multi_single, 3)
             results["ratios"][f"{storage}_{size}B_batched100_vs_multipart_relay"] = round(
                 bat / multi_batched, 3)
+        _pulsar_lite_columns(results, size, n, single, 1, "unbatched")
+        _pulsar_lite_columns(results, size, max(1, n // 100), batched, 100, "batched100")
     rate = 5000
     count = 2_000 if args.quick else 25_000
     _, lat, _, _ = run_broker("durable", count, b"x" * 100, 1, rate=rate)

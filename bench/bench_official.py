@@ -109,6 +109,14 @@ def pulsar_lite_binary(scratch: str) -> str:
 @contextmanager
 def pulsar_lite() -> Iterator[str]:
     """A pulsar-lite process on a free port; yields its pulsar:// URL."""
+    with pulsar_lite_process() as (url, _pid):
+        yield url
+
+
+@contextmanager
+def pulsar_lite_process() -> Iterator[tuple[str, int]]:
+    """A pulsar-lite process on a free port; yields its pulsar:// URL and its pid (for
+    benches that read its CPU time)."""
     port = _free_port()
     scratch = tempfile.mkdtemp(prefix="bench-pulsar-lite-")
     proc: subprocess.Popen | None = None
@@ -120,7 +128,7 @@ def pulsar_lite() -> Iterator[str]:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         _wait_for_port(port)
-        yield f"pulsar://127.0.0.1:{port}"
+        yield f"pulsar://127.0.0.1:{port}", proc.pid
     finally:
         if proc is not None:
             proc.terminate()

@@ -1,17 +1,17 @@
-"""Benchmark: broker CPU per message over ZeroMQ, Pulsar frames against the msgpack wire
-(and against the same frames over pulsar:// TCP).
+"""Benchmark: broker CPU per message over ZeroMQ (Pulsar frames, one per ZeroMQ message) beside
+the same frames over pulsar:// TCP, to the same broker and to pulsar-lite.
 
-One broker process (``pulsarlab broker``, durable storage), two raw DEALER clients in this
-process doing the same work per message, in the same run, alternating: unbatched 100 B
-messages, produced with a window of outstanding sends, then consumed from a subscription
-made before the produce (permits as Pulsar's client gives them: 1000, then 500 more each
-time 500 arrived) and acknowledged one by one. The broker's CPU time (user + system, from
+One broker process (``pulsarlab broker``, durable storage) and, when it is installed, one
+pulsar-lite process (a Pulsar-protocol broker not written here); raw clients in this process
+doing the same work per message, in the same run, alternating: unbatched 100 B messages,
+produced with a window of outstanding sends, then consumed from a subscription made before
+the produce (permits as Pulsar's client gives them: 1000, then 500 more each time 500
+arrived) and acknowledged one by one. The serving process's CPU time (user + system, from
 the OS) over each phase divided by the messages is the figure; client-side msgs/s are
-printed too. What differs is only the wire: Pulsar's frames (one per ZeroMQ message, served
-by PulsarSession) or the msgpack commands of pulsarlab's client today (whose broker groups
-receipts and deliveries into one message when it can); a third client sends the same
-Pulsar frames over a plain pulsar:// TCP socket, to tell the ZeroMQ transport's cost from
-the session's. Prints one JSON document.
+printed too. Three columns, the same frames each time: ``pulsar_frames`` over the broker's
+ZeroMQ ROUTER (a DEALER; served by PulsarSession), ``pulsar_tcp`` over its pulsar:// socket
+(the same session behind another transport: the ZeroMQ transport's own cost), and
+``pulsar_lite`` over pulsar-lite's pulsar:// socket (the peer). Prints one JSON document.
 
     python bench/bench_zmq_frames.py [--messages N] [--runs R]
 """
@@ -19,6 +19,7 @@ the session's. Prints one JSON document.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -36,9 +37,9 @@ import zmq
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH_DIR)
 
+from bench_official import pulsar_lite_process  # noqa: E402
 from benchlib import start_broker_report, stop_broker  # noqa: E402
 
-from pulsarlab.broker import wire  # noqa: E402
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api  # noqa: E402
 from pulsarlab.broker.pulsar_protocol.framing import (  # noqa: E402
     FrameDecoder,
@@ -143,12 +144,13 @@ class PulsarTcp(PulsarFrames):
     same PulsarSession behind another transport."""
 
     name = "pulsar_tcp"
+    checksum_optional = False
 
     def _connect(self, urls: dict):
         host, port = urls["pulsar_url"].removeprefix("pulsar://").rsplit(":", 1)
         sock = socket.create_connection((host, int(port)))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._decoder = FrameDecoder(1 << 30)
+        self._decoder = FrameDecoder(1 << 30, checksum_optional=self.checksum_optional)
         self._frames: list = []
         return sock
 
@@ -161,66 +163,14 @@ class PulsarTcp(PulsarFrames):
         return self._frames.pop()
 
 
-class Msgpack:
-    """pulsarlab's msgpack commands (a header frame and payload frames per message)."""
+class PulsarLite(PulsarTcp):
+    """The same frames over pulsar:// to pulsar-lite (the peer broker)."""
 
-    name = "msgpack"
+    name = "pulsar_lite"
+    checksum_optional = True  # its MESSAGE frames carry no CRC32C
 
-    def __init__(self, urls: dict) -> None:
-        self.sock = _dealer(urls["service_url"])
-        self._ids = itertools.count(1)
-        self._request("CONNECT", client_version="bench")
-
-    def _recv(self) -> wire.Command:
-        while True:
-            command = wire.decode(self.sock.recv_multipart(copy=False), wire.BROKER_COMMANDS)
-            if command.name == "PING":
-                self.sock.send_multipart(wire.encode("PONG"))
-                continue
-            return command
-
-    def _request(self, name: str, **fields) -> wire.Command:
-        self.sock.send_multipart(wire.encode(name, next(self._ids), **fields))
-        reply = self._recv()
-        assert reply.name not in ("ERROR", "SEND_ERROR"), reply
-        return reply
-
-    def subscribe(self, topic: str, consumer_id: int) -> None:
-        self._request("SUBSCRIBE", topic=topic, subscription="s", consumer_id=consumer_id,
-                      sub_type="Exclusive", initial_position="earliest")
-
-    def close_consumer(self, consumer_id: int) -> None:
-        self._request("CLOSE_CONSUMER", consumer_id=consumer_id)
-
-    def produce(self, topic: str, n: int) -> None:
-        self._request("PRODUCER", topic=topic, producer_id=1)
-        frames = [wire.encode("SEND", 0, [PAYLOAD], producer_id=1, sequence_id=seq,
-                              metadata={"publish_time": int(time.time() * 1000)})
-                  for seq in range(n)]
-
-        def receipts() -> int:
-            reply = self._recv()
-            if reply.name == "SEND_RECEIPTS":
-                return len(reply["receipts"])
-            assert reply.name == "SEND_RECEIPT", reply
-            return 1
-
-        _window(n, lambda seq: self.sock.send_multipart(frames[seq]), receipts)
-
-    def consume(self, topic: str, n: int) -> None:
-        sock = self.sock
-        sock.send_multipart(wire.encode("FLOW", 0, consumer_id=2, permits=FIRST_PERMITS))
-        received = 0
-        while received < n:
-            reply = self._recv()
-            assert reply.name == "MESSAGE", reply
-            for ledger, entry, *_ in reply["entries"]:
-                sock.send_multipart(wire.encode("ACK", 0, consumer_id=2,
-                                                positions=[[ledger, entry]]))
-                received += 1
-                if received % MORE_PERMITS == 0:
-                    sock.send_multipart(wire.encode("FLOW", 0, consumer_id=2,
-                                                    permits=MORE_PERMITS))
+    def _connect(self, urls: dict):
+        return super()._connect({"pulsar_url": urls["pulsar_lite_url"]})
 
 
 def _window(n: int, send: Callable[[int], None], settle: Callable[[], int]) -> None:
@@ -244,14 +194,14 @@ def _phase(broker: psutil.Process, work: Callable[[], None], n: int) -> dict[str
     return {"broker_cpu_us_per_msg": cpu / n * 1e6, "msgs_per_s": n / wall}
 
 
-def run_once(broker: psutil.Process, urls: dict, kind: type, n: int) -> dict[str, dict]:
+def run_once(server: psutil.Process, urls: dict, kind: type, n: int) -> dict[str, dict]:
     client = kind(urls)
     topic = f"persistent://public/default/bench-zmq-frames-{next(_TOPICS)}"
     client.subscribe(topic, 1)  # the backlog is kept for the consume phase
     client.close_consumer(1)
-    produce = _phase(broker, lambda: client.produce(topic, n), n)
+    produce = _phase(server, lambda: client.produce(topic, n), n)
     client.subscribe(topic, 2)
-    consume = _phase(broker, lambda: client.consume(topic, n), n)
+    consume = _phase(server, lambda: client.consume(topic, n), n)
     client.sock.close()
     return {"produce": produce, "consume_ack": consume}
 
@@ -261,19 +211,26 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-zmq-frames-") as data_dir:
+    lite_error = None
+    with contextlib.ExitStack() as stack:
+        data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-zmq-frames-"))
         proc, urls, _ready = start_broker_report(data_dir)
+        stack.callback(stop_broker, proc)
+        broker = psutil.Process(proc.pid)
+        servers = {PulsarFrames: broker, PulsarTcp: broker}
         try:
-            broker = psutil.Process(proc.pid)
-            kinds = (PulsarFrames, Msgpack, PulsarTcp)
-            for kind in kinds:  # warm-up: imports, first topic, JIT-free but cache-warm
-                run_once(broker, urls, kind, min(2000, args.messages))
-            samples: dict[str, list] = {kind.name: [] for kind in kinds}
-            for run in range(args.runs):
-                for kind in kinds if run % 2 == 0 else reversed(kinds):
-                    samples[kind.name].append(run_once(broker, urls, kind, args.messages))
-        finally:
-            stop_broker(proc)
+            lite_url, lite_pid = stack.enter_context(pulsar_lite_process())
+            urls = {**urls, "pulsar_lite_url": lite_url}
+            servers[PulsarLite] = psutil.Process(lite_pid)
+        except RuntimeError as exc:  # not installed: the broker's own columns only
+            lite_error = str(exc)
+        kinds = tuple(servers)
+        for kind in kinds:  # warm-up: imports, first topic, JIT-free but cache-warm
+            run_once(servers[kind], urls, kind, min(2000, args.messages))
+        samples: dict[str, list] = {kind.name: [] for kind in kinds}
+        for run in range(args.runs):
+            for kind in kinds if run % 2 == 0 else reversed(kinds):
+                samples[kind.name].append(run_once(servers[kind], urls, kind, args.messages))
     result: dict = {
         "benchmark": "bench_zmq_frames",
         "messages": args.messages, "runs": args.runs, "payload_bytes": len(PAYLOAD),
@@ -287,7 +244,11 @@ def main() -> None:
             }
             for phase in ("produce", "consume_ack")
         }
-    for other in ("msgpack", "pulsar_tcp"):
+    if lite_error is not None:
+        result["pulsar_lite"] = {"unavailable": lite_error}
+    for other in ("pulsar_tcp", "pulsar_lite"):
+        if "produce" not in result[other]:
+            continue
         result[f"pulsar_frames_vs_{other}_broker_cpu"] = {
             phase: round(result["pulsar_frames"][phase]["broker_cpu_us_per_msg"]
                          / result[other][phase]["broker_cpu_us_per_msg"], 2)

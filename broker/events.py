@@ -7,6 +7,12 @@ are plain data (``to_dict`` is JSON-able) so the shell can publish them unchange
 nobody listens. The client's own kinds (``pulsarlab.broker.client.events``) register their
 classes with :func:`event_class` and decode the same way; a type nobody registered (a newer
 broker's) decodes to :class:`UnknownEvent`, which readers pass over.
+
+The event stream: the broker's XPUB socket (``Broker.events_url``) publishes each event as
+two frames, the event type (utf-8) and its ``to_dict`` map packed with msgpack, so a
+subscriber filters by type; the widgets read it (``pulsarlab.widgets.source``). With
+authentication on it binds on loopback only and subscribers log in with a token
+(:mod:`.zap`). It is the broker's only ZeroMQ socket that does not speak Pulsar frames.
 """
 
 from __future__ import annotations

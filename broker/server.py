@@ -1,11 +1,10 @@
 """The ZeroMQ shell around the broker core: sockets, timers, heart-beats, one thread.
 
 ``Broker`` binds a ROUTER socket for ZeroMQ clients (Pulsar frames, one per message:
-:mod:`.transports.zmq`; pulsarlab's msgpack commands until its client speaks Pulsar:
-:mod:`.zmq_session`), STREAM sockets for pulsar:// and pulsar+ssl:// connections
+:mod:`.transports.zmq`), STREAM sockets for pulsar:// and pulsar+ssl:// connections
 (:mod:`.transports.stream`), every Pulsar connection a sans-I/O
 :class:`~.pulsar_protocol.PulsarSession`, and an XPUB socket for the event stream, then runs
-one loop on its own thread: read a burst of commands, hand them to :class:`BrokerService`,
+one loop on its own thread: read a burst of frames, hand them to :class:`BrokerService`,
 group-commit (one fsync for the burst), run due timers, and hand each of the core's actions
 to the connection it is addressed to (:func:`.transports.hand_out`). The same class serves inside a
 Jupyter kernel (``start()`` in-process) and as its own process (``pulsarlab broker`` calls
@@ -31,7 +30,8 @@ import msgpack
 import zmq
 import zmq.utils.monitor
 
-from . import local_brokers, wire
+from . import local_brokers
+from .admin_handler import AdminHandler
 from .clock import LoopClock
 from .curve import apply_server, load_secret_key
 from .errors import InvalidArgument
@@ -46,16 +46,15 @@ from .storage import open_storage
 from .tls import server_context, tls_enabled
 from .transports import SessionTransport, hand_out
 from .transports.stream import StreamTransport
-from .transports.zmq import ZmqTransport, is_pulsar_frame
+from .transports.zmq import ZmqTransport
 from .web import WebServer
 from .zap import EVENTS_DOMAIN, ZapHandler
-from .zmq_session import ServerCnx, ZmqProtocol
 
 log = logging.getLogger("pulsarlab.broker.server")
 
 T = TypeVar("T")
 
-_BURST = 2000  # commands read before a group commit
+_BURST = 2000  # frames read before a group commit
 _FRAME_OVERHEAD = 1 << 20
 _NOBLOCK = int(zmq.NOBLOCK)
 _SNDMORE = int(zmq.SNDMORE)
@@ -115,7 +114,7 @@ class Broker:
             data_dir = self._temp_dir
         self.data_dir = data_dir if storage == "durable" else None
         self.service: BrokerService | None = None
-        self.zmq: ZmqProtocol | None = None
+        self.zmq: ZmqTransport | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -164,16 +163,16 @@ class Broker:
         return self._listeners[0].sessions
 
     @property
-    def connections(self) -> dict[bytes, ServerCnx]:
-        """The ZeroMQ client connections being served, by identity (broker thread only)."""
-        return self.zmq.connections
+    def zmq_sessions(self) -> dict[bytes, PulsarSession]:
+        """The ZeroMQ connections being served, by routing id (broker thread only)."""
+        return self.zmq.sessions
 
     @property
     def dropped_from_refused(self) -> int:
-        """Messages dropped from ZeroMQ connections refused earlier (authentication)."""
+        """Messages dropped from ZeroMQ connections the broker closed or refused earlier."""
         if self.zmq is None:
             return 0
-        return self.zmq.dropped_from_refused + self.zmq_pulsar.dropped_from_refused
+        return self.zmq.dropped_from_refused
 
     @property
     def events_url(self) -> str:
@@ -387,17 +386,12 @@ class Broker:
             url_tls=(f"pulsar+ssl://{advertised}:{self.pulsar_port_tls}"
                      if self.pulsar_ssl_url else None),
         )
-        self.zmq = ZmqProtocol(
-            self.service, self.settings, self.authenticator,
-            send=self._send, flush=self._flush_actions, now_ms=self.clock.now_ms,
-            open_connections=self._open_connections,
-        )
-        self.zmq_pulsar = ZmqTransport(
+        self.zmq = ZmqTransport(
             self._send_message, self._new_session, settings=self.settings,
             open_connections=self._open_connections, now_ms=self.clock.now_ms,
             tie_to_socket=True,
         )
-        self.admin = self.zmq.admin
+        self.admin = AdminHandler(self.service)  # what the admin REST API calls
         self.schemas: SchemaRegistry = self.service.schemas  # the core's, every face's
         self._event_subscribers = 0
         self._publishing_events = False
@@ -430,12 +424,11 @@ class Broker:
 
     def _transports(self) -> list[SessionTransport]:
         """Every transport carrying Pulsar sessions."""
-        return [*self._listeners, self.zmq_pulsar]
+        return [*self._listeners, self.zmq]
 
     def _open_connections(self) -> int:
         """Every client connection served, on every transport (``max_connections``)."""
-        return (len(self.zmq.connections) + len(self.zmq_pulsar.sessions)
-                + sum(len(listener.sessions) for listener in self._listeners))
+        return len(self.zmq.sessions) + sum(len(t.sessions) for t in self._listeners)
 
     def _new_session(self, *, sender: Any, route: bytes, peer: str = "") -> PulsarSession:
         """A Pulsar connection's session, whichever transport carries it."""
@@ -503,57 +496,32 @@ class Broker:
             self._answer_calls()
 
     def _drain_router(self) -> None:
-        """Read and handle queued commands (up to a burst) until the socket is empty.
+        """Read and hand over queued messages (up to a burst) until the socket is empty.
 
         Frames are read one by one rather than with ``recv_multipart``, which asks libzmq
         for the RCVMORE option after every frame; a ROUTER always delivers the identity
         frame followed by at least one more, and ``Frame.more`` tells the rest.
         """
         recv = self.router.recv
-        handle = self.zmq.handle
-        pulsar = self.zmq_pulsar
-        pulsar_peers = pulsar.sessions
-        msgpack_peers = self.zmq.connections
-        now_ms = self.clock.now_ms()  # "last seen" for every command of the burst
+        transport = self.zmq
+        sessions = transport.sessions
         monitor = self._monitor if self.authenticator.enabled else None
         for _ in range(_BURST):
             try:
                 identity = recv(_NOBLOCK)
             except zmq.Again:
                 return
-            header = recv(copy=False)
-            if identity in pulsar_peers or (
-                identity not in msgpack_peers and (
-                    pulsar.serves(identity)
-                    or (is_pulsar_frame(header.buffer) and not self.zmq.serves(identity))
-                )
-            ):
-                if monitor is not None or identity not in pulsar_peers:
-                    # Before a new session records its socket: a closed socket's number
-                    # may be this one's, and its notice must not end the new session.
-                    self._check_sessions()
-                parts = 1
-                if header.more:  # one message is one frame: the session refuses more
-                    parts += 1
-                    while recv(copy=False).more:
-                        parts += 1
-                pulsar.receive(identity, header, parts)
-                continue
-            if header.more:  # a SEND is header and payload: read without a loop
-                payload = recv(copy=False)
-                frames = [identity, header, payload]
-                more = payload.more
-                while more:
-                    frame = recv(copy=False)
-                    frames.append(frame)
-                    more = frame.more
-            else:
-                frames = [identity, header]
-            if monitor is None:
-                handle(frames, now_ms)
-            else:  # drop closed sessions first; CONNECT records which socket it came over
+            message = recv(copy=False)
+            if monitor is not None or identity not in sessions:
+                # Before a new session records its socket: a closed socket's number may be
+                # this one's, and its notice must not end the new session.
                 self._check_sessions()
-                handle(frames, now_ms, frames[1] if len(frames) > 1 else None)
+            parts = 1
+            if message.more:  # one message is one frame: the transport refuses more
+                parts += 1
+                while recv(copy=False).more:
+                    parts += 1
+            transport.receive(identity, message, parts)
 
     @staticmethod
     def _poll_nowait(sock: zmq.Socket) -> bool:
@@ -579,8 +547,7 @@ class Broker:
 
     def _answer_calls(self) -> None:
         """Answer the calls once what they caused is flushed to the connections: an admin
-        REST answer (terminate, unload …) reaches its caller after the clients were told,
-        as the ZeroMQ ADMIN reply did (it went out in the same flush)."""
+        REST answer (terminate, unload …) reaches its caller after the clients were told."""
         answers, self._answers = self._answers, []
         for future, result, exc in answers:
             if exc is None:
@@ -615,26 +582,6 @@ class Broker:
 
     # -- commands -------------------------------------------------------------------------
 
-    def _send(self, conn: ServerCnx, frames: list) -> None:
-        # Frame by frame with int flags: send_multipart type-checks every part and
-        # combines enum flags per frame, which costs more than the sends themselves.
-        send = self._router_send
-        try:
-            send(conn.identity, _SNDMORE)
-            last = len(frames) - 1
-            if last:
-                # Payloads: zero-copy only when big (pyzmq's small-frame copy=False path is
-                # slower than a plain copy); positional, as keywords cost more here.
-                send(frames[0], _SNDMORE)
-                for frame in frames[1:last]:
-                    send(frame, _SNDMORE, len(frame) < _ZERO_COPY_MIN)
-                frame = frames[last]
-                send(frame, 0, len(frame) < _ZERO_COPY_MIN)
-            else:
-                send(frames[0])
-        except zmq.ZMQError as exc:
-            log.warning("could not send to a client: %s", exc)
-
     def _send_message(self, identity: bytes, message: bytes) -> None:
         """One message (a Pulsar frame, or the empty close notice) to a ZeroMQ peer."""
         send = self._router_send
@@ -649,11 +596,10 @@ class Broker:
     def _flush_actions(self) -> None:
         """Hand the core's actions out, each to its own connection (its transport writes)."""
         assert self.service is not None
-        hand_out(self.service.take_actions(), self.zmq.handle_actions)
+        hand_out(self.service.take_actions())
 
     def _check_sessions(self) -> None:
-        """End the connections whose TCP socket closed (monitor events): the Pulsar
-        sessions tied to it, and authenticated msgpack connections."""
+        """End the ZeroMQ sessions whose TCP socket closed (monitor events)."""
         if not self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             return
         assert self.service is not None
@@ -664,12 +610,7 @@ class Broker:
                 return
             if event["event"] != zmq.EVENT_DISCONNECTED:
                 continue
-            fd = event["value"]
-            connections = self.zmq.connections
-            for conn in [c for c in connections.values() if c.fd == fd]:
-                self.service.close_connection(conn)
-                del connections[conn.identity]
-            self.zmq_pulsar.socket_closed(fd)
+            self.zmq.socket_closed(event["value"])
 
     def _heartbeat(self) -> None:
         self._check_sessions()
@@ -683,16 +624,6 @@ class Broker:
             return
         self._next_ping = now + self.keep_alive_ms
         self.zmq.forget_refused(now - 2 * self.keep_alive_ms)  # ignored for two periods
-        self.zmq_pulsar.forget_refused(now - 2 * self.keep_alive_ms)
-        assert self.service is not None
-        connections = self.zmq.connections
-        for identity, conn in list(connections.items()):
-            if now - conn.last_seen_ms > 2 * self.keep_alive_ms:
-                log.info("closing a client that stopped answering heart-beats")
-                self.service.close_connection(conn)
-                del connections[identity]
-            else:
-                self._send(conn, wire.encode("PING"))
         for transport in self._transports():
             transport.ping(self.keep_alive_ms)
 

@@ -408,7 +408,8 @@ class Consumer:
     # -- positioning ----------------------------------------------------------------------
 
     def seek(self, messageid: MessageId | int) -> None:
-        """Reset to a message id (inclusive) or a publish time in ms (every topic)."""
+        """Reset to a message id or a publish time in ms (every topic). What comes next is
+        what followed the id (the id too with ``start_message_id_inclusive``)."""
         self._check_open()
         if isinstance(messageid, bool) or not isinstance(messageid, MessageId | int):
             raise ValueError(f"invalid seek_arg type {type(messageid)}")

@@ -95,7 +95,8 @@ class Reader:
             self._latest_at_start[tc.consumer_id] = tc.get_last_message_id()
 
     def seek(self, messageid: MessageId | int) -> None:
-        """Reposition to a message id (read next, inclusive) or a publish time (ms)."""
+        """Reposition to a message id or a publish time (ms): the next read is what followed
+        the id (the id itself for a reader made with ``start_message_id_inclusive``)."""
         self._consumer.seek(messageid)
 
     def has_reached_end_of_topic(self) -> bool:

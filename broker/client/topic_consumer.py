@@ -232,7 +232,7 @@ class TopicConsumer:
         return fields
 
     def _io_prepare_seek(self, start: MessageId, min_publish_time: int | None) -> None:
-        self._io_start_at(start, True)
+        self._io_start_at(start, self.config.start_message_id_inclusive)
         self._min_publish_time = min_publish_time
         self._last_read = None  # the resubscription starts at the target, not after it
 
@@ -251,7 +251,10 @@ class TopicConsumer:
             self._batch_filter = (start.position, -1, False)
 
     def seek(self, target: MessageId | int) -> None:
-        """Reset the subscription to a message id (inclusive) or a publish time (ms)."""
+        """Reset the subscription to a message id or a publish time (ms). The broker moves
+        the cursor to the id; the id itself is skipped here unless the consumer was made
+        with ``start_message_id_inclusive`` (Java's ``resetIncludeHead``), as Pulsar's
+        clients do."""
         conn = self._conn
         conn.post(self._io_flush_acks)
         if not self.config.durable:
@@ -866,7 +869,7 @@ class TopicConsumer:
         if not self.config.durable:
             pass  # seek() already set where the next subscription starts (_io_start_at)
         elif isinstance(target, MessageId):
-            self._io_start_at(target, True)
+            self._io_start_at(target, self.config.start_message_id_inclusive)
         else:
             self._io_start_at(None, True)
         dropped = self.parent._drop_queued(self)

@@ -18,6 +18,12 @@ import cramjam
 __all__ = ["CODEC_NAMES", "codec_name", "compress", "decompress"]
 
 CODEC_NAMES = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")  # Pulsar's CompressionType order
+# The most bytes one compressed byte can become, from each format's layout: an LZ4 match
+# length grows by 255 per extra byte; a 3-byte snappy copy emits at most 64 bytes; a 4-byte
+# zstd RLE block emits at most 128 KiB. A declared size beyond that (plus headers) is a lie,
+# refused before a buffer of that size is allocated (LZ4, ZSTD and SNAPPY decode into one).
+_MAX_RATIO = {"LZ4": 255, "SNAPPY": 22, "ZSTD": 32_768}
+_HEADER_SLACK = 64
 
 
 def codec_name(codec: Any) -> str:
@@ -66,6 +72,12 @@ def decompress(
         )
     if uncompressed_size == 0 and name == "LZ4":
         return b""
+    ratio = _MAX_RATIO.get(name)
+    if ratio is not None and uncompressed_size > (len(data) + _HEADER_SLACK) * ratio:
+        raise ValueError(
+            f"{name} payload of {len(data)} bytes cannot hold the {uncompressed_size} "
+            "uncompressed bytes its metadata declares"
+        )
     try:
         out = _inflate(name, data, uncompressed_size)
     except ValueError:

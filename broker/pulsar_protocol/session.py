@@ -53,6 +53,7 @@ from ..errors import (
     SubscriptionAlreadyExists,
     TopicNotFound,
 )
+from ..format.metadata import from_pulsar, is_encrypted, raw_to_pulsar, to_pulsar
 from ..limits import check_consumers, check_producers
 from ..listeners import AdvertisedListeners
 from ..message_id import MessageId
@@ -72,7 +73,6 @@ from .framing import (
     encode_command,
     encode_payload_command,
 )
-from .metadata import from_pulsar, is_encrypted, raw_to_pulsar, to_pulsar
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
 
@@ -1035,7 +1035,8 @@ def _pulsar_entry(
     topic: str, position: tuple[int, int], data: bytes, max_size: int
 ) -> tuple[bytes, bytes]:
     """Pulsar metadata and payload of a stored entry. One that cannot be laid out as
-    Pulsar's (a ZeroMQ batch with a garbage payload, a damaged entry) goes out raw, as
+    Pulsar's (a batch stored in pulsarlab's old layout with a garbage payload, a damaged
+    entry) goes out raw, as
     Pulsar's broker sends what it stored: the official client discards (and acks) what it
     cannot read, so the entry is not redelivered forever."""
     try:
@@ -1050,7 +1051,7 @@ def _pulsar_entry(
     try:
         return to_pulsar(md, payload, max_size)
     except Exception as exc:  # codecs and protobuf raise their own types on bad input
-        log.warning("%s entry %d:%d cannot be laid out for a pulsar:// consumer (%s: %s); "
+        log.warning("%s entry %d:%d cannot be laid out for a Pulsar consumer (%s: %s); "
                     "delivered raw", topic, *position, type(exc).__name__, exc)
         return raw_to_pulsar(md, payload)
 

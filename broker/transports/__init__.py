@@ -11,7 +11,7 @@ transport writes it — no transport routes for another.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from ..pulsar_protocol import PulsarSession
@@ -48,22 +48,16 @@ class SessionTransport:
             self.flush(session)
 
 
-def hand_out(actions: Iterable[Any], msgpack: Callable[[list], None]) -> None:
+def hand_out(actions: Iterable[Any]) -> None:
     """Each core action to the connection it is addressed to, then each touched session's
     frames out through its own transport. A session's answers that waited behind actions
     queued before them (:class:`~..pulsar_protocol.session.Reply`) are among them, in their
-    place. Actions for msgpack connections (pulsarlab's client until it speaks Pulsar
-    frames) go, in order, to ``msgpack``."""
-    legacy = []
+    place. An action for no connection (a core call from REST or a test) is dropped."""
     touched: dict[PulsarSession, None] = {}
     for action in actions:
         conn = action.conn
-        if type(conn) is PulsarSession:
+        if conn is not None:
             conn.handle_action(action)
             touched[conn] = None
-        elif conn is not None:
-            legacy.append(action)
-    if legacy:
-        msgpack(legacy)
     for session in touched:
         session.sender.flush(session)

@@ -12,9 +12,9 @@ the TCP socket its CONNECT came over: it ends when that socket closes (:meth:`so
 from the ROUTER's monitor), and a message under its routing id from another socket starts a
 new, unauthenticated session. CurveZMQ is the socket's business and needs nothing here.
 
-Until every client speaks Pulsar frames the ROUTER also serves the msgpack command wire
-(:mod:`..zmq_session`): :func:`is_pulsar_frame` tells the two apart by a peer's first
-message.
+Pulsar's protocol is the only one the ROUTER speaks: a peer whose first message is not a
+Pulsar frame (:func:`is_pulsar_frame`; e.g. a client of the msgpack command wire older
+pulsarlab releases spoke) gets the close notice, one log line, and its routing id ignored.
 """
 
 from __future__ import annotations
@@ -45,12 +45,13 @@ _Frame = zmq.Frame
 
 
 def is_pulsar_frame(data: bytes) -> bool:
-    """Whether a peer's first message opens a Pulsar connection.
+    """Whether a peer's first message may open a Pulsar connection.
 
     A Pulsar frame starts with its size as a big-endian u32: its first byte is 0x00 for any
-    frame under 16 MiB (the broker's frames are far smaller). A msgpack command header is a
-    map (0x80-0x8f, 0xde, 0xdf) and never starts with 0x00. The message is then checked as
-    a whole frame by the session, which answers a malformed one with a Pulsar ERROR.
+    frame under 16 MiB (the broker's frames are far smaller; a CONNECT is a few hundred
+    bytes). Anything else (a msgpack map, 0x80-0x8f, of the old command wire; an HTTP
+    request; noise) is not Pulsar. A message that passes is then checked as a whole frame by
+    the session, which answers a malformed one with a Pulsar ERROR.
     """
     return data[:1] == b"\x00"
 
@@ -107,6 +108,8 @@ class ZmqTransport(SessionTransport):
             if identity in self.ignored:
                 self.dropped_from_refused += 1
                 return
+            if not self._opens_pulsar(identity, message):
+                return
             session = self._open(identity, message)
             if session is None:
                 return
@@ -130,6 +133,19 @@ class ZmqTransport(SessionTransport):
             if fd is not None:
                 self.fds[identity] = fd
         self.flush(session)
+
+    def _opens_pulsar(self, identity: bytes, message: Any) -> bool:
+        """Whether a new peer's first message may be a Pulsar frame; a peer speaking
+        something else is closed (the empty message) and ignored from now on."""
+        data = message.buffer if type(message) is _Frame else message
+        if not data or is_pulsar_frame(data):
+            return True  # a hang-up, or what the session checks (and answers) itself
+        log.info("closed a ZeroMQ connection whose first message is not a Pulsar frame "
+                 "(first byte 0x%02x, %d bytes): this broker speaks only Pulsar's binary "
+                 "protocol over ZeroMQ, one frame per message", data[0], len(data))
+        self._send(identity, b"")
+        self._ignore(identity)
+        return False
 
     def _open(self, identity: bytes, message: Any) -> PulsarSession | None:
         """A new connection's session, or a refusal (``max_connections``)."""

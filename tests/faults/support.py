@@ -97,6 +97,21 @@ def wait_until(
 # -- processes --------------------------------------------------------------------------
 
 
+def serve_healthy(producer: Any, consumer: Any, tag: str, sent: list[bytes],
+                  received: list[bytes]) -> None:
+    """A healthy client's turn between fuzzing chunks: three messages sent, then three
+    received and acknowledged (``sent`` and ``received`` gather them; the caller compares:
+    in order, exactly once)."""
+    for i in range(3):
+        data = f"healthy:{tag}:{i}".encode()
+        producer.send(data)
+        sent.append(data)
+    for _ in range(3):
+        msg = consumer.receive(timeout_millis=30_000)
+        received.append(msg.data())
+        consumer.acknowledge(msg)
+
+
 class _Lines:
     """Collects the complete lines of a pipe on a thread."""
 

@@ -74,7 +74,15 @@ def test_few_descriptors_many_partitions_a_restart_and_a_flood(tmp_path):
         assert consumer.receive(timeout_millis=30_000).data() == b"before the flood"
 
         host, port = web.removeprefix("http://").rsplit(":", 1)
-        flood = _flood(host, int(port), 400)
+        flood: list[socket.socket] = []
+
+        def out_of_descriptors() -> bool:
+            # Under load the broker accepts slowly and the listen backlog fills first: keep
+            # adding idle connections (up to 400) until it has run out of descriptors.
+            flood.extend(_flood(host, int(port), 400 - len(flood)))
+            return "cannot accept connections: Too many open files" in broker.log_text()
+
+        wait_until(out_of_descriptors, 60, "the flood to run the broker out of descriptors")
         # The connected client is served while new connections cannot be accepted.
         producer.send(b"during the flood")
         assert consumer.receive(timeout_millis=30_000).data() == b"during the flood"

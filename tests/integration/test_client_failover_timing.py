@@ -2,7 +2,7 @@
 
 The broker's own event stamps (its clock) show the delay between a pick and the rewind that
 starts reading; no wall-clock assertion is made in the test. ``ACTIVE_CONSUMER_CHANGE``
-frames are read with a raw wire client, whose frames arrive in order.
+frames are read with a raw Pulsar-frame peer over ZeroMQ, whose frames arrive in order.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pulsarlab.broker.client import Client, ConsumerType, InitialPosition
 from pulsarlab.broker.events import EventType
 
 from .client_support import receive_n, unique
-from .wire_client import RawClient
+from .zmq_pulsar.dealer import PulsarDealer, T, api, send_frame
 
 DELAY_MS = 1000  # Pulsar's default; A joins well within it
 
@@ -48,11 +48,11 @@ def test_first_failover_pick_reads_after_the_delay_and_notifies(broker, client):
     producer = client.create_producer(topic)
     for i in range(2):
         producer.send(f"m{i}".encode())
-    watcher = RawClient(broker.service_url)
-    reply = watcher.request("SUBSCRIBE", topic=topic, subscription="fo", consumer_id=1,
-                            sub_type="Failover", consumer_name="B", priority_level=1,
-                            initial_position="earliest")
-    assert reply.name == "SUCCESS"
+    watcher = PulsarDealer(broker.service_url)
+    watcher.connect()
+    watcher.subscribe(topic, "fo", sub_type=api.CommandSubscribe.Failover, permits=0,
+                      consumer_name="B", priority_level=1,
+                      initialPosition=api.CommandSubscribe.Earliest)
     consumer = client.subscribe(topic, "fo", consumer_type=ConsumerType.Failover,
                                 consumer_name="A", initial_position=InitialPosition.Earliest)
     # B was picked alone first; A (a higher priority) replaced it while that switch was pending.
@@ -65,21 +65,22 @@ def test_first_failover_pick_reads_after_the_delay_and_notifies(broker, client):
     assert rewound[0].time_ms - picked[0].time_ms >= DELAY_MS
     first_dispatch = of(events, EventType.DISPATCHED, "fo")[0]
     assert events.index(first_dispatch) > events.index(rewound[0])
-    told = watcher.wait_for("ACTIVE_CONSUMER_CHANGE")
-    assert told["is_active"] is False  # sent when the switch completed, to every consumer
+    told = watcher.expect(T.ACTIVE_CONSUMER_CHANGE).active_consumer_change
+    assert told.is_active is False  # sent when the switch completed, to every consumer
     watcher.close()
 
 
 def test_exclusive_consumers_get_no_active_consumer_change(broker):
     topic = unique("ex-silent")
-    raw = RawClient(broker.service_url)
-    assert raw.request("PRODUCER", topic=topic, producer_id=1).name == "PRODUCER_SUCCESS"
-    assert raw.request("SUBSCRIBE", topic=topic, subscription="ex", consumer_id=1,
-                       sub_type="Exclusive").name == "SUCCESS"
-    raw.send("FLOW", consumer_id=1, permits=10)
-    raw.send("SEND", 0, [b"x"], producer_id=1, sequence_id=0, metadata={})
-    frames = []
-    while not any(f.name == "MESSAGE" for f in frames):
-        frames.append(raw.recv())
-    assert not any(f.name == "ACTIVE_CONSUMER_CHANGE" for f in frames)
+    raw = PulsarDealer(broker.service_url)
+    raw.connect()
+    raw.producer(topic)
+    raw.subscribe(topic, "ex", sub_type=api.CommandSubscribe.Exclusive, permits=10)
+    raw.send(send_frame(1, 0, b"x"))
+    kinds = []
+    while T.MESSAGE not in kinds:
+        frame = raw.recv()
+        assert frame is not None and frame != "closed", kinds
+        kinds.append(frame.command.type)
+    assert T.ACTIVE_CONSUMER_CHANGE not in kinds
     raw.close()

@@ -97,8 +97,8 @@ def test_seek_by_id_and_time(client):
     ids = fill(client, topic, 5)
     reader = client.create_reader(topic, MessageId.earliest)
     msgs = read_all(reader)
-    reader.seek(ids[1])
-    assert reader.read_next(WAIT_MS).data() == b"m1"
+    reader.seek(ids[1])  # what followed the id comes next
+    assert reader.read_next(WAIT_MS).data() == b"m2"
     reader.seek(msgs[3].publish_timestamp())
     assert reader.read_next(WAIT_MS).publish_timestamp() <= msgs[3].publish_timestamp()
     reader.close()

@@ -1,7 +1,8 @@
 """Live widgets follow a real broker: events over its XPUB stream, stats over its admin API.
 
-A raw wire client subscribes, publishes and acks; the views, fed by one LiveBinding thread,
-must show it within a bounded wait (polled with a deadline, never a fixed sleep).
+A raw Pulsar-frame peer over ZeroMQ subscribes, publishes and acks; the views, fed by one
+LiveBinding thread, must show it within a bounded wait (polled with a deadline, never a
+fixed sleep).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pulsarlab.widgets import (
     RedeliveryTimeline,
 )
 
-from .wire_client import RawClient
+from .zmq_pulsar.dealer import PulsarDealer, T, api, command, send_frame
 
 DEADLINE_S = 20.0
 
@@ -43,9 +44,10 @@ def broker():
 
 def test_live_views_follow_consumers_messages_and_acks(broker):
     topic = "live-widgets"
-    client = RawClient(broker.service_url)
-    assert client.request("SUBSCRIBE", topic=topic, subscription="ks", consumer_id=1,
-                          consumer_name="C1", sub_type="Key_Shared").name == "SUCCESS"
+    client = PulsarDealer(broker.service_url)
+    client.connect()
+    client.subscribe(topic, "ks", consumer_id=1, consumer_name="C1",
+                     sub_type=api.CommandSubscribe.Key_Shared, permits=0)
     with LiveBinding(broker.service_url, broker.events_url, topic, "ks") as binding:
         ranges = HashRangeView(binding, ["Order-3459134"])
         timeline = RedeliveryTimeline(binding)
@@ -56,30 +58,31 @@ def test_live_views_follow_consumers_messages_and_acks(broker):
         wait_for(lambda: bool(dashboard.views), "the dashboard's tabs")
         assert list(dashboard.views) == ["hash ranges", "hash ring", "flow", "cursor", "timeline"]
 
-        assert client.request("SUBSCRIBE", topic=topic, subscription="ks", consumer_id=2,
-                              consumer_name="C2", sub_type="Key_Shared").name == "SUCCESS"
+        client.subscribe(topic, "ks", consumer_id=2, consumer_name="C2",
+                         sub_type=api.CommandSubscribe.Key_Shared, permits=0)
         wait_for(lambda: ranges.ranges == {"C2": [(0, 32768)], "C1": [(32769, 65536)]},
                  "the split after C2 joined")
         assert ranges.key_owners == {"Order-3459134": "C2"}
 
-        assert client.request("PRODUCER", topic=topic, producer_id=1).name == "PRODUCER_SUCCESS"
+        client.producer(topic)
         sent = {"seq": 0}
 
         def publish() -> None:
             # Events published before the SUB socket joined are lost: keep publishing.
-            client.send("SEND", 0, [b"m"], producer_id=1, sequence_id=sent["seq"],
-                        metadata={"partition_key": "Order-3459134"})
+            client.send(send_frame(1, sent["seq"], b"m", partition_key="Order-3459134"))
             sent["seq"] += 1
 
         wait_for(lambda: timeline.summary()["by_kind"].get("published", 0) > 0,
                  "a published message on the timeline", nudge=publish)
-        client.send("FLOW", consumer_id=2, permits=1000)
+        client.send(command(T.FLOW, "flow", consumer_id=2, messagePermits=1000))
         wait_for(lambda: timeline.summary()["by_kind"].get("dispatched", 0) > 0,
                  "a dispatch to C2 on the timeline")
         first = timeline.model.lane_positions[0]
         assert any(m.kind == "dispatched" and m.consumer == "C2" for m in timeline.lane(first))
 
-        assert client.request("ACK", consumer_id=2, positions=[list(first)]).name == "SUCCESS"
+        client.send(command(T.ACK, "ack", consumer_id=2, ack_type=api.CommandAck.Individual,
+                            message_id=[api.MessageIdData(ledgerId=first[0], entryId=first[1])],
+                            request_id=client.request_id()))
         wait_for(lambda: any(m.kind == "acked" for m in timeline.lane(first)),
                  "the ack on the timeline")
         wait_for(lambda: cursor.summary()["mark_delete"] == "{}:{}".format(*first)

@@ -9,7 +9,7 @@ from pulsarlab import Admin, AuthenticationToken, Broker, Client
 from pulsarlab.broker import errors, tokens
 from pulsarlab.broker.errors import InvalidArgument
 
-from .support import Raw, wait_until
+from .support import CLOSED, PulsarDealer, T, api, command, token_connect, wait_until
 
 SECRET_TOPIC = "persistent://secret-tenant/hidden-ns/classified-topic"
 
@@ -116,54 +116,75 @@ def test_a_failing_token_supplier_is_error_getting_authentication_data(broker):
 
 
 @pytest.mark.parametrize(
-    ("first", "fields"),
+    "first, code",
     [
-        ("GET_TOPICS", {"namespace": "secret-tenant/hidden-ns"}),
-        ("PRODUCER", {"topic": SECRET_TOPIC, "producer_id": 1}),
-        ("PARTITIONED_METADATA", {"topic": SECRET_TOPIC}),
-        ("ADMIN", {"op": "topics.get_list", "args": {"namespace": "secret-tenant/hidden-ns"}}),
-        ("PING", {}),
-        ("CONNECT", {"client_version": "x"}),
-        ("CONNECT", {"client_version": "x", "auth_token": "bad"}),
+        (command(T.GET_TOPICS_OF_NAMESPACE, "getTopicsOfNamespace",
+                 namespace="secret-tenant/hidden-ns", request_id=1), api.NotAllowedError),
+        (command(T.PRODUCER, "producer", topic=SECRET_TOPIC, producer_id=1, request_id=1),
+         api.NotAllowedError),
+        (command(T.PARTITIONED_METADATA, "partitionMetadata", topic=SECRET_TOPIC,
+                 request_id=1), api.NotAllowedError),
+        (command(T.LOOKUP, "lookupTopic", topic=SECRET_TOPIC, request_id=1),
+         api.NotAllowedError),
+        (command(T.CONNECT, "connect", client_version="x", protocol_version=20),
+         api.AuthenticationError),
+        (command(T.CONNECT, "connect", client_version="x", protocol_version=20,
+                 auth_method_name="token", auth_data=b"bad"), api.AuthenticationError),
     ],
+    ids=["get-topics", "producer", "partitioned-metadata", "lookup", "no-token", "bad-token"],
 )
-def test_an_unauthenticated_peer_gets_one_error_then_nothing(broker, key_file, first, fields):
-    raw = Raw(broker.service_url)
+def test_an_unauthenticated_peer_gets_one_error_then_nothing(broker, key_file, first, code):
+    raw = PulsarDealer(broker.service_url)
     try:
-        error = raw.request(first, **fields)
-        assert error.name == "ERROR" and error["code"] == "AuthenticationError"
-        assert "classified" not in error["message"] and "hidden" not in error["message"]
+        raw.send(first)
+        error = raw.expect(T.ERROR).error
+        assert error.error == code
+        assert "classified" not in error.message and "hidden" not in error.message
+        assert raw.recv() == CLOSED
         before = broker.dropped_from_refused
         # Everything after is dropped, a valid CONNECT included: no answer, no topic names.
-        raw.send("CONNECT", 7, client_version="x", auth_token=_token(key_file, "late"))
-        raw.send("GET_TOPICS", 8, namespace="secret-tenant/hidden-ns")
-        raw.send("PING", 9)
-        raw.sock.send_multipart([b"\xc1garbage"])
+        token_connect_frame = command(T.CONNECT, "connect", client_version="x",
+                                      protocol_version=20, auth_method_name="token",
+                                      auth_data=_token(key_file, "late").encode())
+        raw.send(token_connect_frame)
+        raw.send(command(T.GET_TOPICS_OF_NAMESPACE, "getTopicsOfNamespace",
+                         namespace="secret-tenant/hidden-ns", request_id=2))
+        raw.send(command(T.PING, "ping"))
+        raw.send(b"\xc1garbage")
         wait_until(lambda: broker.dropped_from_refused >= before + 4, "the broker to drop 4")
         assert raw.sock.poll(200) == 0
     finally:
         raw.close()
 
 
-def test_garbage_as_the_first_message_is_an_authentication_error(broker):
-    raw = Raw(broker.service_url)
+@pytest.mark.parametrize("garbage", [b"\x93\x01\x02", b"\x00\x00\x00\x05\x00"])
+def test_garbage_as_the_first_message_closes_the_peer_without_an_answer(broker, garbage):
+    """Not a Pulsar frame: the close notice alone; a broken Pulsar frame: an ERROR that
+    names the framing, never a topic, then the close notice."""
+    raw = PulsarDealer(broker.service_url)
     try:
-        raw.sock.send_multipart([b"\x93\x01\x02"])
-        error = raw.recv()
-        assert error.name == "ERROR" and error["code"] == "AuthenticationError"
+        raw.send(garbage)
+        first = raw.recv()
+        if garbage[:1] == b"\x00":
+            assert "invalid frame" in first.command.error.message
+            first = raw.recv()
+        assert first == CLOSED
     finally:
         raw.close()
 
 
 def test_an_authenticated_peer_is_served_beside_refused_ones(broker, key_file):
-    good = Raw(broker.service_url)
-    bad = Raw(broker.service_url)
+    good = PulsarDealer(broker.service_url)
+    bad = PulsarDealer(broker.service_url)
     try:
-        assert bad.request("GET_TOPICS", namespace="x/y").name == "ERROR"
-        reply = good.request("CONNECT", client_version="t", auth_token=_token(key_file, "r"))
-        assert reply.name == "CONNECTED"
-        topics = good.request("GET_TOPICS", namespace="secret-tenant/hidden-ns")
-        assert topics["result"] == [SECRET_TOPIC]
+        bad.send(command(T.GET_TOPICS_OF_NAMESPACE, "getTopicsOfNamespace", namespace="x/y",
+                         request_id=1))
+        assert bad.expect(T.ERROR).error.error == api.NotAllowedError
+        assert token_connect(good, _token(key_file, "r")).type == T.CONNECTED
+        good.send(command(T.GET_TOPICS_OF_NAMESPACE, "getTopicsOfNamespace",
+                          namespace="secret-tenant/hidden-ns", request_id=1))
+        topics = good.expect(T.GET_TOPICS_OF_NAMESPACE_RESPONSE).getTopicsOfNamespaceResponse
+        assert list(topics.topics) == [SECRET_TOPIC]
     finally:
         good.close()
         bad.close()
@@ -203,9 +224,11 @@ def test_without_authentication_nothing_changes():
             client.create_producer("t").send(b"x")
         finally:
             client.close()
-        raw = Raw(b.service_url)
+        raw = PulsarDealer(b.service_url)
         try:
-            assert raw.request("GET_TOPICS", namespace="public/default")["code"] == "NotConnected"
-            assert raw.request("CONNECT", client_version="t").name == "CONNECTED"
+            assert raw.connect().type == T.CONNECTED  # no token needed
+            raw.send(command(T.GET_TOPICS_OF_NAMESPACE, "getTopicsOfNamespace",
+                             namespace="public/default", request_id=1))
+            raw.expect(T.GET_TOPICS_OF_NAMESPACE_RESPONSE)
         finally:
             raw.close()

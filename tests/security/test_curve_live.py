@@ -12,7 +12,7 @@ from pulsarlab import Admin, AuthenticationToken, Broker, Client
 from pulsarlab.broker import curve
 from pulsarlab.broker.errors import InvalidArgument
 
-from .support import Raw
+from .support import PulsarDealer, T, command
 
 
 @pytest.fixture(scope="module")
@@ -97,11 +97,12 @@ def test_a_plain_client_cannot_talk_to_a_curve_broker(broker):
 
 def test_the_wrong_key_fails_the_handshake_while_the_right_one_is_answered(broker, keys):
     """At the socket level: same broker, one raw peer with each key."""
-    right = Raw(broker.service_url, curve_server_key=curve.load_public_key(str(keys[0])))
-    wrong = Raw(broker.service_url, curve_server_key=zmq.curve_keypair()[0])
+    right = PulsarDealer(broker.service_url,
+                         curve_server_key=curve.load_public_key(str(keys[0])))
+    wrong = PulsarDealer(broker.service_url, curve_server_key=zmq.curve_keypair()[0])
     try:
-        wrong.send("CONNECT", 1, client_version="t")
-        assert right.request("CONNECT", client_version="t").name == "CONNECTED"
+        wrong.send(command(T.CONNECT, "connect", client_version="t", protocol_version=20))
+        assert right.connect().type == T.CONNECTED
         assert wrong.sock.poll(300) == 0
     finally:
         right.close()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import msgpack
 import pytest
 
 import pulsarlab
 from pulsarlab import Admin, Broker, Client
-from pulsarlab.broker import errors, wire
+from pulsarlab.broker import errors
 
-from .support import Raw
+from .support import CLOSED, QUIET_MS, PulsarDealer, T, command, send_frame
 
 
 def _served(broker: Broker, topic: str = "healthy") -> None:
@@ -40,15 +39,18 @@ def test_max_connections_refuses_one_more_with_connect_error():
 
 def test_a_refused_raw_peer_gets_exactly_one_error():
     with Broker(storage="memory", max_connections=1) as b:
-        kept = Raw(b.service_url)
-        extra = Raw(b.service_url)
+        kept = PulsarDealer(b.service_url)
+        extra = PulsarDealer(b.service_url)
         try:
-            assert kept.request("CONNECT", client_version="t").name == "CONNECTED"
-            error = extra.request("CONNECT", client_version="t")
-            assert (error.name, error["code"]) == ("ERROR", "ConnectError")
-            extra.send("CONNECT", 5, client_version="t")
-            assert kept.request("GET_TOPICS", namespace="public/default").name == "SUCCESS"
-            assert extra.sock.poll(200) == 0
+            assert kept.connect().type == T.CONNECTED
+            error = extra.connect()
+            assert error.type == T.ERROR and "max_connections=1" in error.error.message
+            assert extra.recv() == CLOSED
+            extra.send(command(T.CONNECT, "connect", client_version="t", protocol_version=20))
+            kept.send(command(T.GET_TOPICS_OF_NAMESPACE, "getTopicsOfNamespace",
+                              namespace="public/default", request_id=1))
+            kept.expect(T.GET_TOPICS_OF_NAMESPACE_RESPONSE)
+            assert extra.recv(QUIET_MS) is None
         finally:
             kept.close()
             extra.close()
@@ -124,28 +126,29 @@ def test_max_topics_per_namespace():
 
 def test_a_payload_over_max_message_size_is_message_too_big():
     with Broker(storage="memory", max_message_size=1024) as b:
-        raw = Raw(b.service_url)
+        raw = PulsarDealer(b.service_url)
         try:
-            raw.request("CONNECT", client_version="t")
-            assert raw.request("PRODUCER", topic="big", producer_id=1).name == "PRODUCER_SUCCESS"
-            raw.send("SEND", 3, [b"x" * 2048], producer_id=1, sequence_id=0, metadata={})
-            error = raw.recv()
-            assert (error.name, error["code"]) == ("SEND_ERROR", "MessageTooBig")
+            raw.connect()
+            raw.producer("big")
+            raw.send(send_frame(1, 0, b"x" * 2048))
+            error = raw.expect(T.SEND_ERROR).send_error
+            assert error.sequence_id == 0 and "max_message_size" in error.message
         finally:
             raw.close()
         _served(b)
 
 
-def test_an_oversized_header_is_invalid_message():
-    with Broker(storage="memory") as b:
-        raw = Raw(b.service_url)
+def test_a_frame_over_the_frame_limit_closes_that_peer_with_a_reason():
+    """A Pulsar frame may be max_message_size plus Pulsar's overhead: one declaring more gets
+    an ERROR naming the frame size and the connection closes; everyone else is served."""
+    with Broker(storage="memory", max_message_size=1024) as b:
+        raw = PulsarDealer(b.service_url)
         try:
-            raw.request("CONNECT", client_version="t")
-            header = msgpack.packb({"v": 1, "cmd": "PING", "rid": 4,
-                                    "pad": b"x" * wire.MAX_HEADER_SIZE})
-            raw.sock.send_multipart([header])
-            error = raw.recv()
-            assert error["code"] == "InvalidMessage" and "exceeds" in error["message"]
+            raw.connect()
+            raw.send((1 << 20).to_bytes(4, "big") + b"\x00" * 8)
+            error = raw.expect(T.ERROR).error
+            assert "frame size" in error.message
+            assert raw.recv() == CLOSED
         finally:
             raw.close()
         _served(b)
@@ -155,12 +158,12 @@ def test_a_frame_over_the_socket_limit_drops_only_that_peer():
     """ZeroMQ's MAXMSGSIZE (max_message_size + 1 MiB) cuts the sender off before the
     broker reads a byte; everyone else is served and the peer may reconnect afresh."""
     with Broker(storage="memory", max_message_size=1024) as b:
-        raw = Raw(b.service_url)
+        raw = PulsarDealer(b.service_url)
         try:
-            raw.request("CONNECT", client_version="t")
-            raw.sock.send_multipart([wire.encode("PING", 9)[0], b"x" * (3 << 20)])
+            raw.connect()
+            raw.send(command(T.PING, "ping"), b"x" * (3 << 20))
             _served(b)
             # The DEALER reconnects by itself; the broker sees a new peer.
-            assert raw.request("CONNECT", client_version="t").name == "CONNECTED"
+            assert raw.connect().type == T.CONNECTED
         finally:
             raw.close()

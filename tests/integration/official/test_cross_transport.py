@@ -1,6 +1,6 @@
 """One core, two transports: the official client over pulsar:// and pulsarlab's Client over
-ZeroMQ see the same messages (ids, keys, properties, event and publish times) and share
-subscriptions."""
+ZeroMQ see the same messages (ids, keys, properties, event and publish times); shared
+subscriptions across faces are in tests/integration/behaviour/test_mixed_subscriptions.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import pulsarlab
 from pulsarlab import Broker
 
-from .conftest import WAIT_MS, drain, unique
+from .conftest import WAIT_MS, unique
 
 
 @pytest.fixture
@@ -95,23 +95,3 @@ def test_zmq_producer_to_official_consumer(
         consumer.acknowledge(theirs)
 
 
-def test_one_key_shared_subscription_mixing_both_transports(
-    client: pulsar.Client, zmq_client: pulsarlab.Client
-) -> None:
-    topic = unique("x-keyshared")
-    official = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.KeyShared,
-                                consumer_name="official")
-    ours = zmq_client.subscribe(topic, "s", consumer_type=pulsarlab.ConsumerType.KeyShared,
-                                consumer_name="zmq")
-    official_producer = client.create_producer(topic)
-    zmq_producer = zmq_client.create_producer(topic)
-    for i in range(40):
-        producer = official_producer if i % 2 else zmq_producer
-        producer.send(f"{i}".encode(), partition_key=f"key-{i % 8}")
-    got_official = drain(official)
-    got_ours = _drain_zmq(ours)
-    assert sorted(int(m.data()) for m in got_official + got_ours) == list(range(40))
-    keys_official = {m.partition_key() for m in got_official}
-    keys_ours = {m.partition_key() for m in got_ours}
-    assert not keys_official & keys_ours
-    assert keys_official and keys_ours

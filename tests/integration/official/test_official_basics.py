@@ -1,37 +1,15 @@
-"""The official pulsar-client over pulsar://: produce/consume on the four subscription
-types, batches and batch-index acks, nacks, ack timeouts, dead letters, seek, readers."""
+"""The official pulsar-client over pulsar://, beyond the rules every face shares (those are in
+tests/integration/behaviour/): every subscription type with batches, key-based batches,
+sticky ranges, batch-index acks, regex subscriptions, partitions, compression, chunks."""
 
 from __future__ import annotations
 
 import re
-import threading
 
 import pulsar
 import pytest
 
-from ..client_support import wait_until_in_line
 from .conftest import WAIT_MS, drain, unique
-
-
-def test_produce_consume_keeps_ids_keys_properties_and_times(client: pulsar.Client) -> None:
-    topic = unique("off-basic")
-    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
-    producer = client.create_producer(topic, producer_name="p-basic")
-    sent = [
-        producer.send(f"m{i}".encode(), properties={"i": str(i)}, partition_key=f"k{i}",
-                      event_timestamp=1000 + i)
-        for i in range(5)
-    ]
-    got = [consumer.receive(timeout_millis=WAIT_MS) for _ in range(5)]
-    for i, (mid, msg) in enumerate(zip(sent, got, strict=True)):
-        assert msg.data() == f"m{i}".encode()
-        assert msg.message_id() == mid
-        assert msg.properties() == {"i": str(i)}
-        assert msg.partition_key() == f"k{i}"
-        assert msg.event_timestamp() == 1000 + i
-        assert msg.publish_timestamp() > 0
-        consumer.acknowledge(msg)
-    assert drain(consumer) == []
 
 
 @pytest.mark.parametrize(
@@ -53,30 +31,6 @@ def test_every_subscription_type_delivers_everything_once(
     consumer.acknowledge(first)
     values = sorted(int(m.data()) for m in [first, *drain(consumer)])
     assert values == list(range(200))
-
-
-def test_exclusive_refuses_a_second_consumer(client: pulsar.Client) -> None:
-    topic = unique("off-excl")
-    client.subscribe(topic, "s")
-    with pytest.raises(pulsar.ConsumerBusy):
-        client.subscribe(topic, "s")
-
-
-def test_failover_standby_takes_over_unacked_messages(client: pulsar.Client) -> None:
-    topic = unique("off-failover")
-    first = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Failover,
-                             consumer_name="a")
-    producer = client.create_producer(topic)
-    for i in range(5):
-        producer.send(f"{i}".encode())
-    got = [first.receive(timeout_millis=WAIT_MS) for _ in range(5)]
-    assert [int(m.data()) for m in got] == list(range(5))
-    second = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Failover,
-                              consumer_name="b")
-    first.close()
-    redelivered = [second.receive(timeout_millis=WAIT_MS) for _ in range(5)]
-    assert [int(m.data()) for m in redelivered] == list(range(5))
-    assert [m.message_id() for m in redelivered] == [m.message_id() for m in got]
 
 
 def test_key_shared_key_based_batches_keep_each_key_on_one_consumer(
@@ -151,91 +105,6 @@ def test_batch_index_acks_redeliver_only_the_unacked_messages(client: pulsar.Cli
     assert sorted(int(m.data()) for m in drain(again)) == [1, 3, 5, 7, 9]
 
 
-def test_negative_ack_redelivers_with_a_count(client: pulsar.Client) -> None:
-    topic = unique("off-nack")
-    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
-                                negative_ack_redelivery_delay_ms=100)
-    producer = client.create_producer(topic)
-    producer.send(b"x")
-    msg = consumer.receive(timeout_millis=WAIT_MS)
-    assert msg.redelivery_count() == 0
-    consumer.negative_acknowledge(msg)
-    again = consumer.receive(timeout_millis=WAIT_MS)
-    assert again.data() == b"x"
-    assert again.redelivery_count() == 1
-    assert again.message_id() == msg.message_id()
-    consumer.acknowledge(again)
-
-
-@pytest.mark.slow  # the official client's smallest ack timeout is 10 s
-def test_ack_timeout_redelivers(client: pulsar.Client) -> None:
-    topic = unique("off-acktimeout")
-    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
-                                unacked_messages_timeout_ms=10_000)
-    producer = client.create_producer(topic)
-    producer.send(b"late")
-    first = consumer.receive(timeout_millis=WAIT_MS)
-    again = consumer.receive(timeout_millis=15_000)
-    assert again.data() == b"late"
-    assert again.message_id() == first.message_id()
-    assert again.redelivery_count() == 1
-    consumer.acknowledge(again)
-
-
-def test_dead_letter_policy_moves_a_message_after_max_redeliveries(
-    client: pulsar.Client,
-) -> None:
-    topic = unique("off-dlq")
-    dlq = f"{topic}-dead"
-    dlq_consumer = client.subscribe(dlq, "inspect")
-    consumer = client.subscribe(
-        topic, "s", consumer_type=pulsar.ConsumerType.Shared,
-        negative_ack_redelivery_delay_ms=50,
-        dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(
-            max_redeliver_count=2, dead_letter_topic=dlq
-        ),
-    )
-    producer = client.create_producer(topic)
-    producer.send(b"poison", properties={"why": "test"})
-    for _ in range(3):
-        msg = consumer.receive(timeout_millis=WAIT_MS)
-        consumer.negative_acknowledge(msg)
-    dead = dlq_consumer.receive(timeout_millis=WAIT_MS)
-    assert dead.data() == b"poison"
-    assert dead.properties()["why"] == "test"
-    assert "ORIGIN_MESSAGE_ID" in dead.properties()
-    dlq_consumer.acknowledge(dead)
-    assert drain(consumer, quiet_ms=300) == []
-
-
-def test_seek_by_message_id_and_by_time(client: pulsar.Client) -> None:
-    topic = unique("off-seek")
-    consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
-    producer = client.create_producer(topic)
-    ids = [producer.send(f"{i}".encode()) for i in range(5)]
-    assert len(drain(consumer)) == 5
-    consumer.seek(ids[2])  # the broker rewinds to the id; the client skips the id itself
-    assert [m.data() for m in drain(consumer)] == [b"3", b"4"]
-    consumer.seek(0)  # publish time 0: everything again
-    assert [m.data() for m in drain(consumer)] == [b"0", b"1", b"2", b"3", b"4"]
-
-
-def test_readers_from_earliest_latest_and_an_id(client: pulsar.Client) -> None:
-    topic = unique("off-reader")
-    producer = client.create_producer(topic)
-    ids = [producer.send(f"{i}".encode()) for i in range(4)]
-    reader = client.create_reader(topic, pulsar.MessageId.earliest)
-    assert [reader.read_next(WAIT_MS).data() for _ in range(4)] == [b"0", b"1", b"2", b"3"]
-    assert not reader.has_message_available()
-    from_id = client.create_reader(topic, ids[1])
-    assert from_id.read_next(WAIT_MS).data() == b"2"
-    inclusive = client.create_reader(topic, ids[1], start_message_id_inclusive=True)
-    assert inclusive.read_next(WAIT_MS).data() == b"1"
-    latest = client.create_reader(topic, pulsar.MessageId.latest)
-    producer.send(b"new")
-    assert latest.read_next(WAIT_MS).data() == b"new"
-
-
 def test_regex_subscription_finds_matching_topics(client: pulsar.Client) -> None:
     prefix = unique("off-regex")
     producers = [client.create_producer(f"{prefix}-{i}") for i in range(3)]
@@ -262,13 +131,6 @@ def test_partitioned_topic_round_trip(broker, client: pulsar.Client) -> None:
     assert {m.message_id().partition() for m in got} == {0, 1, 2}
 
 
-def test_producer_access_mode_exclusive(client: pulsar.Client) -> None:
-    topic = unique("off-access")
-    client.create_producer(topic, access_mode=pulsar.ProducerAccessMode.Exclusive)
-    with pytest.raises(pulsar.PulsarException):
-        client.create_producer(topic)
-
-
 def test_compressed_messages_pass_through(client: pulsar.Client) -> None:
     topic = unique("off-lz4")
     consumer = client.subscribe(topic, "s")
@@ -292,25 +154,6 @@ def test_last_message_id_and_unsubscribe(client: pulsar.Client) -> None:
     drain(consumer)
     consumer.unsubscribe()
     assert last.entry_id() == 2
-
-
-def test_a_reader_reads_every_message_of_a_last_batch(client: pulsar.Client) -> None:
-    # GetLastMessageId answers the last entry's largest batch index, as Pulsar does: a reader
-    # that stops when has_message_available() turns false reads the whole last batch (with
-    # -1 the client stops after its first message once it holds nothing more).
-    topic = unique("off-last-batch")
-    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=10,
-                                      batching_max_publish_delay_ms=60_000)
-    for i in range(30):
-        producer.send_async(b"m%d" % i, None)
-    producer.flush()
-    reader = client.create_reader(topic, pulsar.MessageId.earliest, receiver_queue_size=1)
-    got = []
-    while reader.has_message_available():
-        got.append(reader.read_next(WAIT_MS).data())
-    assert got == [b"m%d" % i for i in range(30)]
-    reader.close()
-    producer.close()
 
 
 def test_deleting_a_topic_closes_its_clients_which_reconnect(broker, client) -> None:
@@ -354,29 +197,3 @@ def test_non_persistent_topic_and_cumulative_ack(client: pulsar.Client) -> None:
     assert drain(again) == []
 
 
-def test_wait_for_exclusive_blocks_until_the_exclusive_producer_closes(
-    broker, client: pulsar.Client,
-) -> None:
-    topic = unique("off-waitex")
-    holder = client.create_producer(topic, access_mode=pulsar.ProducerAccessMode.Exclusive)
-    consumer = client.subscribe(topic, "s")
-    created: list = []
-    waiter = threading.Thread(target=lambda: created.append(client.create_producer(
-        topic, access_mode=pulsar.ProducerAccessMode.WaitForExclusive)))
-    waiter.start()
-
-    assert wait_until_in_line(broker, topic) == 1
-    # Answered "not ready" at once, the client keeps waiting while the holder publishes
-    # (the C++ client gives up after its operation timeout, 10 s here, whatever the broker
-    # answered: HandlerBase's start timeout).
-    holder.send(b"first")
-    assert consumer.receive(timeout_millis=WAIT_MS).data() == b"first"
-    assert waiter.is_alive() and not created
-    holder.close()
-    waiter.join(WAIT_MS / 1000)
-    assert not waiter.is_alive()
-    (producer,) = created
-    producer.send(b"second")
-    assert consumer.receive(timeout_millis=WAIT_MS).data() == b"second"
-    with pytest.raises(pulsar.ProducerBusy):
-        client.create_producer(topic)

@@ -2,15 +2,14 @@
 
 The C++ core of ``pulsar-client`` 3.x has no handler for REACHED_END_OF_TOPIC: it logs
 "Received invalid message from server" and reconnects, as it does against Pulsar 3.3 itself,
-so what a test can see through it is the producer side and the reader's end.
+so what a test can see through it is the producer side and the reader's end (both in
+tests/integration/behaviour/test_producers.py, on every face).
 """
 
 from __future__ import annotations
 
 import json
 import urllib.request
-
-import pytest
 
 from .conftest import WAIT_MS, pulsar, unique
 
@@ -24,27 +23,6 @@ def _rest(broker, method: str, topic: str, resource: str) -> dict:
 
 def _terminate(broker, topic: str) -> dict:
     return _rest(broker, "POST", topic, "terminate")
-
-
-def test_producer_is_refused_and_reader_sees_the_end(broker, client: pulsar.Client) -> None:
-    topic = f"persistent://public/default/{unique('terminated')}"
-    producer = client.create_producer(topic, batching_enabled=False)
-    reader = client.create_reader(topic, pulsar.MessageId.earliest)
-    last = None
-    for i in range(3):
-        last = producer.send(f"m{i}".encode())
-    end = _terminate(broker, topic)
-    assert (end["ledgerId"], end["entryId"]) == (last.ledger_id(), last.entry_id())
-    with pytest.raises(pulsar.TopicTerminated):
-        producer.send(b"too late")
-    with pytest.raises(pulsar.TopicTerminated):
-        client.create_producer(topic)
-    seen = []
-    while reader.has_message_available():
-        seen.append(reader.read_next(WAIT_MS).data())
-    assert seen == [b"m0", b"m1", b"m2"]
-    assert not reader.has_message_available()
-    reader.close()
 
 
 def test_a_consumer_drains_what_was_published_before_the_end(

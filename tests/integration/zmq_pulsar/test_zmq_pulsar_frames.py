@@ -1,11 +1,13 @@
 """Pulsar's binary protocol over the broker's ZeroMQ ROUTER: one message is one frame, served
-by the same PulsarSession as pulsar://, beside the msgpack peers of pulsarlab's client."""
+by the same PulsarSession as pulsar://; a peer speaking anything else is closed."""
 
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Iterator
 
+import msgpack
 import pytest
 
 from pulsarlab import Broker
@@ -143,7 +145,7 @@ def test_an_empty_message_hangs_up_and_frees_the_exclusive_subscription(
     first.connect()
     first.subscribe(topic, "s")
     first.send(b"")  # the client hangs up
-    wait_until(lambda: broker.call(lambda s: b"reused-id" not in broker.zmq_pulsar.sessions),
+    wait_until(lambda: broker.call(lambda s: b"reused-id" not in broker.zmq_sessions),
                "the hang-up to end the session")
     first.close()
     # The same routing id may connect again: the hang-up was the client's, not a refusal.
@@ -165,22 +167,56 @@ def test_seek_closes_the_consumer_as_on_pulsar_tcp(broker: Broker, dealer: Pulsa
     assert dealer.expect(T.SUCCESS).success.request_id == 5
 
 
-def test_msgpack_and_pulsar_peers_share_the_router(broker: Broker, dealer: PulsarDealer) -> None:
-    """Until pulsarlab's client speaks Pulsar frames both kinds of peer are served: a
-    msgpack producer's messages reach a Pulsar-frame consumer and the other way round."""
+def test_pulsarlabs_client_and_a_raw_peer_share_the_router(
+    broker: Broker, dealer: PulsarDealer
+) -> None:
+    """pulsarlab's client and a hand-made Pulsar-frame peer are the same kind of peer: each
+    one's messages reach the other."""
     topic = unique("persistent://public/default/zp-mixed")
     dealer.connect()
-    dealer.subscribe(topic, "pulsar-side")
+    dealer.subscribe(topic, "raw-side")
     with Client(broker.service_url, operation_timeout_seconds=10) as client:
-        consumer = client.subscribe(topic, "msgpack-side")
+        consumer = client.subscribe(topic, "client-side")
         producer = client.create_producer(topic)
-        producer.send(b"from-msgpack")
-        assert dealer.recv().payload == b"from-msgpack"
+        producer.send(b"from-client")
+        assert dealer.recv().payload == b"from-client"
         dealer.producer(topic, producer_id=1)
-        dealer.send(send_frame(1, 0, b"from-pulsar"))
+        dealer.send(send_frame(1, 0, b"from-raw"))
         dealer.expect(T.SEND_RECEIPT)
         got = [consumer.receive(timeout_millis=10_000).data() for _ in range(2)]
-        assert got == [b"from-msgpack", b"from-pulsar"]
+        assert got == [b"from-client", b"from-raw"]
+
+
+def test_a_peer_of_the_old_msgpack_wire_is_closed_with_one_log_line(
+    broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The msgpack command wire is gone: its CONNECT (a msgpack map) gets the close notice
+    and one log line naming the problem, what the peer sends next is dropped, and everyone
+    else is served on."""
+    topic = unique("zp-old-wire")
+    old = PulsarDealer(broker.service_url)
+    other = PulsarDealer(broker.service_url)
+    try:
+        other.connect()
+        other.subscribe(topic, "s")
+        with caplog.at_level(logging.INFO, logger="pulsarlab.broker.zmq"):
+            old.send(msgpack.packb({"v": 1, "cmd": "CONNECT", "rid": 1, "client_version": "0.1"}))
+            assert old.recv() == CLOSED
+            before = broker.dropped_from_refused
+            old.send(msgpack.packb({"v": 1, "cmd": "PING", "rid": 2}))
+            assert old.recv(QUIET_MS) is None
+            wait_until(lambda: broker.call(lambda s: broker.dropped_from_refused) == before + 1,
+                       "the old peer's next message to be dropped")
+        lines = [r.getMessage() for r in caplog.records if "not a Pulsar frame" in r.getMessage()]
+        assert len(lines) == 1 and "first byte 0x84" in lines[0], lines
+        assert broker.call(lambda s: len(broker.zmq_sessions)) >= 1  # the other one's
+        other.producer(topic)
+        other.send(send_frame(1, 0, b"still-served"))
+        other.expect(T.SEND_RECEIPT)
+        assert other.recv().payload == b"still-served"
+    finally:
+        old.close()
+        other.close()
 
 
 def test_a_vanished_peer_releases_its_consumer_at_once(broker: Broker) -> None:

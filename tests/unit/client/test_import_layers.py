@@ -12,7 +12,7 @@ import pytest
 # The server, the web face, the protocol sessions and the core (service, topics,
 # subscriptions, cursors, dispatchers, storage).
 FORBIDDEN = (
-    "tornado", "pulsarlab.broker.server", "pulsarlab.broker.web", "pulsarlab.broker.zmq_session",
+    "tornado", "pulsarlab.broker.server", "pulsarlab.broker.web", "pulsarlab.broker.transports",
     "pulsarlab.broker.pulsar_protocol.session", "pulsarlab.broker.admin_handler",
     "pulsarlab.broker.service", "pulsarlab.broker.topic", "pulsarlab.broker.non_persistent",
     "pulsarlab.broker.subscription", "pulsarlab.broker.cursor", "pulsarlab.broker.dispatchers",

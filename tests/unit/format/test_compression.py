@@ -72,26 +72,37 @@ def test_a_declared_size_over_max_size_is_refused_before_allocating(name):
     assert decompress(name, packed, 100, max_size=100) == b"x" * 100
 
 
-def test_the_broker_relays_bound_a_batch_by_max_message_size():
-    """A batch re-laid between the two protocols on the broker thread is decompressed no
-    further than max_message_size, whatever its metadata declares."""
-    from pulsarlab.broker.entry import MessageMetadata
-    from pulsarlab.broker.format.batch import OutgoingMessage, encode_batch
-    from pulsarlab.broker.pulsar_protocol.metadata import (
-        from_pulsar,
-        pulsar_entry_for_zmq,
-        to_pulsar,
-    )
+@pytest.mark.parametrize("name", ["LZ4", "ZSTD", "SNAPPY"])
+def test_a_size_no_payload_could_hold_is_refused_before_allocating(name):
+    """A client gets no max_message_size bound for what it receives (a compressed message
+    may inflate past it): a few bytes claiming 4 GiB are refused, not decoded into 4 GiB."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="cannot hold"):
+            decompress(name, b"\x1f" * 30, (1 << 32) - 1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, f"{name}: {peak} bytes allocated"
 
-    batch = encode_batch([OutgoingMessage(b"m", {}, None, None, 0, 0)])
+
+@pytest.mark.parametrize("name", ["LZ4", "ZLIB", "ZSTD", "SNAPPY"])
+def test_the_most_compressible_payload_still_decodes(name):
+    """The ratio bounds are each format's real maxima: all-zero data (the best case of every
+    codec) decodes at its full size."""
+    data = bytes(32 << 20)
+    assert decompress(name, compress(name, data), len(data)) == data
+
+
+def test_the_broker_relays_bound_a_batch_by_max_message_size():
+    """A batch stored in pulsarlab's layout, re-laid for a Pulsar consumer on the broker
+    thread, is decompressed no further than max_message_size, whatever its metadata
+    declares."""
+    from pulsarlab.broker.entry import MessageMetadata
+    from pulsarlab.broker.format.metadata import to_pulsar
+
     bomb = compress("ZLIB", bytes(_BOMB_SIZE))
     lying = MessageMetadata(producer_name="p", publish_time=1, num_messages_in_batch=1,
                             compression="ZLIB", uncompressed_size=_BOMB_SIZE)
     with pytest.raises(ValueError, match="max_message_size"):
         to_pulsar(lying, bomb, 5 << 20)
-    raw, _ = to_pulsar(MessageMetadata(producer_name="p", publish_time=1,
-                                       num_messages_in_batch=1), batch)
-    pulsar_md = from_pulsar(raw)
-    pulsar_md.compression, pulsar_md.uncompressed_size = "ZLIB", _BOMB_SIZE
-    with pytest.raises(ValueError, match="max_message_size"):
-        pulsar_entry_for_zmq(pulsar_md, bomb, 5 << 20)

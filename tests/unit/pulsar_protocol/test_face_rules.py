@@ -1,6 +1,6 @@
-"""The rules both faces share, over pulsar:// bytes (their ZeroMQ twins are in
-tests/unit/zmq_session/test_zmq_face_rules.py): GetLastMessageId gives the last batch's
-index, a repeated SUBSCRIBE succeeds, a SEEK disconnects the subscription's consumers."""
+"""Rules the msgpack wire once had its own way, as every transport now serves them (one
+session): GetLastMessageId gives the last batch's index, a repeated SUBSCRIBE succeeds, a
+SEEK disconnects the subscription's consumers."""
 
 from __future__ import annotations
 

@@ -206,7 +206,7 @@ def test_the_broker_hand_out_writes_waiting_answers_in_their_place() -> None:
                              request_id=11))
     assert _kinds([f.command for f in h.frames(s)]) == ["SUCCESS"]  # written at once
     h.service.commit()
-    hand_out(h.service.take_actions(), lambda legacy: None)
+    hand_out(h.service.take_actions())
     assert _kinds([f.command for f in h.frames(s)]) == [
         "REACHED_END_OF_TOPIC", "GET_LAST_MESSAGE_ID_RESPONSE"
     ]

@@ -1,8 +1,9 @@
-"""Messages that once stopped the broker (issue 23), driven with bytes through both faces.
+"""Messages that once stopped the broker (issue 23), driven with bytes through a session.
 
-What Pulsar stores is stored (its uint64 fields up to 2^64 - 1) and delivered on both faces;
-what no Pulsar broker would accept gets SEND_ERROR and stores nothing; an entry that cannot
-be laid out for a consumer goes to it raw, with one log line, and the broker goes on.
+What Pulsar stores is stored (its uint64 fields up to 2^64 - 1) and delivered; what no
+Pulsar broker would accept gets SEND_ERROR and stores nothing; an entry that cannot be laid
+out for a consumer goes to it raw, with one log line, and the broker goes on. Every
+transport (pulsar://, ZeroMQ) serves the same session, so one face is driven here.
 """
 
 from __future__ import annotations
@@ -14,16 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pulsarlab.broker import wire
-from pulsarlab.broker.entry import MessageMetadata, decode_entry, encode_entry
-from pulsarlab.broker.format.batch import batch_items
+from pulsarlab.broker.entry import MessageMetadata, encode_entry
 from pulsarlab.broker.pulsar_protocol import FrameDecoder
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
 from pulsarlab.broker.pulsar_protocol.framing import encode_payload_command
-from pulsarlab.broker.pulsar_protocol.metadata import from_pulsar, pulsar_entry_for_zmq
-from pulsarlab.broker.security import Authenticator
 from pulsarlab.broker.transports import hand_out
-from pulsarlab.broker.zmq_session import ZmqProtocol
 
 from .support import Harness, T, command, send_frame
 
@@ -31,51 +27,31 @@ U64_MAX = (1 << 64) - 1
 
 
 class Both(Harness):
-    """One core with a pulsar:// session and the ZeroMQ protocol on it."""
+    """One core with a connected session (what either transport serves)."""
 
     def __init__(self, **settings) -> None:
         super().__init__(**settings)
-        self.zmq_sent: list[tuple[bytes, wire.Command]] = []
-        self.zmq = ZmqProtocol(
-            self.service, self.settings, Authenticator(self.settings),
-            send=lambda conn, frames: self.zmq_sent.append(
-                (conn.identity, wire.decode(frames, wire.BROKER_COMMANDS))
-            ),
-            flush=lambda: None, now_ms=self.clock.now_ms,
-        )
         self.s = self.session()
         self.connect(self.s)
 
     def flush(self) -> list:
-        """Commit and hand every action out; what the pulsar:// session wrote, as frames."""
+        """Commit and hand every action out; what the session wrote, as frames."""
         self.service.commit()
-        hand_out(self.service.take_actions(), self.zmq.handle_actions)
+        hand_out(self.service.take_actions())
         return self.frames(self.s)
 
     def send_raw(self, data: bytes) -> list:
         self.s.receive_data(data)
         return self.flush()
 
-    def zmq_request(self, name: str, request_id: int, payloads=(), **fields) -> list:
-        self.zmq_sent.clear()
-        self.zmq.handle([b"z", *wire.encode(name, request_id, list(payloads), **fields)],
-                        self.clock.now_ms())
-        self.pulsar_frames = self.flush()  # what the pulsar:// session got meanwhile
-        return [cmd for _, cmd in self.zmq_sent]
-
     def open(self, topic: str = "t") -> None:
-        """A pulsar:// producer (1) and consumer (5), and a ZeroMQ consumer (7), from the
-        earliest message."""
+        """A producer (1) and a consumer (5), from the earliest message."""
         self.send_raw(command(T.PRODUCER, "producer", topic=topic, producer_id=1,
                               request_id=1, producer_name="p"))
         self.send_raw(command(T.SUBSCRIBE, "subscribe", topic=topic, subscription="pulsar",
                               subType=api.CommandSubscribe.Shared, consumer_id=5,
                               request_id=2, initialPosition=api.CommandSubscribe.Earliest))
         self.send_raw(command(T.FLOW, "flow", consumer_id=5, messagePermits=1000))
-        self.zmq_request("CONNECT", 1, client_version="t")
-        self.zmq_request("SUBSCRIBE", 2, topic=topic, subscription="zmq", consumer_id=7,
-                         sub_type="Shared", initial_position="earliest")
-        self.zmq_request("FLOW", 3, consumer_id=7, permits=1000)
 
 
 def _send_with(seq: int, payload: bytes, **metadata) -> bytes:
@@ -89,18 +65,10 @@ def _send_with(seq: int, payload: bytes, **metadata) -> bytes:
     return encode_payload_command(cmd, md.SerializeToString(), payload)
 
 
-def _zmq_messages(h: Both) -> list[tuple[MessageMetadata, bytes]]:
-    out = []
-    for _, cmd in h.zmq_sent:
-        if cmd.name == "MESSAGE":
-            out += [decode_entry(bytes(p)) for p in cmd.payloads]
-    return out
-
-
 # -- 1: uint64 fields are stored and delivered, invalid ones refused ------------------------
 
 
-def test_uint64_fields_at_their_maximum_are_stored_and_delivered_on_both_faces() -> None:
+def test_uint64_fields_at_their_maximum_are_stored_and_delivered() -> None:
     h = Both(broker_deduplication_enabled=True)
     h.open()
     frames = h.send_raw(_send_with(U64_MAX, b"x", event_time=U64_MAX,
@@ -111,8 +79,7 @@ def test_uint64_fields_at_their_maximum_are_stored_and_delivered_on_both_faces()
     delivered = api.MessageMetadata.FromString(frames[1].metadata)
     assert (delivered.event_time, delivered.sequence_id, delivered.highest_sequence_id) == (
         U64_MAX, U64_MAX, U64_MAX)
-    [(md, payload)] = _zmq_messages(h)
-    assert (md.event_time, md.sequence_id, payload) == (U64_MAX, U64_MAX, b"x")
+    assert frames[1].payload == b"x"
     # The producer reopened: last_sequence_id is int64 on the wire (Java's long), so the
     # uint64 maximum reads back as -1 rather than failing the PRODUCER command.
     h.send_raw(command(T.CLOSE_PRODUCER, "close_producer", producer_id=1, request_id=8))
@@ -147,20 +114,6 @@ def test_values_no_pulsar_broker_accepts_get_send_error_and_store_nothing(field,
         T.SEND_RECEIPT, T.MESSAGE]
 
 
-def test_a_zmq_send_out_of_range_gets_send_error() -> None:
-    h = Both()
-    h.zmq_request("CONNECT", 1, client_version="t")
-    h.zmq_request("PRODUCER", 2, topic="t", producer_id=1)
-    [reply] = h.zmq_request("SEND", 0, [b"x"], producer_id=1, sequence_id=8,
-                            metadata={"chunk_id": -1, "uuid": "u", "num_chunks_from_msg": 2,
-                                      "total_chunk_msg_size": 1})
-    assert (reply.name, reply["sequence_id"]) == ("SEND_ERROR", 8)
-    assert "chunk_id" in reply["message"]
-    [reply] = h.zmq_request("SEND", 0, [b"x"], producer_id=1, sequence_id=9,
-                            metadata={"event_time": U64_MAX})
-    assert reply.name == "SEND_RECEIPT"
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     sequence_id=st.integers(0, U64_MAX), event_time=st.integers(0, U64_MAX),
@@ -179,8 +132,8 @@ def test_whatever_metadata_a_send_carries_what_is_stored_is_delivered(
     sequence_id, event_time, highest, publish_time, deliver_at, chunk, batch, compression,
     uncompressed, marker, payload,
 ) -> None:
-    """Any value of Pulsar's protobuf types: SEND_ERROR, or stored AND delivered to both
-    faces (raw if it cannot be laid out), with the connection still serving."""
+    """Any value of Pulsar's protobuf types: SEND_ERROR, or stored AND delivered (raw if it
+    cannot be laid out), with the connection still serving."""
     h = Both()
     h.open()
     md = dict(event_time=event_time, highest_sequence_id=highest, deliver_at_time=deliver_at,
@@ -208,13 +161,12 @@ def test_whatever_metadata_a_send_carries_what_is_stored_is_delivered(
         later = h.flush()
         delivered = [f for f in frames + later if f.command.type == T.MESSAGE]
         assert len(delivered) == 1
-        assert len(_zmq_messages(h)) == 1
     assert not h.s.closed
     after = h.send_raw(send_frame(1, 1, b"ok"))
     assert after[0].command.type == T.SEND_RECEIPT
 
 
-# -- 2: batches that cannot be re-laid go raw ----------------------------------------------
+# -- 2: batches the broker cannot read are delivered as stored ----------------------------
 
 
 def _pulsar_batch(messages: list[bytes]) -> bytes:
@@ -226,9 +178,9 @@ def _pulsar_batch(messages: list[bytes]) -> bytes:
 
 
 @pytest.mark.parametrize("case", ["garbage", "truncated", "corrupt-lz4", "encrypted"])
-def test_a_pulsar_batch_that_cannot_be_relaid_reaches_a_zmq_consumer_raw_once(
-    case, caplog
-) -> None:
+def test_a_pulsar_batch_the_broker_cannot_read_is_delivered_as_stored(case) -> None:
+    """The broker never opens a batch it dispatches: whatever the payload, the consumer
+    gets it as the producer sent it (the client library finds it corrupt or encrypted)."""
     h = Both()
     h.open()
     good = _pulsar_batch([b"a", b"b"])
@@ -250,42 +202,26 @@ def test_a_pulsar_batch_that_cannot_be_relaid_reaches_a_zmq_consumer_raw_once(
         raw.encryption_algo = "RSA"
         cmd = T(type=T.SEND, send=api.CommandSend(producer_id=1, sequence_id=0))
         data = encode_payload_command(cmd, raw.SerializeToString(), payload)
-    with caplog.at_level(logging.WARNING, logger="pulsarlab.broker.server"):
-        frames = h.send_raw(data)
+    frames = h.send_raw(data)
     assert [f.command.type for f in frames] == [T.SEND_RECEIPT, T.MESSAGE]
-    assert frames[1].payload == payload  # pulsar:// consumers get what was stored
-    [(md_out, out)] = _zmq_messages(h)
-    assert out == payload and md_out.num_messages_in_batch is None
-    assert md_out.compression == "NONE"
-    [line] = [r.getMessage() for r in caplog.records if "cannot be re-laid" in r.getMessage()]
-    assert "persistent://public/default/t entry 0:0" in line
-    # Acked once, it is gone: nothing is retried.
-    [msg] = [cmd for _, cmd in h.zmq_sent if cmd.name == "MESSAGE"]
-    h.zmq_request("ACK", 4, consumer_id=7, positions=[[0, 0]])
-    assert h.service.subscription("t", "zmq").cursor.number_of_entries_in_backlog() == 0
-    assert msg["entries"][0][:2] == [0, 0]
+    assert frames[1].payload == payload
+    metadata = api.MessageMetadata.FromString(frames[1].metadata)
+    assert metadata.num_messages_in_batch == 2
+    assert not h.s.closed
 
 
-def test_relaying_checks_every_bound_of_a_pulsar_batch() -> None:
-    good = _pulsar_batch([b"a", b"bc"])
-    md = from_pulsar(api.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1,
-                                         num_messages_in_batch=2).SerializeToString())
-    out, batch = pulsar_entry_for_zmq(md, good)
-    assert out.num_messages_in_batch == 2 and out.pulsar_metadata is None
-    assert [m[6] for m in batch_items(batch, 2)] == [b"a", b"bc"]
-    for cut in range(len(good)):
-        with pytest.raises(ValueError):
-            pulsar_entry_for_zmq(md, good[:cut])
-
-
-def test_a_zmq_batch_with_a_garbage_payload_reaches_a_pulsar_consumer_raw() -> None:
+def test_a_stored_pulsarlab_batch_with_a_garbage_payload_reaches_a_consumer_raw() -> None:
+    """A batch in the layout the msgpack wire stored (data written before it went away)
+    whose payload is garbage goes out as stored."""
     h = Both()
     h.open()
-    h.zmq_request("PRODUCER", 5, topic="t", producer_id=3)
-    replies = h.zmq_request("SEND", 0, [b"\x93not a batch"], producer_id=3, sequence_id=1,
-                            metadata={"num_messages_in_batch": 3})
-    assert [r.name for r in replies] == ["SEND_RECEIPT", "MESSAGE"]
-    [frame] = [f for f in h.pulsar_frames if f.command.type == T.MESSAGE]
+    topic = h.service.get_topic("t")
+    topic.ledger.add_entry(encode_entry(
+        MessageMetadata(producer_name="p", publish_time=5, num_messages_in_batch=3),
+        b"\x93not a batch"), 0)
+    topic.ledger.sync()
+    topic.on_entries_confirmed()
+    [frame] = [f for f in h.flush() if f.command.type == T.MESSAGE]
     metadata = api.MessageMetadata.FromString(frame.metadata)
     # As stored, so that the official client finds the batch corrupt and discards it.
     assert metadata.num_messages_in_batch == 3 and frame.payload == b"\x93not a batch"
@@ -332,7 +268,6 @@ def test_a_failing_delivery_costs_that_connection_only(monkeypatch) -> None:
     assert frames[-1].command.type == T.ERROR
     assert "internal error" in frames[-1].command.error.message
     assert [f.command.type for f in h.frames(other)] == [T.MESSAGE]
-    assert len(_zmq_messages(h)) == 1
 
 
 # -- 7: the last message id skips empty ledgers --------------------------------------------
@@ -351,8 +286,6 @@ def test_last_message_id_after_a_rollover_points_at_the_last_entry() -> None:
                                   consumer_id=5))
     last = reply.getLastMessageIdResponse.last_message_id
     assert (last.ledgerId, last.entryId) == (0, 1)
-    [reply] = h.zmq_request("GET_LAST_MESSAGE_ID", 9, consumer_id=7)
-    assert reply["result"][:2] == [0, 1]
     assert h.admin.call("topics.get_last_message_id", {"topic": "t"})["entryId"] == 1
 
 

@@ -1,12 +1,12 @@
 """More of the pulsar:// session with bytes: schemas, namespace listings, stats, failover
-notices, de-duplication, exclusive producers, batches from the ZeroMQ client."""
+notices, de-duplication, exclusive producers, batches stored in pulsarlab's old layout."""
 
 from __future__ import annotations
 
 from pulsarlab.broker.entry import MessageMetadata
 from pulsarlab.broker.format.batch import OutgoingMessage, encode_batch
+from pulsarlab.broker.format.metadata import from_pulsar, to_pulsar
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
-from pulsarlab.broker.pulsar_protocol.metadata import from_pulsar, pulsar_entry_for_zmq, to_pulsar
 from pulsarlab.broker.rates import date_string
 
 from .support import Harness, T, command, send_frame
@@ -113,13 +113,19 @@ def test_an_exclusive_producer_keeps_others_out() -> None:
     assert reply.type == T.ERROR and reply.error.error == api.ProducerBusy
 
 
-def test_zmq_batches_are_relaid_for_pulsar_consumers_and_back() -> None:
+def test_batches_stored_in_pulsarlabs_layout_are_relaid_for_pulsar_consumers() -> None:
     messages = [OutgoingMessage(f"m{i}".encode(), {"i": str(i)}, f"k{i}", None, 10 + i, i)
                 for i in range(3)]
     md = MessageMetadata(producer_name="p", publish_time=5, num_messages_in_batch=3)
     raw, payload = to_pulsar(md, encode_batch(messages))
     pulsar_md = from_pulsar(raw)
     assert pulsar_md.num_messages_in_batch == 3
-    back, batch = pulsar_entry_for_zmq(pulsar_md, payload)
-    assert back.pulsar_metadata is None
-    assert batch == encode_batch(messages)
+    singles, offset = [], 0
+    while offset < len(payload):  # Pulsar's layout: size, SingleMessageMetadata, payload
+        size = int.from_bytes(payload[offset:offset + 4], "big")
+        single = api.SingleMessageMetadata.FromString(payload[offset + 4:offset + 4 + size])
+        offset += 4 + size
+        singles.append((single.partition_key, dict((p.key, p.value) for p in single.properties),
+                        payload[offset:offset + single.payload_size]))
+        offset += single.payload_size
+    assert singles == [(f"k{i}", {"i": str(i)}, f"m{i}".encode()) for i in range(3)]

@@ -1,6 +1,6 @@
 """The schema registry and the authorizer belong to the core: a schema a pulsar:// client
-registers is the admin API's (REST and the ZeroMQ ADMIN command call the same handler), and
-a permission granted through the admin API is what every face checks."""
+registers is the admin API's (what REST calls), and a permission granted through the admin
+API is what every session checks, whichever transport carries it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import pytest
 from pulsarlab.broker.admin_handler import AdminHandler
 from pulsarlab.broker.errors import AuthorizationError
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
-from pulsarlab.broker.security import Authenticator
-from pulsarlab.broker.zmq_session import ZmqProtocol
 
 from .support import Harness, T, command
 
@@ -19,9 +17,7 @@ T_NAME = "persistent://public/default/t"
 
 def test_every_face_and_the_admin_api_share_the_cores_registry_and_authorizer() -> None:
     h = Harness()
-    zmq = ZmqProtocol(h.service, h.settings, Authenticator(h.settings), send=lambda *a: None,
-                      flush=lambda: None, now_ms=h.clock.now_ms)
-    for admin in (h.admin, zmq.admin, AdminHandler(h.service)):
+    for admin in (h.admin, AdminHandler(h.service)):
         assert admin.schemas is h.service.schemas
         assert admin.authorizer is h.service.authorizer
     s = h.session()

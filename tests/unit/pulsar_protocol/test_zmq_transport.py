@@ -1,17 +1,19 @@
 """The ZeroMQ transport's rules without sockets: one message is one Pulsar frame for one
-routing id's session; closes, refusals, max_connections and hang-ups."""
+routing id's session; closes, refusals, max_connections, hang-ups, and peers that speak
+something else (the msgpack command wire older releases had)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import msgpack
 import pytest
 
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
 from pulsarlab.broker.pulsar_protocol.framing import decode_message
 from pulsarlab.broker.transports import zmq as transport_module
 from pulsarlab.broker.transports.zmq import ZmqTransport, is_pulsar_frame
-from pulsarlab.broker.wire import encode
 
 from .support import Harness, T, command, send_frame
 
@@ -75,12 +77,42 @@ class Peers:
         assert reply.type == T.CONNECTED
 
 
-def test_the_first_byte_tells_a_pulsar_frame_from_a_msgpack_header() -> None:
+# What a client of the msgpack command wire (gone) sent first: a msgpack map.
+OLD_WIRE_CONNECT = msgpack.packb({"v": 1, "cmd": "CONNECT", "rid": 1, "client_version": "v"})
+
+
+def test_the_first_byte_tells_a_pulsar_frame_from_anything_else() -> None:
     assert is_pulsar_frame(command(T.PING, "ping"))
-    for header in encode("CONNECT", 1, client_version="v"):
-        assert not is_pulsar_frame(header)
-        break
+    assert not is_pulsar_frame(OLD_WIRE_CONNECT)
+    assert not is_pulsar_frame(b"GET / HTTP/1.1\r\n")
     assert not is_pulsar_frame(b"")
+
+
+@pytest.mark.parametrize("first", [OLD_WIRE_CONNECT, b"GET / HTTP/1.1\r\n\r\n", b"\xff"])
+def test_a_peer_whose_first_message_is_not_a_pulsar_frame_is_closed_with_one_line(
+    first: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    peers = Peers()
+    peers.connect(b"good")
+    with caplog.at_level(logging.INFO, logger="pulsarlab.broker.zmq"):
+        assert peers.run(b"old", first) == ["closed"]  # the close notice, nothing else
+        assert peers.run(b"old", command(T.CONNECT, "connect", client_version="t")) == []
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "not a Pulsar frame" in line and f"0x{first[0]:02x}" in line
+    assert b"old" not in peers.transport.sessions
+    assert peers.transport.dropped_from_refused == 1
+    # Everyone else is served on.
+    assert peers.run(b"good", command(T.PING, "ping"))[0].type == T.PONG
+    peers.h.clock.advance(1)
+    peers.transport.forget_refused(peers.h.clock.now_ms())
+    peers.connect(b"old")  # a Pulsar client under that id later is a new connection
+
+
+def test_a_several_part_message_that_is_not_pulsar_is_closed_too() -> None:
+    peers = Peers()
+    peers.transport.receive(b"old", OLD_WIRE_CONNECT, parts=2)
+    assert peers.sent == [(b"old", b"")]
+    assert b"old" in peers.transport.ignored
 
 
 def test_each_routing_id_has_its_own_session_and_gets_each_frame_as_a_message() -> None:
