@@ -189,9 +189,9 @@ def run_mode(mode: str, n: int, runs: int, url: str | None = None,
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         if lite:
-            from bench_official import pulsar_lite
+            from bench_official import pulsar_lite_process
 
-            with pulsar_lite() as lite_url:
+            with pulsar_lite_process() as (lite_url, _):
                 results = [one_run(lite_url, n, i, None, kind) for i in range(runs)]
         elif url:
             results = [one_run(url, n, i, None, kind) for i in range(runs)]

@@ -8,8 +8,13 @@ client's C++ core). The load is the one of the team's client-level peer measurem
   and ``flush`` -> msgs/s;
 * consume: a subscription made before the produce (so every message waits for it),
   N ``receive`` + ``acknowledge`` -> msgs/s;
+* unbatched produce and consume: N/5 ``send_async`` with batching off and ``flush``, then
+  as many ``receive`` + ``acknowledge`` -> msgs/s;
 * synchronous unbatched send: M ``send`` of 100 B one after the other -> msgs/s and the
   latency p50 / p99 (µs).
+
+Each measurement also gives the broker process's CPU (user + system) per message
+(``broker_cpu_us_per_msg``, from ``/proc``), for pulsarlab and pulsar-lite alike.
 
 Brokers: pulsarlab with the memory store and with the durable store (fsync per group
 commit, its default), and ``pulsar-lite --addr 127.0.0.1:PORT --db-path DIR`` (the PyPI
@@ -63,8 +68,8 @@ def _wait_for_port(port: int, timeout: float = 30.0) -> None:
 
 
 @contextmanager
-def pulsarlab_broker(storage: str) -> Iterator[str]:
-    """A ``pulsarlab broker`` process; yields its pulsar:// URL."""
+def pulsarlab_broker(storage: str) -> Iterator[tuple[str, int]]:
+    """A ``pulsarlab broker`` process; yields its pulsar:// URL and pid."""
     data_dir = tempfile.mkdtemp(prefix="bench-official-")
     args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
             "--pulsar-port", "0", "--web-port", "0", "--storage", storage,
@@ -80,7 +85,7 @@ def pulsarlab_broker(storage: str) -> Iterator[str]:
             lines.append(line)
             if line.rstrip("\n") == "}":
                 break
-        yield json.loads("".join(lines))["pulsar_url"]
+        yield json.loads("".join(lines))["pulsar_url"], proc.pid
     finally:
         proc.terminate()
         proc.wait(30)
@@ -104,13 +109,6 @@ def pulsar_lite_binary(scratch: str) -> str:
         os.chmod(copy, 0o755)
         binary = copy
     return binary
-
-
-@contextmanager
-def pulsar_lite() -> Iterator[str]:
-    """A pulsar-lite process on a free port; yields its pulsar:// URL."""
-    with pulsar_lite_process() as (url, _pid):
-        yield url
 
 
 @contextmanager
@@ -157,8 +155,19 @@ def real_pulsar(line: str) -> Iterator[tuple[str, str]]:
         broker.stop()
 
 
-def run_load(url: str, messages: int, sync_sends: int) -> dict[str, Any]:
-    """The three measurements against one broker."""
+def _cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) so far of the broker process ``pid`` (0 without one)."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_load(url: str, messages: int, sync_sends: int,
+             broker_pid: int | None = None) -> dict[str, Any]:
+    """The three measurements against one broker, with the broker process's CPU µs per
+    message of each (when its pid is known: the client's own CPU is not counted)."""
     client = pulsar.Client(url, operation_timeout_seconds=60,
                            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
@@ -174,33 +183,70 @@ def run_load(url: str, messages: int, sync_sends: int) -> dict[str, Any]:
             if result != pulsar.Result.Ok:
                 failed.append(result)
 
-        start = time.perf_counter()
+        cpu = {}
+        start, cpu0 = time.perf_counter(), _cpu_s(broker_pid)
         for _ in range(messages):
             producer.send_async(PAYLOAD, done)
         producer.flush()
         produce_s = time.perf_counter() - start
+        cpu["batched_produce"] = _cpu_s(broker_pid) - cpu0
 
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), _cpu_s(broker_pid)
         for _ in range(messages):
             consumer.acknowledge(consumer.receive(timeout_millis=30_000))
         consume_s = time.perf_counter() - start
+        cpu["consume"] = _cpu_s(broker_pid) - cpu0
+
+        unbatched = max(1, messages // 5)
+        unbatched_consumer = client.subscribe(f"{topic}-unbatched", "bench",
+                                              receiver_queue_size=1000)
+        unbatched_producer = client.create_producer(
+            f"{topic}-unbatched", batching_enabled=False, block_if_queue_full=True,
+            max_pending_messages=1000,
+        )
+        start, cpu0 = time.perf_counter(), _cpu_s(broker_pid)
+        for _ in range(unbatched):
+            unbatched_producer.send_async(PAYLOAD, done)
+        unbatched_producer.flush()
+        unbatched_produce_s = time.perf_counter() - start
+        cpu["unbatched_produce"] = _cpu_s(broker_pid) - cpu0
+        start, cpu0 = time.perf_counter(), _cpu_s(broker_pid)
+        for _ in range(unbatched):
+            unbatched_consumer.acknowledge(unbatched_consumer.receive(timeout_millis=30_000))
+        unbatched_consume_s = time.perf_counter() - start
+        cpu["unbatched_consume"] = _cpu_s(broker_pid) - cpu0
 
         sync_producer = client.create_producer(f"{topic}-sync", batching_enabled=False)
         latencies = []
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), _cpu_s(broker_pid)
         for _ in range(sync_sends):
             t0 = time.perf_counter()
             sync_producer.send(PAYLOAD)
             latencies.append(time.perf_counter() - t0)
         sync_s = time.perf_counter() - start
+        cpu["sync_send"] = _cpu_s(broker_pid) - cpu0
         latencies.sort()
+        per_msg = {}
+        if broker_pid is not None:
+            per_msg = {
+                "broker_cpu_us_per_msg": {
+                    "batched_produce": round(cpu["batched_produce"] / messages * 1e6, 2),
+                    "consume": round(cpu["consume"] / messages * 1e6, 2),
+                    "unbatched_produce": round(cpu["unbatched_produce"] / unbatched * 1e6, 2),
+                    "unbatched_consume": round(cpu["unbatched_consume"] / unbatched * 1e6, 2),
+                    "sync_send_unbatched": round(cpu["sync_send"] / sync_sends * 1e6, 2),
+                }
+            }
         return {
             "batched_produce_msgs_per_s": round(messages / produce_s),
             "produce_failures": len(failed),
             "consume_receive_ack_msgs_per_s": round(messages / consume_s),
+            "unbatched_produce_msgs_per_s": round(unbatched / unbatched_produce_s),
+            "unbatched_consume_msgs_per_s": round(unbatched / unbatched_consume_s),
             "sync_send_msgs_per_s": round(sync_sends / sync_s),
             "sync_send_p50_us": round(statistics.median(latencies) * 1e6),
             "sync_send_p99_us": round(latencies[int(len(latencies) * 0.99) - 1] * 1e6),
+            **per_msg,
         }
     finally:
         client.close()
@@ -222,11 +268,11 @@ def main() -> None:
         "client": f"pulsar-client {pulsar.__version__}",
     }
     for storage in ("memory", "durable"):
-        with pulsarlab_broker(storage) as url:
-            out[f"pulsarlab_{storage}"] = run_load(url, args.messages, args.sync)
+        with pulsarlab_broker(storage) as (url, pid):
+            out[f"pulsarlab_{storage}"] = run_load(url, args.messages, args.sync, pid)
     try:
-        with pulsar_lite() as url:
-            out["pulsar_lite"] = run_load(url, args.messages, args.sync)
+        with pulsar_lite_process() as (url, pid):
+            out["pulsar_lite"] = run_load(url, args.messages, args.sync, pid)
     except RuntimeError as exc:
         out["pulsar_lite"] = {"skipped": str(exc)}
     if args.real_pulsar != "none":

@@ -1,17 +1,30 @@
 """Entry format: how one stored entry (a message or a batch) is laid out in the ledger.
 
-An entry is a fixed 26-byte prefix with the fields the dispatcher needs on its hot path,
-then the msgpack-encoded :class:`MessageMetadata`, then the payload::
+An entry is what the client sent — Pulsar's ``MessageMetadata`` (protobuf, serialized as
+on the wire) and the payload (a single message, or a batch in Pulsar's layout, compressed
+or not) — behind a fixed 26-byte prefix of the fields the dispatcher needs on its hot path
+(as Pulsar keeps ``BrokerEntryMetadata`` before the message)::
 
-    u8  format version (1)      u8  flags (bit 0: batched, bit 1: null value,
+    u8  format version (2)      u8  flags (bit 0: batched, bit 1: null value,
                                            bit 2: a batch in Pulsar's layout)
     u32 number of messages      u32 sticky key hash (31-bit murmur3, computed at publish)
-    i64 deliver-at time (ms, 0 = immediately)   i64 publish time (ms)   ...
-    u32 metadata length | metadata (msgpack map) | payload bytes
+    i64 deliver-at time (ms, 0 = immediately)   i64 publish time (ms)
+    u32 metadata length | Pulsar MessageMetadata (protobuf) | payload bytes
 
 The broker never decodes the payload (batches and compression are the client's business,
 as in Pulsar); it reads the prefix to count permits, pick a Key_Shared consumer and hold
-back delayed messages, and hands the entry bytes to consumers unchanged.
+back delayed messages, and hands a pulsar:// consumer the metadata and payload exactly as
+stored (:func:`pulsar_parts`). Entries published with the core's :class:`MessageMetadata`
+only (REST, the health check) get Pulsar metadata built
+from it at publish, their batches re-laid in Pulsar's layout (:mod:`.format.metadata`).
+
+**Version 1** (what pulsarlab wrote before, still read): the same prefix with version 1,
+then the msgpack-encoded :class:`MessageMetadata` (holding, for pulsar:// publishes, the
+client's serialized metadata as ``pulsar_metadata``); its batches are in Pulsar's layout
+when bit 2 is set, else in pulsarlab's first layout. Such entries are converted when read
+(:func:`decode_entry` gives the same :class:`MessageMetadata`; a pulsar:// consumer gets
+them re-laid); nothing on disk is rewritten, so there is no migration to interrupt.
+:func:`encode_legacy_entry` still writes that layout, for the tests that write old ledgers.
 """
 
 from __future__ import annotations
@@ -26,13 +39,16 @@ import msgpack
 
 from .selectors.hashing import NONE_KEY, sticky_key, sticky_key_hash
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+LEGACY_FORMAT_VERSION = 1  # msgpack metadata (pulsarlab's first layout), read, not written
 FLAG_BATCHED = 0x01
 FLAG_NULL_VALUE = 0x02
 FLAG_PULSAR_BATCH = 0x04  # a batch in Pulsar's layout (published over pulsar://)
 
 _PREFIX = struct.Struct(">BBIIqqI")
 PREFIX_SIZE = _PREFIX.size
+_TAIL = struct.Struct(">qI")  # publish time and metadata length, the prefix's last fields
+_TAIL_OFFSET = PREFIX_SIZE - _TAIL.size
 
 
 @dataclass(slots=True)
@@ -263,7 +279,22 @@ class EntryHeader(NamedTuple):
 
 
 def encode_entry(metadata: MessageMetadata, payload: bytes) -> bytes:
-    """Lay out one entry; the sticky key hash is computed here, once, at publish time."""
+    """Lay out one entry as stored: the client's serialized Pulsar metadata and payload
+    when it sent them (``metadata.pulsar_metadata``), else Pulsar metadata built from
+    ``metadata`` (a batch in pulsarlab's first layout re-laid in Pulsar's). The sticky key
+    hash is computed here, once, at publish time."""
+    raw = metadata.pulsar_metadata
+    if raw is None:
+        raw, payload = _for_storage()(metadata, payload)
+    num = metadata.num_messages_in_batch
+    flags = (FLAG_BATCHED | FLAG_PULSAR_BATCH if num is not None else 0) | (
+        FLAG_NULL_VALUE if metadata.null_value else 0
+    )
+    return b"".join((_prefix(FORMAT_VERSION, flags, metadata, len(raw)), raw, payload))
+
+
+def encode_legacy_entry(metadata: MessageMetadata, payload: bytes) -> bytes:
+    """Lay out one entry in version 1 (msgpack metadata; see the module docstring)."""
     meta = _pack(metadata.to_dict())
     num = metadata.num_messages_in_batch
     flags = (FLAG_BATCHED if num is not None else 0) | (
@@ -271,20 +302,45 @@ def encode_entry(metadata: MessageMetadata, payload: bytes) -> bytes:
     )
     if num is not None and metadata.pulsar_metadata is not None:
         flags |= FLAG_PULSAR_BATCH
+    return b"".join((_prefix(LEGACY_FORMAT_VERSION, flags, metadata, len(meta)), meta, payload))
+
+
+def _prefix(version: int, flags: int, metadata: MessageMetadata, meta_len: int) -> bytes:
     if metadata.ordering_key is None and metadata.partition_key is None:
         key_hash = _NONE_KEY_HASH
     else:
         key_hash = sticky_key_hash(metadata.sticky_key())
-    prefix = _PREFIX.pack(
-        FORMAT_VERSION,
+    num = metadata.num_messages_in_batch
+    return _PREFIX.pack(
+        version,
         flags,
         1 if num is None else num,
         key_hash,
         metadata.deliver_at_time,
         metadata.publish_time,
-        len(meta),
+        meta_len,
     )
-    return b"".join((prefix, meta, payload))
+
+
+def _for_storage() -> Any:
+    """:func:`.format.metadata.for_storage` (imported on first use: that module imports
+    this one)."""
+    from .format.metadata import for_storage
+
+    return for_storage
+
+
+def _from_pulsar() -> Any:
+    """:func:`.format.metadata.from_pulsar`, imported on first use (see :func:`_for_storage`)."""
+    global _from_pulsar_fn
+    if _from_pulsar_fn is None:
+        from .format.metadata import from_pulsar
+
+        _from_pulsar_fn = from_pulsar
+    return _from_pulsar_fn
+
+
+_from_pulsar_fn = None
 
 
 _packers = threading.local()
@@ -305,7 +361,7 @@ def read_header(entry: bytes) -> EntryHeader:
     if len(entry) < PREFIX_SIZE:
         raise ValueError(f"entry of {len(entry)} bytes is shorter than its header")
     version, flags, num, hash_, deliver_at, publish_time, _ = _PREFIX.unpack_from(entry)
-    if version != FORMAT_VERSION:
+    if version != FORMAT_VERSION and version != LEGACY_FORMAT_VERSION:
         raise ValueError(f"unknown entry format version {version}")
     # tuple.__new__ directly: a NamedTuple's own __new__ takes three times as long.
     return _new_tuple(
@@ -318,15 +374,36 @@ def decode_entry(entry: bytes) -> tuple[MessageMetadata, bytes]:
     by :func:`encode_entry` from metadata that passed :func:`check_ranges` always decodes)."""
     if len(entry) < PREFIX_SIZE:
         raise ValueError(f"entry of {len(entry)} bytes is shorter than its header")
-    meta_len = _PREFIX.unpack_from(entry)[-1]
+    version, publish_time, meta_len = entry[0], *_TAIL.unpack_from(entry, _TAIL_OFFSET)
     end = PREFIX_SIZE + meta_len
     if end > len(entry):
         raise ValueError("entry metadata runs past the end of the entry")
+    if version == FORMAT_VERSION:
+        metadata = _from_pulsar()(entry[PREFIX_SIZE:end])
+        if not metadata.publish_time:  # the broker's time, when the client sent none
+            metadata.publish_time = publish_time
+        return metadata, entry[end:]
+    if version != LEGACY_FORMAT_VERSION:
+        raise ValueError(f"unknown entry format version {version}")
     try:
         meta = msgpack.unpackb(entry[PREFIX_SIZE:end], raw=False)
     except Exception as exc:  # msgpack raises several types on damaged input
         raise ValueError(f"entry metadata is not valid msgpack ({type(exc).__name__})") from None
     return MessageMetadata.from_dict(meta), entry[end:]
+
+
+def pulsar_parts(entry: bytes) -> tuple[bytes, bytes] | None:
+    """The serialized Pulsar metadata and the payload of an entry as stored, to send as
+    they are; ``None`` for a version-1 entry (convert it with :func:`decode_entry` and
+    :func:`.format.metadata.to_pulsar`); ``ValueError`` if it is damaged."""
+    if len(entry) < PREFIX_SIZE:
+        raise ValueError(f"entry of {len(entry)} bytes is shorter than its header")
+    if entry[0] != FORMAT_VERSION:
+        return None
+    end = PREFIX_SIZE + _TAIL.unpack_from(entry, _TAIL_OFFSET)[1]
+    if end > len(entry):
+        raise ValueError("entry metadata runs past the end of the entry")
+    return entry[PREFIX_SIZE:end], entry[end:]
 
 
 def compacted_out_indexes(bitmap: bytes | None) -> set[int]:

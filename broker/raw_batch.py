@@ -6,12 +6,13 @@ earlier compaction already took it out. Rebuilding keeps the entry's position, i
 size and every surviving message's batch index (so message ids do not change); a message
 that is left out keeps its slot, emptied and marked *compacted out*:
 
-- in Pulsar's layout (a batch published over pulsar://): ``SingleMessageMetadata`` with
-  only ``compacted_out = true`` and an empty payload, as ``RawBatchConverter.rebatchMessage``
-  writes it; the outer metadata gets the new ``uncompressed_size`` and the payload is
-  compressed again with the batch's codec;
-- in pulsarlab's layout (a batch published over ZeroMQ): an empty item, and bit ``i`` of
-  the entry metadata's ``compacted_out`` bitmap.
+- in Pulsar's layout (every batch stored since issue 24, and a pulsar:// batch of the
+  first entry layout): ``SingleMessageMetadata`` with only ``compacted_out = true`` and an
+  empty payload, as ``RawBatchConverter.rebatchMessage`` writes it; the outer metadata gets
+  the new ``uncompressed_size`` and the payload is compressed again with the batch's codec;
+- in pulsarlab's first layout (a ZeroMQ batch stored before issue 24): an empty item and
+  bit ``i`` of the metadata's ``compacted_out`` bitmap, which :func:`~.entry.encode_entry`
+  turns into Pulsar's layout as it writes the rebuilt entry.
 
 A batch that cannot be opened (end-to-end encrypted, corrupt) is a ``ValueError`` saying
 why; compaction then keeps it whole, as Pulsar does.

@@ -14,9 +14,17 @@ from ..entry import MessageMetadata, compacted_out_indexes
 from ..pulsar_protocol.PulsarApi_pb2 import CompressionType, KeyValue
 from ..pulsar_protocol.PulsarApi_pb2 import MessageMetadata as PulsarMetadata
 from .batch import decode_batch, encode_pulsar_batch
-from .compression import decompress
+from .compression import compress, decompress
 
-__all__ = ["from_pulsar", "is_encrypted", "pulsar_metadata", "raw_to_pulsar", "to_pulsar"]
+__all__ = [
+    "for_storage",
+    "from_pulsar",
+    "is_encrypted",
+    "pulsar_metadata",
+    "raw_to_pulsar",
+    "to_pulsar",
+    "with_sequence_id",
+]
 
 _CODECS = {value: name for name, value in CompressionType.items()}
 _CODEC_NUMBERS = dict(CompressionType.items())
@@ -33,6 +41,14 @@ def is_encrypted(raw: bytes) -> bool:
     except DecodeError:
         return False
     return len(pm.encryption_keys) > 0
+
+
+def with_sequence_id(raw: bytes, sequence_id: int) -> bytes:
+    """A serialized Pulsar ``MessageMetadata`` (that parses) with another sequence id."""
+    pm = PulsarMetadata()
+    pm.ParseFromString(raw)
+    pm.sequence_id = sequence_id & _U64
+    return pm.SerializeToString()
 
 
 def from_pulsar(raw: bytes) -> MessageMetadata:
@@ -102,6 +118,29 @@ def to_pulsar(
     return pm.SerializeToString(), relaid
 
 
+def for_storage(
+    md: MessageMetadata, payload: bytes, max_size: int | None = None
+) -> tuple[bytes, bytes]:
+    """Serialized Pulsar metadata and payload to store for an entry published with the
+    core's metadata only (REST, the health check, pulsarlab's first ZeroMQ wire): a batch
+    in pulsarlab's first layout is re-laid in Pulsar's and compressed again with its codec.
+    One whose payload does not decode is stored as sent, with the outer fields (Pulsar's
+    broker never opens a payload either; a consumer finds the batch corrupt)."""
+    if md.num_messages_in_batch is None:
+        return pulsar_metadata(md), payload
+    try:
+        raw, relaid = to_pulsar(md, payload, max_size)
+    except Exception:  # msgpack, the codecs and protobuf raise their own types
+        return pulsar_metadata(md), payload
+    if md.compression == "NONE":
+        return raw, relaid
+    pm = PulsarMetadata()
+    pm.ParseFromString(raw)
+    pm.compression = CompressionType.Value(md.compression)
+    pm.uncompressed_size = len(relaid)
+    return pm.SerializeToString(), compress(md.compression, relaid)
+
+
 def pulsar_metadata(md: MessageMetadata) -> bytes:
     """Serialized Pulsar metadata of an entry whose payload is already in Pulsar's layout
     (what pulsarlab's client sends on Pulsar's protocol)."""
@@ -146,6 +185,8 @@ def _outer(md: MessageMetadata) -> PulsarMetadata:
         pm.chunk_id = min(md.chunk_id or 0, _INT32_MAX)
     if md.highest_sequence_id is not None:
         pm.highest_sequence_id = md.highest_sequence_id & _U64
+    if md.marker_type is not None:
+        pm.marker_type = md.marker_type
     return pm
 
 

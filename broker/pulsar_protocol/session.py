@@ -42,7 +42,7 @@ from ..actions import (
     SendReceipt,
 )
 from ..consumer import KeySharedMeta, KeySharedMetaMode, SubType
-from ..entry import MessageMetadata, decode_entry, read_header
+from ..entry import MessageMetadata, decode_entry, pulsar_parts, read_header
 from ..errors import (
     AuthenticationError,
     ConsumerNotFound,
@@ -53,7 +53,13 @@ from ..errors import (
     SubscriptionAlreadyExists,
     TopicNotFound,
 )
-from ..format.metadata import from_pulsar, is_encrypted, raw_to_pulsar, to_pulsar
+from ..format.metadata import (
+    from_pulsar,
+    is_encrypted,
+    raw_to_pulsar,
+    to_pulsar,
+    with_sequence_id,
+)
 from ..limits import check_consumers, check_producers
 from ..listeners import AdvertisedListeners
 from ..message_id import MessageId
@@ -826,8 +832,8 @@ class PulsarSession:
         except ValueError as exc:
             self._send_error(client_id, body.sequence_id, "UnknownError", f"SEND: {exc}")
             return
-        if metadata.sequence_id != body.sequence_id:
-            metadata.sequence_id = body.sequence_id
+        if metadata.sequence_id != body.sequence_id:  # stored as the command says
+            metadata = from_pulsar(with_sequence_id(frame.metadata, body.sequence_id))
         if body.highest_sequence_id > body.sequence_id:
             self._highest_sequence[(core_id, body.sequence_id)] = body.highest_sequence_id
         try:
@@ -1034,12 +1040,15 @@ class PulsarSession:
 def _pulsar_entry(
     topic: str, position: tuple[int, int], data: bytes, max_size: int
 ) -> tuple[bytes, bytes]:
-    """Pulsar metadata and payload of a stored entry. One that cannot be laid out as
-    Pulsar's (a batch stored in pulsarlab's old layout with a garbage payload, a damaged
-    entry) goes out raw, as
-    Pulsar's broker sends what it stored: the official client discards (and acks) what it
-    cannot read, so the entry is not redelivered forever."""
+    """Pulsar metadata and payload of a stored entry: as stored (what the client sent);
+    an entry of the first layout is converted. One that cannot be laid out as Pulsar's (a
+    ZeroMQ batch with a garbage payload, a damaged entry) goes out raw, as Pulsar's broker
+    sends what it stored: the official client discards (and acks) what it cannot read, so
+    the entry is not redelivered forever."""
     try:
+        parts = pulsar_parts(data)
+        if parts is not None:
+            return parts
         md, payload = decode_entry(data)
     except Exception as exc:  # msgpack raises several types on a damaged entry
         log.warning("%s entry %d:%d is unreadable (%s); delivered raw", topic, *position, exc)

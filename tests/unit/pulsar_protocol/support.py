@@ -40,10 +40,12 @@ class Buffered:
 class Harness:
     """One core; sessions on it; what each session wrote, decoded."""
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, storage: Any = None, **settings: Any) -> None:
         self.clock = ManualClock()
         self.settings = BrokerSettings.from_kwargs(**settings)
-        self.service = BrokerService(MemoryStorage(), self.clock, self.settings)
+        self.service = BrokerService(
+            MemoryStorage() if storage is None else storage, self.clock, self.settings
+        )
         self.authenticator = Authenticator(self.settings)
         self.admin = AdminHandler(self.service)
         self.schemas = self.service.schemas
