@@ -141,26 +141,15 @@ def one_run(url: str, n: int, run: int, broker_pid: int | None,
     return out
 
 
-def lite_pid() -> int | None:
-    """The pid of the pulsar-lite process this bench started (for its CPU)."""
-    import psutil
-
-    for child in psutil.Process().children():
-        if "pulsar-lite" in child.name():
-            return child.pid
-    return None
-
-
 def run_vs_official(n: int, runs: int) -> dict[str, Any]:
     """pulsarlab's client and the official one against the same pulsar-lite process,
     alternating (pulsarlab first in even rounds); ratios taken inside each round."""
-    from bench_official import pulsar_lite
+    from bench_official import pulsar_lite_process
 
     kinds = ("pulsarlab", "official")
     rounds: list[dict[str, dict[str, float]]] = []
     try:
-        with pulsar_lite() as url:
-            pid = lite_pid()
+        with pulsar_lite_process() as (url, pid):
             for i in range(runs):
                 order = kinds if i % 2 == 0 else kinds[::-1]
                 rounds.append({kind: one_run(url, n, i, pid, kind) for kind in order})
