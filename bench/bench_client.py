@@ -9,14 +9,17 @@ both on the default durable storage. The subscription exists (at the earliest po
 before the first send, so the backlog is kept, and its consumer only connects for the
 receive phase, so the produce phase measures producing alone. Prints one JSON document.
 
-    python bench/bench_client.py [--messages N] [--runs R] [--mode process|inproc|both]
+    python bench/bench_client.py [--messages N] [--runs R] [--mode process|inproc|lite|both|all]
                                  [--url zmq://127.0.0.1:PORT]   # a broker already running
                                  [--client pulsarlab|official] [--pulsar-lite]
 
 ``--pulsar-lite`` runs the same phases against a pulsar-lite process (pulsar://; the bench
 extra) instead of a pulsarlab broker, and ``--client official`` drives them with the
-official ``pulsar-client`` instead of pulsarlab's: the pair gives pulsarlab's client vs the
-official one against the same peer (issue 24's target: pulsarlab's produce >= 3x).
+official ``pulsar-client`` instead of pulsarlab's. ``--mode lite`` (part of the default
+run) does both against one pulsar-lite process, the two clients alternating run by run,
+and prints ``pulsarlab_vs_official``: each phase's msgs/s ratio taken inside each round,
+then the median (issue 24's target: pulsarlab's produce >= 3x the official client's), with
+each client's CPU per message and pulsar-lite's.
 """
 
 from __future__ import annotations
@@ -138,6 +141,38 @@ def one_run(url: str, n: int, run: int, broker_pid: int | None,
     return out
 
 
+def run_vs_official(n: int, runs: int) -> dict[str, Any]:
+    """pulsarlab's client and the official one against the same pulsar-lite process,
+    alternating (pulsarlab first in even rounds); ratios taken inside each round."""
+    from bench_official import pulsar_lite_process
+
+    kinds = ("pulsarlab", "official")
+    rounds: list[dict[str, dict[str, float]]] = []
+    try:
+        with pulsar_lite_process() as (url, pid):
+            for i in range(runs):
+                order = kinds if i % 2 == 0 else kinds[::-1]
+                rounds.append({kind: one_run(url, n, i, pid, kind) for kind in order})
+    except RuntimeError as exc:  # pulsar-lite (the bench extra) is not installed
+        return {"skipped": str(exc)}
+    out: dict[str, Any] = {}
+    for kind in kinds:
+        mine = [r[kind] for r in rounds]
+        out[kind] = {key: round(statistics.median(m[key] for m in mine), 2) for key in mine[0]}
+        for phase in ("produce", "receive_ack"):
+            out[kind][f"{phase}_runs"] = [round(m[phase]) for m in mine]
+    out["pulsarlab_vs_official"] = {
+        phase: round(statistics.median(r["pulsarlab"][phase] / r["official"][phase]
+                                       for r in rounds), 3)
+        for phase in ("produce", "receive_ack")
+    }
+    out["pulsarlab_vs_official"]["produce_cpu_per_msg"] = round(statistics.median(
+        r["official"]["produce_cpu_us_per_msg"] / r["pulsarlab"]["produce_cpu_us_per_msg"]
+        for r in rounds), 3)
+    out["target_produce_vs_official"] = 3.0
+    return out
+
+
 def run_mode(mode: str, n: int, runs: int, url: str | None = None,
              kind: str = "pulsarlab", lite: bool = False) -> dict[str, Any]:
     results = []
@@ -178,16 +213,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--mode", choices=("process", "inproc", "both"), default="both")
+    parser.add_argument("--mode", choices=("process", "inproc", "lite", "both", "all"),
+                        default="all", help="both: process and inproc; all: and lite")
     parser.add_argument("--url", help="use this running broker (e.g. to profile it) as "
                         "the broker in another process")
     parser.add_argument("--client", choices=("pulsarlab", "official"), default="pulsarlab")
     parser.add_argument("--pulsar-lite", action="store_true",
                         help="against a pulsar-lite process instead of a pulsarlab broker")
     args = parser.parse_args()
-    modes = ("process", "inproc") if args.mode == "both" else (args.mode,)
+    modes: tuple[str, ...] = {"both": ("process", "inproc"),
+                              "all": ("process", "inproc", "lite")}.get(args.mode, (args.mode,))
     if args.url or args.pulsar_lite:
         modes = ("process",)
+    lite = "lite" in modes
+    modes = tuple(mode for mode in modes if mode != "lite")
     results: dict[str, Any] = {
         "bench": "client",
         "messages": args.messages,
@@ -208,6 +247,12 @@ def main() -> None:
             / results["targets_msgs_per_s"][f"broker_{mode}"], 3)
         for mode in modes for phase in ("produce", "receive_ack")
     }
+    if lite:
+        results["pulsar_lite"] = run_vs_official(args.messages, args.runs)
+        ratios = results["pulsar_lite"].get("pulsarlab_vs_official")
+        if ratios:
+            results["ratios_to_target"]["lite_produce_vs_official"] = round(
+                ratios["produce"] / results["pulsar_lite"]["target_produce_vs_official"], 3)
     results["python"] = platform.python_version()
     results["cpus"] = os.cpu_count()
     print(json.dumps(results, indent=2))

@@ -138,7 +138,6 @@ class Connection:
         self._stop = threading.Event()
         self._closed = False
         # I/O-thread state.
-        self._request_ids = itertools.count(1)
         self._producers: dict[int, Any] = {}
         self._consumers: dict[int, Any] = {}
         self._timers: list[tuple[int, int, TimerHandle]] = []

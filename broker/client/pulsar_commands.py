@@ -16,8 +16,9 @@ from .connection import Command
 from .exceptions import InvalidUrl, PulsarException, exception_for
 
 __all__ = [
-    "bits_to_words", "error_for", "id_data", "is_tls_url", "parse_pulsar_url", "producer_command",
-    "request_id_of", "settle", "settle_reply", "signed", "subscribe_command", "words_to_bits",
+    "batch_id_data", "bits_to_words", "error_for", "id_data", "is_tls_url", "parse_pulsar_url",
+    "producer_command", "request_id_of", "settle", "settle_reply", "signed", "subscribe_command",
+    "words_to_bits",
 ]
 
 _SUB_TYPES = {"Exclusive": 0, "Shared": 1, "Failover": 2, "Key_Shared": 3}
@@ -69,6 +70,13 @@ def id_data(position: Any, partition: int = -1) -> pb.MessageIdData:
                             partition=partition)
 
 
+def batch_id_data(message_id: Any) -> pb.MessageIdData:
+    """``[ledger, entry, partition, batch_index]`` as Pulsar's ``MessageIdData``."""
+    ledger, entry, partition, batch = message_id
+    return pb.MessageIdData(ledgerId=ledger & _MASK64, entryId=entry & _MASK64,
+                            partition=partition, batch_index=batch)
+
+
 def producer_command(fields: dict[str, Any]) -> pb.BaseCommand:
     """PRODUCER from the fields pulsarlab's producer asks with."""
     command = pb.BaseCommand(type=_T.PRODUCER)
@@ -85,6 +93,7 @@ def producer_command(fields: dict[str, Any]) -> pb.BaseCommand:
     if fields.get("initial_subscription_name"):
         p.initial_subscription_name = fields["initial_subscription_name"]
     return command
+
 
 def subscribe_command(f: dict[str, Any]) -> pb.BaseCommand:
     """SUBSCRIBE from the fields pulsarlab's consumer asks with."""
@@ -103,10 +112,7 @@ def subscribe_command(f: dict[str, Any]) -> pb.BaseCommand:
     s.initialPosition = 1 if f.get("initial_position") == "earliest" else 0
     start = f.get("start_message_id")
     if start is not None:
-        ledger, entry, partition, batch = start
-        s.start_message_id.CopyFrom(pb.MessageIdData(
-            ledgerId=ledger & _MASK64, entryId=entry & _MASK64, partition=partition,
-            batch_index=batch))
+        s.start_message_id.CopyFrom(batch_id_data(start))
     mode = f.get("key_shared_mode")
     ranges = f.get("sticky_ranges") or f.get("key_hash_ranges")
     if mode is not None or ranges:  # a reader's key hash ranges: sticky ranges

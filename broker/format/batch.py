@@ -202,15 +202,19 @@ def single_message_metadata(m: OutgoingMessage) -> bytes:
     return b"".join(parts)
 
 
-def _short_varint(value: int) -> tuple[int, ...] | None:
-    """The bytes of a varint below 2**21 (three bytes), or None for a longer one."""
-    if value < 0x80:
-        return (value,) if value >= 0 else None
-    if value < 0x4000:
-        return (value & 0x7F | 0x80, value >> 7)
-    if value < 0x200000:
-        return (value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14)
-    return None
+_HEADS: dict[tuple[int, int], bytes] = {}
+_MAX_HEADS = 4096
+
+
+def _head(size: int, sequence_length: int) -> bytes:
+    """``[0 0 0 n] 0x18 size 0x40``: a plain message's size prefix and its
+    ``SingleMessageMetadata`` up to the sequence id's varint (of ``sequence_length``
+    bytes), kept for the next message of that size (a producer's sizes repeat)."""
+    size_bytes = _varint(size)
+    head = bytes((0, 0, 0, 2 + len(size_bytes) + sequence_length, 0x18)) + size_bytes + b"\x40"
+    if len(_HEADS) < _MAX_HEADS:
+        _HEADS[size, sequence_length] = head
+    return head
 
 
 def encode_pulsar_batch(messages: list[OutgoingMessage],
@@ -220,32 +224,38 @@ def encode_pulsar_batch(messages: list[OutgoingMessage],
     set, no payload).
 
     The producer's hot path: a message with no properties, keys, event time or null value
-    and short sizes gets its size prefix and ``SingleMessageMetadata`` from one ``bytes``
-    call; any other through :func:`single_message_metadata`."""
-    out = bytearray()
-    short = _short_varint
+    gets its size prefix and ``SingleMessageMetadata`` as a cached head for its size and
+    the sequence id's varint; any other through :func:`single_message_metadata`."""
+    parts: list[bytes] = []
+    append = parts.append
+    heads = _HEADS
+    one_byte = _ONE_BYTE
     for index, m in enumerate(messages):
         if compacted_out and index in compacted_out:
-            out += _COMPACTED_OUT
+            append(_COMPACTED_OUT)
             continue
         data = m.payload
+        sequence_id = m.sequence_id
         if (m.properties or m.partition_key is not None or m.ordering_key is not None
-                or m.event_time or m.null_value):
+                or m.event_time or m.null_value or not 0 <= sequence_id <= _U64):
             meta = single_message_metadata(m)
-            out += _U32.pack(len(meta))
-            out += meta
+            append(_U32.pack(len(meta)))
+            append(meta)
         else:
-            size = short(len(data))
-            sequence = short(m.sequence_id)
-            if size is None or sequence is None:
-                meta = single_message_metadata(m)
-                out += _U32.pack(len(meta))
-                out += meta
-            else:  # [0 0 0 n] 0x18 size 0x40 sequence_id
-                out += bytes((0, 0, 0, 2 + len(size) + len(sequence), 0x18, *size, 0x40,
-                              *sequence))
-        out += data
-    return bytes(out)
+            if sequence_id < 0x80:
+                sequence = one_byte[sequence_id]
+            elif sequence_id < 0x4000:
+                sequence = bytes((sequence_id & 0x7F | 0x80, sequence_id >> 7))
+            elif sequence_id < 0x200000:
+                sequence = bytes((sequence_id & 0x7F | 0x80, sequence_id >> 7 & 0x7F | 0x80,
+                                  sequence_id >> 14))
+            else:
+                sequence = _varint(sequence_id)
+            key = (len(data), len(sequence))
+            append(heads.get(key) or _head(*key))
+            append(sequence)
+        append(data)
+    return b"".join(parts)
 
 
 _EMPTIED = SingleMessageMetadata(payload_size=0, compacted_out=True).SerializeToString()
@@ -286,8 +296,17 @@ def pulsar_batch_items(payload: bytes, num_messages: int,
             if i + 1 < offset and payload[i] == 0x40:
                 sequence_id = payload[i + 1]
                 i += 2
-                if sequence_id >= 0x80:
-                    i, sequence_id = read(payload, i - 1, offset)
+                if sequence_id >= 0x80:  # two and three bytes inline (ids below 2**21)
+                    second = payload[i] if i < offset else 0x80
+                    if second < 0x80:
+                        sequence_id = sequence_id & 0x7F | second << 7
+                        i += 1
+                    elif i + 1 < offset and payload[i + 1] < 0x80:
+                        sequence_id = (sequence_id & 0x7F | (second & 0x7F) << 7
+                                       | payload[i + 1] << 14)
+                        i += 2
+                    else:
+                        i, sequence_id = read(payload, i - 1, offset)
                 if i == offset:
                     data_end = offset + size
                     if data_end > end:

@@ -60,6 +60,31 @@ def test_a_batch_reads_back_as_its_items():
     assert items[3][4] == (1 << 64) - 1
 
 
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 16383, 16384, (1 << 21) + 1])
+def test_plain_messages_of_any_size_and_sequence_id_are_protobufs_bytes(size):
+    """The producer's fast path (a cached head per size and sequence id length) writes
+    what protobuf writes, however long each varint is (a uint64 id past 2**64 wraps)."""
+    sequence_ids = [0, 127, 128, 16383, 16384, (1 << 21) - 1, 1 << 21, (1 << 64) - 1,
+                    1 << 64, -5]
+    messages = [OutgoingMessage(b"p" * size, sequence_id=s) for s in sequence_ids]
+    expected = b"".join(struct.pack(">I", len(protobuf_single(m))) + protobuf_single(m)
+                        + m.payload for m in messages)
+    assert encode_pulsar_batch(messages) == expected
+    assert encode_pulsar_batch(messages) == expected  # once the heads are cached
+    items = pulsar_batch_items(expected, len(messages))  # read inline, every varint length
+    assert [(item[4], len(item[6])) for item in items] == [
+        (s & ((1 << 64) - 1), size) for s in sequence_ids]
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3])
+def test_a_sequence_id_cut_short_is_a_value_error(cut):
+    """A plain message whose metadata says 4 bytes but whose sequence id's varint runs on
+    (the inline read must not take bytes of the payload for it)."""
+    broken = bytes((0, 0, 0, 2 + 1 + cut, 0x18, 1, 0x40)) + b"\xff" * cut + b"p"
+    with pytest.raises(ValueError):
+        pulsar_batch_items(broken, 1)
+
+
 @pytest.mark.parametrize(("payload", "count", "error"), [
     (encode_pulsar_batch(MESSAGES[:1]), 2, "ends before its message 1"),
     (encode_pulsar_batch(MESSAGES[:1])[:-1], 1, "payload runs past"),
