@@ -21,7 +21,14 @@ and make ``service.url`` reachable from them; nothing assumes local mode.
 
 Source options (keys are case-insensitive; values are strings)
 ---------------------------------------------------------------
-``service.url``         required, ``zmq://host:port``
+``service.url``         required: a pulsarlab broker's ``zmq://host:port``, or any Pulsar
+                        cluster's ``pulsar://host:6650`` / ``pulsar+ssl://host:6651``
+``admin.url``           the admin REST API the driver plans from, ``http(s)://host:port``:
+                        required with ``pulsar://``; with ``zmq://``, the web URL of a
+                        broker this process started there by default
+``client``              the client the executors read with: ``pulsarlab`` (default; any
+                        URL, no extra dependency) or ``official`` (``pulsar-client`` from
+                        ``pulsarlab[ops]``, on each executor; ``pulsar://`` only)
 ``topic``               one topic (a partitioned topic reads every partition); ``load(topic)``
                         is the same
 ``topics``              comma-separated topics
@@ -45,7 +52,7 @@ Source options (keys are case-insensitive; values are strings)
                         ``token:<token>`` or ``file:///path`` (read on the driver); also for
                         writes. ``pulsar.client.curveServerKey``: the broker's CURVE key.
 
-Options of StreamNative's connector that mean nothing here (``admin.url``,
+Options of StreamNative's connector that mean nothing here (
 ``subscriptionPrefix``, ``predefinedSubscription``, other ``pulsar.client.*`` …) are ignored; any
 other unknown option is an error. Every bad option raises :class:`PulsarSparkError` with a
 one-line message (Spark wraps it; :func:`error_summary` gets the line back).
