@@ -101,8 +101,10 @@ Sink
 .save()`` (Spark refuses its default ``errorifexists`` mode for Python sources; or
 ``writeStream``) sends ``value`` (binary or string) with ``__key``, ``__messageProperties`` and
 ``__eventTime`` when present; without the ``topic`` option a ``__topic`` column picks each
-row's topic. Every task waits for the broker's receipts; a retried task sends again
-(at-least-once). ``mode("overwrite")`` is refused.
+row's topic. ``service.url`` is a pulsarlab broker's ``zmq://`` or any Pulsar cluster's
+``pulsar://`` (no ``admin.url`` needed); the tasks write with pulsarlab's client. Every task
+waits for the broker's receipts; a retried task sends again (at-least-once).
+``mode("overwrite")`` is refused.
 """
 
 from __future__ import annotations

@@ -510,7 +510,7 @@ def _client(opts: dict[str, str], service_url: str) -> str:
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Validate a writer's options; raise :class:`PulsarSparkError`."""
     opts = _lower(options)  # unknown keys are ignored: Spark passes its own (checkpointLocation)
-    url = _service_url(opts)
+    url = _service_url(opts, cluster_ok=True)  # pulsarlab's client writes to either
     topic_raw = (opts.get("topic") or opts.get("path") or "").strip()
     if opts.get("topic", "").strip() and opts.get("path", "").strip():
         raise PulsarSparkError("give the target topic once: option 'topic' or save(path)")

@@ -25,7 +25,7 @@ from cluster_peers import (
     pulsar_lite,
 )
 
-from pulsarlab import Client
+from pulsarlab import Client, MessageId
 from pulsarlab.spark import error_summary
 from pulsarlab.spark.datasource import SCHEMA, PulsarDataSource, PulsarPartition, _read
 from pulsarlab.spark.positions import Position
@@ -132,6 +132,35 @@ def test_client_option_is_checked(spark, process) -> None:
          .option("admin.url", process.web_url).option("topic", "t")
          .option("client", "official").load())
     assert "a zmq:// broker" in error_summary(zmq.value)
+
+
+def _write_and_read_back(spark: Any, url: str, topic: str, tmp_path: Any) -> list[Any]:
+    """``df.write`` 20 rows to ``topic`` at ``url`` (workers without the official client);
+    read back with pulsarlab's client."""
+    frame = spark.createDataFrame(
+        [(f"w{i}", f"k{i % 2}", {"i": str(i)}) for i in range(20)],
+        "value string, __key string, __messageProperties map<string,string>")
+    with official_hidden_in_workers(spark, tmp_path):
+        (frame.write.format("pulsar").mode("append").option("service.url", url)
+         .option("topic", topic).save())
+    client = Client(url, operation_timeout_seconds=10)
+    try:
+        reader = client.create_reader(topic, MessageId.earliest)
+        got = []
+        while reader.has_message_available():
+            msg = reader.read_next(10_000)
+            got.append((msg.data().decode(), msg.partition_key(), msg.properties()))
+        return sorted(got)
+    finally:
+        client.close()
+
+
+def test_write_to_a_broker_process_and_pulsar_lite(spark, process, lite, tmp_path) -> None:
+    """The sink on pulsar:// (pulsarlab's client in every task): all rows, keys, props."""
+    expected = sorted((f"w{i}", f"k{i % 2}", {"i": str(i)}) for i in range(20))
+    for url in (process.report["pulsar_url"], lite):
+        topic = f"persistent://public/default/{unique('spark-sink-cluster')}"
+        assert _write_and_read_back(spark, url, topic, tmp_path) == expected, url
 
 
 @pytest.fixture(scope="module")
