@@ -119,6 +119,7 @@ def read_range_official(
             ) from None
         entries: list[tuple[Any, list[Sequence[Any]]]] = []
         idle_since = time.monotonic()
+        read_up_to = (-1, -1, -1)  # the last (ledger, entry, batch index) taken
         while True:
             try:
                 msg = reader.read_next(_SLICE_MS)
@@ -137,6 +138,9 @@ def read_range_official(
                 raise PulsarSparkError(f"reading {topic}: {exc}") from None
             idle_since = time.monotonic()
             one = _OneMessage(topic, msg)
+            if (one.ledger_id, one.entry_id, one.batch_index) <= read_up_to:
+                continue  # sent again by the broker: a partition's messages are taken once
+            read_up_to = (one.ledger_id, one.entry_id, one.batch_index)
             if past_end(one.ledger_id, one.entry_id, one.batch_index, end):
                 break
             entries.append((one, [_row(msg)]))

@@ -234,6 +234,7 @@ def read_range(
         entries: list[tuple[Any, list[Sequence[Any]]]] = []
         rows_in_chunk = 0
         idle_since = time.monotonic()
+        read_up_to = (-1, -1)  # the last (ledger, entry) taken: a partition is in order
         done = False
         while not done:
             try:
@@ -259,6 +260,9 @@ def read_range(
             except PulsarException as exc:  # the broker closed the reader or went away
                 raise PulsarSparkError(f"reading {topic}: {exc}") from None
             idle_since = time.monotonic()
+            if (entry.ledger_id, entry.entry_id) <= read_up_to:
+                continue  # sent again by the broker (pulsar-lite does, on FLOW): taken once
+            read_up_to = (entry.ledger_id, entry.entry_id)
             rows, done = _rows_up_to_end(entry, end)
             if rows:
                 entries.append((entry, rows))

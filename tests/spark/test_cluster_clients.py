@@ -18,6 +18,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'pulsarlab[spark]')")
+pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'pulsarlab[spark]')")
+
 from cluster_peers import (
     block_official_client,
     broker_process,
@@ -172,16 +176,18 @@ def lite() -> Iterator[str]:
 @pytest.mark.parametrize("batched", [False, True], ids=["single", "batched"])
 @pytest.mark.parametrize("client", ["pulsarlab", "official"])
 def test_executor_reader_on_pulsar_lite(lite, client, batched, monkeypatch) -> None:
-    pytest.importorskip("pyarrow", reason="pyarrow (spark extra)")
     if client == "official":
         pytest.importorskip("pulsar", reason="the official pulsar-client (ops extra)")
     topic = f"persistent://public/default/{unique(f'spark-lite-{client}')}"
-    ids = send(lite, topic, 25, batched=batched)
+    count = 400
+    ids = send(lite, topic, count, batched=batched)
     if client == "pulsarlab":
         block_official_client(monkeypatch)
+    # a small receiver queue: many FLOWs, after which pulsar-lite 0.2 sends some messages
+    # again — the reader takes each message once
     settings = ReadSettings(service_url=lite, poll_timeout_ms=10_000,
-                            connection_timeout_ms=10_000, receiver_queue_size=100,
-                            rows_per_batch=10, fail_on_data_loss=True, client=client)
+                            connection_timeout_ms=10_000, receiver_queue_size=5,
+                            rows_per_batch=50, fail_on_data_loss=True, client=client)
 
     def read(start: Position, end_id: Any) -> list[dict[str, Any]]:
         end = Position(end_id.ledger_id(), end_id.entry_id(), -1, end_id.batch_index())
@@ -189,13 +195,14 @@ def test_executor_reader_on_pulsar_lite(lite, client, batched, monkeypatch) -> N
         return [row for batch in batches for row in batch.to_pylist()]
 
     everything = read(Position.earliest(-1), ids[-1])
-    assert _rows(everything) == _expected(topic, 25)
+    assert [r["value"] for r in everything] == [f"m{i}".encode() for i in range(count)]
+    assert _rows(everything) == _expected(topic, count)
     # a range ending inside the data, then the rest from there: no gap, no overlap
-    first = read(Position.earliest(-1), ids[11])
-    cut = ids[11]
+    first = read(Position.earliest(-1), ids[211])
+    cut = ids[211]
     rest = read(Position(cut.ledger_id(), cut.entry_id(), -1, cut.batch_index()), ids[-1])
-    assert [r["value"] for r in first] == [f"m{i}".encode() for i in range(12)]
-    assert [r["value"] for r in rest] == [f"m{i}".encode() for i in range(12, 25)]
+    assert [r["value"] for r in first] == [f"m{i}".encode() for i in range(212)]
+    assert [r["value"] for r in rest] == [f"m{i}".encode() for i in range(212, count)]
 
 
 def test_client_option_parsing() -> None:
@@ -212,3 +219,53 @@ def test_client_option_parsing() -> None:
     assert _settings(parse(Client="OFFICIAL")).client == "official"  # keys and values: any case
     with pytest.raises(PulsarSparkError, match="must be pulsarlab or official, not 'cpp'"):
         parse(client="cpp")
+
+
+def test_an_entry_sent_again_is_read_once(monkeypatch) -> None:
+    """Deterministic twin of the pulsar-lite test: a reader handed entries 0, 1, 0, 1, 2
+    (a broker sending again what it already sent) yields each message once, in order."""
+    from types import SimpleNamespace
+
+    import pulsarlab.broker.client as client_module
+    from pulsarlab.broker.client.entries import EntryBatch
+    from pulsarlab.broker.client.exceptions import Timeout
+
+    def entry(entry_id: int) -> EntryBatch:
+        meta = SimpleNamespace(properties={}, partition_key=f"k{entry_id}", ordering_key=None,
+                               event_time=0, sequence_id=entry_id, null_value=False,
+                               publish_time=1, producer_name="p")
+        return EntryBatch("persistent://public/default/t", -1, 7, entry_id, meta,
+                          f"m{entry_id}".encode(), None, None, 0, None)
+
+    class Reader:
+        def __init__(self) -> None:
+            self.queue = [entry(0), entry(1), entry(0), entry(1), entry(2)]
+
+        def read_entry(self, timeout_ms: int) -> EntryBatch:
+            if not self.queue:
+                raise Timeout("nothing")
+            return self.queue.pop(0)
+
+        def has_message_available(self) -> bool:
+            return bool(self.queue)
+
+        def close(self) -> None:
+            pass
+
+    class FakeClient:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def create_reader(self, *args: Any, **kwargs: Any) -> Reader:
+            return Reader()
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(client_module, "Client", FakeClient)
+    settings = ReadSettings("pulsar://h:6650", 1000, 1000, 10, 100, True)
+    batches = _read(PulsarPartition("persistent://public/default/t", (-1, -1, -1, -1),
+                                    (7, 2, -1, -1), settings), SCHEMA)
+    rows = [r for b in batches for r in b.to_pylist()]
+    assert [(r["value"], r["__key"]) for r in rows] == [(b"m0", b"k0"), (b"m1", b"k1"),
+                                                       (b"m2", b"k2")]
