@@ -11,6 +11,7 @@ from typing import Any
 
 from .broker.cli_security import add_client_options
 from .broker.client.enums import ConsumerType
+from .cluster.connection import CLIENTS
 from .runtime import PulsarMagicError, parse_setting
 
 __all__ = ["SUB_TYPES", "build_parser", "build_spark_cell_parser", "subparsers"]
@@ -144,6 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-writes", action="store_true",
                    help="let the magics change a cluster (produce, consume's acks, skip, "
                         "reset-cursor, create, policies)")
+    p.add_argument("--client", choices=CLIENTS, default=None,
+                   help="the Pulsar client for a pulsar:// cluster: pulsarlab (the default: "
+                        "pure Python, nothing more to install, the client of the tutorials) "
+                        "or official (pulsar-client, from pip install 'pulsarlab[ops]')")
     p.add_argument("--events", metavar="URL",
                    help="its event-stream URL, tcp://host:port (for %%pulsar show)")
     p.add_argument("--timeout", type=_positive, default=5000, metavar="MS",

@@ -78,9 +78,11 @@ class SparkCommands:
                 ending: str | None = None) -> Any:
         reader = (spark.readStream if streaming else spark.read).format("pulsar")
         reader = reader.option("service.url", self.runtime.require_url()).option("topic", topic)
-        admin_url = self.runtime.connection().admin_url
-        if admin_url:
-            reader = reader.option("admin.url", admin_url)
+        connection = self.runtime.connection()
+        if connection.admin_url:
+            reader = reader.option("admin.url", connection.admin_url)
+        if connection.client_name != "pulsarlab":  # the executors read with the same client
+            reader = reader.option("client", connection.client_name)
         if starting:
             reader = reader.option("startingOffsets", starting)
         if ending:

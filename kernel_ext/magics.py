@@ -8,7 +8,9 @@ Load with ``%load_ext pulsarlab``. Every subcommand takes ``-h``/``--help``
     %pulsar start [--beside] [--memory] [--data-dir D] [--port P] [--set NAME=VALUE]
     %pulsar stop | status | connect URL [--events URL] [--token T] [--curve-server-key K]
     %pulsar connect pulsar://host:6650 [--admin-url http://host:8080] [--token T |
-                    --token-file F] [--tls-trust-certs CA] [--allow-writes]   (any Pulsar)
+                    --token-file F] [--tls-trust-certs CA] [--allow-writes]
+                    [--client pulsarlab|official]   (any Pulsar; pulsarlab's client
+                    unless --client official)
     %pulsar topics [NAMESPACE]            %pulsar create TOPIC [--partitions N]
     %pulsar policies [NAMESPACE] [--ttl SECONDS] [--retention MINUTES,MB] [--dedup on|off]
     %pulsar produce TOPIC [--key K] [--count N] [--property K=V] VALUE
@@ -241,12 +243,16 @@ class PulsarMagics(MessageCommands, ViewCommands, OpsCommands, SparkCommands, Ma
                             ("tls_trust_certs_file_path", args.tls_trust_certs)):
             if value:
                 options[name] = value
+        if args.client:
+            options["client"] = args.client
         status = self.runtime.connect(args.url, args.events, check_timeout=args.timeout / 1000,
                                       allow_writes=args.allow_writes, **options)
         extra = [f"events {status['events_url']}" if status["events_url"] else "",
                  f"admin {status['admin_url']}" if status.get("admin_url") else ""]
         if status.get("backend") == "cluster":
             extra.append("writes allowed" if status["writes_allowed"] else "read-only")
+            if status.get("client") == "official":
+                extra.append("official client")
         details = ", ".join(e for e in extra if e)
         print(f"connected to {status['service_url']}" + (f" ({details})" if details else ""))
         return None

@@ -179,6 +179,8 @@ class BrokerRuntime:
                 info["backend"] = self._connection.backend
                 info["admin_url"] = self._connection.admin_url
                 info["writes_allowed"] = self._connection.writes_allowed
+                if self._connection.backend == "cluster":
+                    info["client"] = self._connection.client_name
             info["live_views"] = sum(1 for b in self.bindings if b.running)
             info["streams"] = sorted(self.streams)
             return info
@@ -361,7 +363,8 @@ class BrokerRuntime:
             return self._connection
 
     def client(self) -> Any:
-        """The shared client of the magics (pulsarlab's, or the official one on a cluster)."""
+        """The shared client of the magics (pulsarlab's, or the official one on a cluster
+        connected with ``--client official``)."""
         return self.connection().client()
 
     def admin(self) -> Any:

@@ -1,6 +1,7 @@
 """Attach to any broker: pulsarlab over ZeroMQ, or a Pulsar cluster by pulsar:// and REST."""
 
 from .connection import (
+    CLIENTS,
     ClusterConnection,
     Connection,
     WritesNotAllowed,
@@ -10,6 +11,7 @@ from .connection import (
 from .rest import ClusterAdminError, RestAdmin
 
 __all__ = [
+    "CLIENTS",
     "ClusterAdminError",
     "ClusterConnection",
     "Connection",

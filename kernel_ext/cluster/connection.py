@@ -7,8 +7,9 @@ never ask which backend it is:
     a pulsarlab broker's ``zmq://`` service: :class:`pulsarlab.Client` and
     :class:`pulsarlab.Admin`, and its event stream for live views.
 :class:`ClusterConnection`
-    any Pulsar cluster — Apache Pulsar 3.x/4.x or pulsarlab's own listeners: the official
-    ``pulsar-client`` on ``pulsar://`` (or ``pulsar+ssl://``) for produce and consume, the
+    any Pulsar cluster — Apache Pulsar 3.x/4.x or pulsarlab's own listeners: a Pulsar client
+    on ``pulsar://`` (or ``pulsar+ssl://``) for produce and consume — pulsarlab's own by
+    default, the official ``pulsar-client`` with ``client="official"`` — the
     admin REST API (:class:`~.rest.RestAdmin`) for stats, topics, subscriptions, policies,
     peek and skip / reset / expire, and REST polling for live views. It is read-only unless
     opened with ``allow_writes=True``; then every change is announced before it is made.
@@ -31,6 +32,7 @@ from ..extras import require
 from .rest import ClusterAdminError, RestAdmin
 
 __all__ = [
+    "CLIENTS",
     "ClusterConnection",
     "Connection",
     "WritesNotAllowed",
@@ -39,6 +41,17 @@ __all__ = [
 ]
 
 CLUSTER_SCHEMES = ("pulsar", "pulsar+ssl")
+CLIENTS = ("pulsarlab", "official")
+"""The Pulsar clients a cluster connection can use: pulsarlab's (the default: no extra
+dependency, the same client as everywhere else in pulsarlab) or the official
+``pulsar-client`` (the ``ops`` extra), chosen by name."""
+
+
+def check_client(client: str) -> str:
+    """``client`` if it names one of :data:`CLIENTS`, else a one-line ``ValueError``."""
+    if client not in CLIENTS:
+        raise ValueError(f"the client is {' or '.join(CLIENTS)}, not {client!r}")
+    return client
 
 
 class WritesNotAllowed(PermissionError):
@@ -53,6 +66,8 @@ class Connection(ABC):
     admin_url: str | None = None
     events_url: str | None = None
     writes_allowed: bool = True
+    client_name: str = "pulsarlab"
+    """Which Pulsar client :meth:`client` makes (one of :data:`CLIENTS`)."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -100,7 +115,7 @@ class Connection(ABC):
         """The connection as a plain dict (for ``%pulsar status``)."""
         return {"backend": self.backend, "service_url": self.service_url,
                 "admin_url": self.admin_url, "events_url": self.events_url,
-                "writes_allowed": self.writes_allowed}
+                "writes_allowed": self.writes_allowed, "client": self.client_name}
 
     def close(self) -> None:
         """Close the client and admin (the broker keeps running)."""
@@ -188,8 +203,12 @@ class ZmqConnection(Connection):
 
 
 class ClusterConnection(Connection):
-    """Any Pulsar cluster: the official client on pulsar://, the admin REST API on http(s)://.
+    """Any Pulsar cluster: a Pulsar client on pulsar://, the admin REST API on http(s)://.
 
+    ``client``: ``"pulsarlab"`` (the default) speaks Pulsar's binary protocol with
+    :class:`pulsarlab.Client`, so nothing beyond pulsarlab is needed; ``"official"`` uses
+    the official ``pulsar-client`` (installed by the ``ops`` extra). Both have the same API,
+    so the magics and views do not ask which one they hold.
     ``token``: a JWT for both (``AuthenticationToken`` and ``Authorization: Bearer``).
     ``tls_trust_certs_file_path``: the CA file for ``pulsar+ssl://`` and ``https://``.
     ``allow_writes``: without it, sending, acknowledging and every admin change raise
@@ -208,8 +227,11 @@ class ClusterConnection(Connection):
         allow_writes: bool = False,
         announce: Callable[[str], None] = print,
         poll_interval_s: float = 2.0,
+        client: str = "pulsarlab",
     ) -> None:
         super().__init__()
+        self.client_name = check_client(client)
+        self.api  # noqa: B018 - the official client missing is an error now, not at first use
         parts = urllib.parse.urlsplit(service_url)
         if parts.scheme not in CLUSTER_SCHEMES or not parts.hostname:
             raise ValueError(
@@ -232,7 +254,9 @@ class ClusterConnection(Connection):
 
     @property
     def api(self) -> ModuleType:
-        return require("pulsar", "a Pulsar cluster connection (pulsar://)")
+        if self.client_name == "official":
+            return require("pulsar", "a cluster connection with the official client")
+        return importlib.import_module("pulsarlab.broker.client")
 
     def check_write(self, what: str) -> None:
         if not self.writes_allowed:
@@ -247,7 +271,7 @@ class ClusterConnection(Connection):
         options: dict[str, Any] = {
             "operation_timeout_seconds": 15, "connection_timeout_ms": 5000,
             "logger": logging.getLogger("pulsarlab.cluster.client"),
-        }
+        }  # the same arguments for both clients (pulsarlab's takes the official ones)
         if self._token:
             options["authentication"] = pulsar.AuthenticationToken(self._token)
         if self._ca_file:
@@ -291,6 +315,7 @@ def open_connection(
     tls_trust_certs_file_path: str | None = None,
     allow_writes: bool = False,
     announce: Callable[[str], None] = print,
+    client: str | None = None,
 ) -> Connection:
     """``pulsar[+ssl]://…`` → :class:`ClusterConnection`; else :class:`ZmqConnection`
     (``zmq://host:port``, whose admin client checks the URL).
@@ -299,7 +324,9 @@ def open_connection(
     ignored (``events_url`` and ``curve_server_key`` are pulsarlab's ZeroMQ features).
     ``admin_url`` is a cluster's or a zmq:// broker's admin REST API (a zmq:// broker this
     process started is found without it). A pulsarlab broker over ZeroMQ is a sandbox: it
-    takes writes without ``allow_writes``.
+    takes writes without ``allow_writes``. ``client`` (``"pulsarlab"``, the default, or
+    ``"official"``) is the Pulsar client of a cluster; a zmq:// broker is always reached with
+    pulsarlab's.
     """
     scheme = urllib.parse.urlsplit(service_url).scheme
     if scheme in CLUSTER_SCHEMES:
@@ -308,9 +335,13 @@ def open_connection(
                              "a pulsar:// cluster is followed through its REST API")
         return ClusterConnection(service_url, admin_url, token=token,
                                  tls_trust_certs_file_path=tls_trust_certs_file_path,
-                                 allow_writes=allow_writes, announce=announce)
+                                 allow_writes=allow_writes, announce=announce,
+                                 client=client or "pulsarlab")
     if scheme not in ("zmq", "tcp"):
         raise ValueError(f"service URL must look like zmq://host:port, not {service_url!r}")
+    if client not in (None, "pulsarlab"):
+        raise ValueError(f"a zmq:// broker is reached with pulsarlab's client, not {client!r} "
+                         "(the official client speaks pulsar://)")
     security: dict[str, Any] = {}
     if token:
         from pulsarlab.broker.client.auth import AuthenticationToken

@@ -21,7 +21,14 @@ and make ``service.url`` reachable from them; nothing assumes local mode.
 
 Source options (keys are case-insensitive; values are strings)
 ---------------------------------------------------------------
-``service.url``         required, ``zmq://host:port``
+``service.url``         required: a pulsarlab broker's ``zmq://host:port``, or any Pulsar
+                        cluster's ``pulsar://host:6650`` / ``pulsar+ssl://host:6651``
+``admin.url``           the admin REST API the driver plans from, ``http(s)://host:port``:
+                        required with ``pulsar://``; with ``zmq://``, the web URL of a
+                        broker this process started there by default
+``client``              the client the executors read with: ``pulsarlab`` (default; any
+                        URL, no extra dependency) or ``official`` (``pulsar-client`` from
+                        ``pulsarlab[ops]``, on each executor; ``pulsar://`` only)
 ``topic``               one topic (a partitioned topic reads every partition); ``load(topic)``
                         is the same
 ``topics``              comma-separated topics
@@ -45,7 +52,7 @@ Source options (keys are case-insensitive; values are strings)
                         ``token:<token>`` or ``file:///path`` (read on the driver); also for
                         writes. ``pulsar.client.curveServerKey``: the broker's CURVE key.
 
-Options of StreamNative's connector that mean nothing here (``admin.url``,
+Options of StreamNative's connector that mean nothing here (
 ``subscriptionPrefix``, ``predefinedSubscription``, other ``pulsar.client.*`` …) are ignored; any
 other unknown option is an error. Every bad option raises :class:`PulsarSparkError` with a
 one-line message (Spark wraps it; :func:`error_summary` gets the line back).
@@ -94,8 +101,10 @@ Sink
 .save()`` (Spark refuses its default ``errorifexists`` mode for Python sources; or
 ``writeStream``) sends ``value`` (binary or string) with ``__key``, ``__messageProperties`` and
 ``__eventTime`` when present; without the ``topic`` option a ``__topic`` column picks each
-row's topic. Every task waits for the broker's receipts; a retried task sends again
-(at-least-once). ``mode("overwrite")`` is refused.
+row's topic. ``service.url`` is a pulsarlab broker's ``zmq://`` or any Pulsar cluster's
+``pulsar://`` (no ``admin.url`` needed); the tasks write with pulsarlab's client. Every task
+waits for the broker's receipts; a retried task sends again (at-least-once).
+``mode("overwrite")`` is refused.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """Executor-side reading from any Pulsar cluster with the official client's Reader.
 
-With ``service.url`` ``pulsar://…`` (StreamNative's option), each Spark partition reads one
-topic partition's range ``(start, end]`` with ``pulsar.Client.create_reader`` (non-durable,
-exclusive of ``start``), one message at a time, and yields the same Arrow record batches as
-the pulsarlab path (:func:`~.reading.to_record_batch`): each message becomes a one-row
-"entry" carrying the fields the column builders read. ``__messageId`` keeps pulsarlab's
-28-byte layout (ledger, entry, partition, batch index; the batch size is 0 because the
-official client does not report it).
+Used with ``service.url`` ``pulsar://…`` (StreamNative's option) and ``client`` ``official``;
+pulsarlab's own client (:func:`~.reading.read_range`) is the default and needs no
+``pulsar-client``. Each Spark partition reads one topic partition's range ``(start, end]``
+with ``pulsar.Client.create_reader`` (non-durable, exclusive of ``start``), one message at a
+time, and yields the same Arrow record batches as the pulsarlab path
+(:func:`~.reading.to_record_batch`): each message becomes a one-row "entry" carrying the
+fields the column builders read. ``__messageId`` keeps pulsarlab's 28-byte layout (ledger,
+entry, partition, batch index; the batch size is 0 because the official client does not
+report it).
 
 A batch entry's messages share one (ledger, entry): when the range ends at a whole entry,
 the reader keeps reading that entry's messages until the next message is past the end or
@@ -21,22 +23,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..extras import require
+from ..extras import MissingDependency, require
 from .options import PulsarSparkError
 from .positions import Position, past_end
 from .reading import ReadSettings, to_record_batch
 
-__all__ = ["CLUSTER_SCHEMES", "is_cluster_url", "read_range_official"]
+__all__ = ["read_range_official"]
 
 log = logging.getLogger("pulsarlab.spark")
 
-CLUSTER_SCHEMES = ("pulsar://", "pulsar+ssl://")
 _SLICE_MS = 1000
-
-
-def is_cluster_url(url: str) -> bool:
-    """Whether ``url`` is served by a Pulsar cluster (read with the official client)."""
-    return url.startswith(CLUSTER_SCHEMES)
 
 
 @dataclass(frozen=True)
@@ -74,8 +70,17 @@ def _row(msg: Any) -> list[Any]:
             msg.event_timestamp(), 0, null, None if null else msg.data()]
 
 
+def _official() -> Any:
+    """The official client's module; missing, a :class:`PulsarSparkError` (the one line
+    Spark's error summary shows) naming the extra that installs it."""
+    try:
+        return require("pulsar", "reading a Pulsar cluster from Spark with client=official")
+    except MissingDependency as exc:
+        raise PulsarSparkError(str(exc)) from None
+
+
 def _client(settings: ReadSettings) -> Any:
-    pulsar = require("pulsar", "reading a Pulsar cluster from Spark")
+    pulsar = _official()
 
     options: dict[str, Any] = {
         "connection_timeout_ms": settings.connection_timeout_ms,
@@ -96,7 +101,7 @@ def read_range_official(
     arrow_schema: Any,
 ) -> Iterator[Any]:
     """Yield the messages of ``topic`` in ``(start, end]`` as Arrow record batches."""
-    pulsar = require("pulsar", "reading a Pulsar cluster from Spark")
+    pulsar = _official()
 
     if end.key <= start.key:
         return
@@ -114,6 +119,7 @@ def read_range_official(
             ) from None
         entries: list[tuple[Any, list[Sequence[Any]]]] = []
         idle_since = time.monotonic()
+        read_up_to = (-1, -1, -1)  # the last (ledger, entry, batch index) taken
         while True:
             try:
                 msg = reader.read_next(_SLICE_MS)
@@ -132,6 +138,9 @@ def read_range_official(
                 raise PulsarSparkError(f"reading {topic}: {exc}") from None
             idle_since = time.monotonic()
             one = _OneMessage(topic, msg)
+            if (one.ledger_id, one.entry_id, one.batch_index) <= read_up_to:
+                continue  # sent again by the broker: a partition's messages are taken once
+            read_up_to = (one.ledger_id, one.entry_id, one.batch_index)
             if past_end(one.ledger_id, one.entry_id, one.batch_index, end):
                 break
             entries.append((one, [_row(msg)]))
@@ -162,7 +171,7 @@ def _in_end_entry(entries: list[tuple[Any, list[Sequence[Any]]]], end: Position)
 
 
 def _more(reader: Any, topic: str) -> bool:
-    pulsar = require("pulsar", "reading a Pulsar cluster from Spark")
+    pulsar = _official()
 
     try:
         return bool(reader.has_message_available())

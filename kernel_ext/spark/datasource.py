@@ -36,7 +36,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .cluster_reading import is_cluster_url, read_range_official
+from .cluster_reading import read_range_official
 from .metadata import BrokerMetadata, PartitionInfo
 from .options import PulsarSparkError, SourceOptions, parse_sink_options, parse_source_options
 from .positions import Position, advance, count_entries, split_budget
@@ -143,13 +143,14 @@ def _settings(opts: SourceOptions) -> ReadSettings:
         rows_per_batch=opts.rows_per_batch,
         fail_on_data_loss=opts.fail_on_data_loss,
         security=opts.security,
+        client=opts.client,
     )
 
 
 def _read(partition: InputPartition, schema: StructType) -> Any:
     if not isinstance(partition, PulsarPartition):  # Spark reads InputPartition(None) for []
         return
-    read = read_range_official if is_cluster_url(partition.settings.service_url) else read_range
+    read = read_range_official if partition.settings.client == "official" else read_range
     yield from read(
         partition.topic,
         Position(*partition.start),

@@ -74,8 +74,11 @@ _SOURCE_KEYS = frozenset(
         "connectiontimeoutms",
         "receiverqueuesize",
         "rowsperbatch",
+        "client",
     }
 )
+CLIENTS = ("pulsarlab", "official")
+"""``client``: the Pulsar client the executors read a ``pulsar://`` cluster with."""
 
 
 class PulsarSparkError(ValueError):
@@ -179,6 +182,9 @@ class SourceOptions:
     security: ClientSecurity = field(default_factory=lambda: ClientSecurity())
     admin_url: str | None = None
     """A Pulsar cluster's admin REST API (with a ``pulsar://`` service URL)."""
+    client: str = "pulsarlab"
+    """Which client reads on the executors: ``pulsarlab`` (any URL) or ``official``
+    (``pulsar-client``; ``pulsar://`` only)."""
 
     @property
     def subscription_label(self) -> str:
@@ -485,13 +491,26 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
                                      DEFAULT_ROWS_PER_BATCH) or DEFAULT_ROWS_PER_BATCH,
         security=parse_client_security(opts),
         admin_url=_admin_url(opts, url),
+        client=_client(opts, url),
     )
+
+
+def _client(opts: dict[str, str], service_url: str) -> str:
+    """``client``: ``pulsarlab`` (the default) or ``official``, which reads only clusters
+    (the official client does not speak zmq://)."""
+    client = opts.get("client", "").strip().lower() or "pulsarlab"
+    if client not in CLIENTS:
+        raise PulsarSparkError(f"option 'client' must be pulsarlab or official, not {client!r}")
+    if client == "official" and not service_url.startswith("pulsar"):
+        raise PulsarSparkError("option 'client' official reads a pulsar:// service.url; a "
+                               f"zmq:// broker ({service_url}) is read with pulsarlab's client")
+    return client
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Validate a writer's options; raise :class:`PulsarSparkError`."""
     opts = _lower(options)  # unknown keys are ignored: Spark passes its own (checkpointLocation)
-    url = _service_url(opts)
+    url = _service_url(opts, cluster_ok=True)  # pulsarlab's client writes to either
     topic_raw = (opts.get("topic") or opts.get("path") or "").strip()
     if opts.get("topic", "").strip() and opts.get("path", "").strip():
         raise PulsarSparkError("give the target topic once: option 'topic' or save(path)")

@@ -1,7 +1,9 @@
 """Executor-side reading: one partition range ``(start, end]`` → Arrow record batches.
 
 :func:`read_range` opens its own :class:`pulsarlab.Client` (nothing is shared with the
-driver, so it runs the same on a cluster), reads the partition with a non-durable
+driver, so it runs the same on a cluster) on the ``service.url`` — a pulsarlab broker's
+``zmq://`` or any Pulsar cluster's ``pulsar://`` (the client speaks Pulsar's protocol on
+both) — reads the partition with a non-durable
 :class:`~pulsarlab.Reader` starting after ``start``, stops at ``end`` and yields
 ``pyarrow.RecordBatch``\\ es built column-wise against the Arrow schema Spark expects. The
 reader hands over whole entries (``deliver_entries``), so each column grows by one list
@@ -53,6 +55,9 @@ class ReadSettings:
     rows_per_batch: int
     fail_on_data_loss: bool
     security: ClientSecurity = field(default_factory=lambda: ClientSecurity())
+    client: str = "pulsarlab"
+    """``pulsarlab``: :func:`read_range` (zmq:// or pulsar://); ``official``: the official
+    client's Reader (:func:`~.cluster_reading.read_range_official`, pulsar:// only)."""
 
 
 def _text(data: bytes | None) -> str | None:
@@ -220,7 +225,7 @@ def read_range(
             )
         except ConnectError:
             raise PulsarSparkError(
-                f"no answer from a pulsarlab broker at {settings.service_url} within "
+                f"no answer from a broker at {settings.service_url} within "
                 f"{settings.connection_timeout_ms / 1000:g} s while reading {topic} (the broker "
                 "must be reachable from the Spark executors)"
             ) from None
@@ -229,6 +234,7 @@ def read_range(
         entries: list[tuple[Any, list[Sequence[Any]]]] = []
         rows_in_chunk = 0
         idle_since = time.monotonic()
+        read_up_to = (-1, -1)  # the last (ledger, entry) taken: a partition is in order
         done = False
         while not done:
             try:
@@ -254,6 +260,9 @@ def read_range(
             except PulsarException as exc:  # the broker closed the reader or went away
                 raise PulsarSparkError(f"reading {topic}: {exc}") from None
             idle_since = time.monotonic()
+            if (entry.ledger_id, entry.entry_id) <= read_up_to:
+                continue  # sent again by the broker (pulsar-lite does, on FLOW): taken once
+            read_up_to = (entry.ledger_id, entry.entry_id)
             rows, done = _rows_up_to_end(entry, end)
             if rows:
                 entries.append((entry, rows))

@@ -3,9 +3,11 @@
 Columns used (others are ignored): ``value`` (binary or string; required), ``__key``
 (binary or string → the partition key), ``__messageProperties`` (map<string,string>),
 ``__eventTime`` (timestamp → event time) and ``__topic`` (string; the target topic of the
-row when the ``topic`` option is not given). Every Spark task opens its own client and
-producers, sends asynchronously (batched) and waits for every receipt before it reports
-success, so a task that succeeds has had all its messages acknowledged by the broker.
+row when the ``topic`` option is not given). Every Spark task opens its own
+:class:`pulsarlab.Client` (to a pulsarlab broker's ``zmq://`` or any Pulsar cluster's
+``pulsar://``) and producers, sends asynchronously (batched) and waits for every receipt
+before it reports success, so a task that succeeds has had all its messages acknowledged by
+the broker.
 A retried task sends its rows again: the sink is at-least-once, like Pulsar's own.
 """
 
@@ -124,7 +126,7 @@ def write_rows(opts: SinkOptions, batches: Iterable[Any]) -> int:
                     )
                 except ConnectError:
                     raise PulsarSparkError(
-                        f"no answer from a pulsarlab broker at {opts.service_url} within "
+                        f"no answer from a broker at {opts.service_url} within "
                         f"{opts.connection_timeout_ms / 1000:g} s while writing to {topic}"
                     ) from None
                 except PulsarException as exc:

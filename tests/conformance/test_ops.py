@@ -1,6 +1,7 @@
 """Ops against real Pulsar (issue 25, item 5): ``%pulsar connect pulsar://… --admin-url …``
 and the cluster-mode views (``View.for_subscription``) on real Apache Pulsar 3.3 / 4.0 and on
-pulsarlab's listeners, the same steps on both, what a user sees compared.
+pulsarlab's listeners, the same steps on both, what a user sees compared — the magics with
+pulsarlab's own client (their default) and with the official one (``--client official``).
 
 The magics' tests against pulsarlab alone are tests/kernel/test_cluster_attach.py; this runs
 the same kind of session on the ``line`` fixture's two targets.
@@ -18,11 +19,11 @@ from kernel.conftest import ip, run, runtime  # noqa: F401  (the magics' IPython
 from .conftest import Pair, Target, drain
 
 
-def _magics_session(cell: Any, target: Target, topic: str) -> dict[str, Any]:
-    """Connect with writes allowed; produce, consume one, peek, stats, reset, why, browse;
-    disconnect."""
+def _magics_session(cell: Any, target: Target, topic: str, client: str) -> dict[str, Any]:
+    """Connect with writes allowed (and ``--client``); produce, consume one, peek, stats,
+    reset, why, browse; disconnect."""
     ran = cell(f"%pulsar connect {target.service_url} --admin-url {target.web_url} "
-               "--allow-writes")
+               f"--allow-writes --client {client}")
     assert ran.success, ran.out
     try:
         seen: dict[str, Any] = {"status": cell("%pulsar status").value["backend"]}
@@ -54,15 +55,18 @@ def _magics_session(cell: Any, target: Target, topic: str) -> dict[str, Any]:
         cell("%pulsar stop")
 
 
-def test_pulsar_connect_magics(line: Pair, run: Any, runtime: Any) -> None:  # noqa: F811
-    """The session of test_cluster_attach.py on both brokers: same observations."""
-    topic = f"ops-magics-{line.line.replace('.', '')}"
-    real = _magics_session(run, line.real, topic)
+@pytest.mark.parametrize("client", ["pulsarlab", "official"])
+def test_pulsar_connect_magics(line: Pair, run: Any, runtime: Any,  # noqa: F811
+                               client: str) -> None:
+    """The session of test_cluster_attach.py on both brokers, with pulsarlab's client (the
+    default) and with the official one: same observations."""
+    topic = f"ops-magics-{client}-{line.line.replace('.', '')}"
+    real = _magics_session(run, line.real, topic, client)
     assert real == {"status": "cluster", "consumed": ["one"], "peeked": ["two", "three"],
                     "backlog": 2, "subs": ["billing"], "backlog_after_reset": 3,
                     "why": (True, True, False), "browsed": ["three"],
                     "missing": (False, False, "%pulsar stats")}
-    assert _magics_session(run, line.lab, topic) == real
+    assert _magics_session(run, line.lab, topic, client) == real
 
 
 def _views_on(target: Target, topic: str) -> dict[str, Any]:

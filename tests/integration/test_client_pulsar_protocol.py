@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import socket
 import socketserver
-import subprocess
-import tempfile
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
+from cluster_peers import pulsar_lite as start_pulsar_lite
 
 from pulsarlab import Broker
 from pulsarlab.broker.admin import Admin
@@ -42,43 +39,10 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{next(_COUNTER)}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen) -> None:
-    while True:  # bounded by the process: it exits if it cannot listen
-        if proc.poll() is not None:
-            raise RuntimeError(f"pulsar-lite exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-
-
 @pytest.fixture(scope="module")
 def pulsar_lite() -> Iterator[str]:
-    binary_finder = pytest.importorskip(
-        "pulsar_lite.binary_finder", reason="pulsar-lite (the dev extra) is not installed")
-    scratch = tempfile.mkdtemp(prefix="pulsar-lite-")
-    binary = binary_finder.find_pulsar_lite_binary()
-    if not os.access(binary, os.X_OK):
-        binary = shutil.copy(binary, os.path.join(scratch, "pulsar-lite"))
-        os.chmod(binary, 0o755)
-    port = _free_port()
-    proc = subprocess.Popen(
-        [binary, "--addr", f"127.0.0.1:{port}", "--db-path", os.path.join(scratch, "data"),
-         "--log-level", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_for_port(port, proc)
-        yield f"pulsar://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        shutil.rmtree(scratch, ignore_errors=True)
+    with start_pulsar_lite() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

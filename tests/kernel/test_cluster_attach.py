@@ -1,4 +1,4 @@
-"""``%pulsar connect pulsar://…``: the magics on a Pulsar cluster, by the official client + REST.
+"""``%pulsar connect pulsar://…``: the magics on a Pulsar cluster, by pulsarlab's client + REST.
 
 The cluster is a pulsarlab broker's pulsar:// and REST listeners, reached over sockets
 exactly as a remote Apache Pulsar cluster would be.

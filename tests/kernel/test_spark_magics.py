@@ -212,6 +212,26 @@ def test_spark_sql_cell_over_a_topic(run, ip, broker, fake_spark) -> None:
     assert ran.value == [("a", 1), ("b", 2), ("c", 3)]
 
 
+@pytest.mark.parametrize("flag", ["", "--client official"])
+def test_spark_cell_on_a_cluster_passes_the_client_on(run, runtime, fake_spark, flag) -> None:
+    """``%pulsar connect pulsar://… [--client official]``: the executors read with the
+    connection's client (the option only when it is not the default)."""
+    if flag:
+        pytest.importorskip("pulsar", reason="the official pulsar-client (ops extra)")
+    from pulsarlab import Broker
+
+    with Broker(storage="memory") as cluster:
+        assert run(f"%pulsar connect {cluster.pulsar_url} --admin-url {cluster.web_url} "
+                   f"{flag}").success
+        try:
+            assert run("%%pulsar spark t\nselect * from t").success
+        finally:
+            run("%pulsar stop")
+    options = fake_spark.loads[-1]["options"]
+    assert options["service.url"] == cluster.pulsar_url
+    assert options.get("client") == ("official" if flag else None)
+
+
 def test_spark_cell_errors(run, broker, fake_spark) -> None:
     ran = run("%%pulsar spark t\nselect * from bogus")
     assert ran.success is False

@@ -28,7 +28,7 @@ def test_the_admin_url_is_required_and_checked_for_a_cluster() -> None:
                               "topic": "t"}, streaming=False)
 
 
-def test_zmq_takes_the_admin_url_or_finds_its_broker_and_the_sink_stays_zmq() -> None:
+def test_zmq_takes_the_admin_url_or_finds_its_broker_and_the_sink_takes_a_cluster() -> None:
     opts = parse_source_options({"service.url": "zmq://b:6651", "admin.url": "http://b:8080",
                                  "topic": "t"}, streaming=False)
     assert opts.admin_url == "http://b:8080"
@@ -41,5 +41,8 @@ def test_zmq_takes_the_admin_url_or_finds_its_broker_and_the_sink_stays_zmq() ->
     finally:
         local_brokers.unregister("zmq://b:6651")
     assert opts.admin_url == "http://b:41234"  # resolved on the driver, for the workers
-    with pytest.raises(PulsarSparkError, match="must look like zmq://host:port"):
-        parse_sink_options({"service.url": "pulsar://b:6650", "topic": "t"})
+    # the sink writes with pulsarlab's client, which speaks pulsar:// too (no admin.url needed)
+    assert parse_sink_options({"service.url": "pulsar://b:6650", "topic": "t"}).service_url \
+        == "pulsar://b:6650"
+    with pytest.raises(PulsarSparkError, match="must look like zmq://host:port or pulsar://"):
+        parse_sink_options({"service.url": "http://b:8080", "topic": "t"})

@@ -1,6 +1,7 @@
 """``service.url`` ``pulsar://…`` + ``admin.url``: reading a Pulsar cluster like StreamNative's
-connector, with the official client's Reader on the executors and the admin REST API on the
-driver. The cluster is a pulsarlab broker's pulsar:// and REST listeners, over sockets.
+connector, with pulsarlab's client's Reader on the executors (the default; the official
+client: test_cluster_clients.py) and the admin REST API on the driver; the official client
+sends. The cluster is a pulsarlab broker's pulsar:// and REST listeners, over sockets.
 """
 
 from __future__ import annotations
