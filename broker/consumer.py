@@ -3,6 +3,7 @@ may receive; the subscription types and Key_Shared declarations it subscribes wi
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -111,6 +112,11 @@ class ServerConsumer:
         # replays go back), so its first key is its lowest; and the highest key added.
         self._pending_in_order = True
         self._highest_pending: Position = (-1, -1)
+        # While in order: the positions added, ascending; acknowledged ones are dropped from
+        # the front when the lowest is asked for. ``next(iter(pending_acks))`` would do, but
+        # a dict skips the slots of every key popped from its front, so after in-order acks
+        # it scans all of them, on every mark-delete move.
+        self._pending_order: deque[Position] = deque()
         self.unacked_messages = 0
         self.unacked_counter: UnackedCounter | None = None  # its subscription's, if kept
         self.blocked_on_unacked = False
@@ -142,21 +148,31 @@ class ServerConsumer:
             if not pending_acks:
                 self._pending_in_order = True
                 self._highest_pending = position
+                order = self._pending_order
+                order.clear()
+                order.append(position)
             elif position > self._highest_pending:
                 self._highest_pending = position
+                if self._pending_in_order:
+                    self._pending_order.append(position)
             else:
                 self._pending_in_order = False
+                self._pending_order.clear()
             pending_acks[position] = _new_tuple(PendingAck, (batch_size, sticky_key_hash))
             self.unacked_messages += batch_size
             if self.unacked_counter is not None:
                 self.unacked_counter.value += batch_size
 
     def remove_pending(self, position: Position) -> PendingAck | None:
-        pending = self.pending_acks.pop(position, None)
+        pending_acks = self.pending_acks
+        pending = pending_acks.pop(position, None)
         if pending is not None:
             self.unacked_messages -= pending.batch_size
             if self.unacked_counter is not None:
                 self.unacked_counter.value -= pending.batch_size
+            order = self._pending_order
+            if len(order) > 64 + 2 * len(pending_acks):  # acked ones behind a held one
+                self._pending_order = deque(p for p in order if p in pending_acks)
         return pending
 
     def lowest_pending(self) -> Position | None:
@@ -169,7 +185,10 @@ class ServerConsumer:
         if not pending:
             return None
         if self._pending_in_order:
-            return next(iter(pending))
+            order = self._pending_order
+            while order[0] not in pending:
+                order.popleft()
+            return order[0]
         return min(pending)
 
     def update_rates(self, now_ms: int) -> None:
@@ -179,6 +198,7 @@ class ServerConsumer:
 
     def take_all_pending(self) -> dict[Position, PendingAck]:
         pending, self.pending_acks = self.pending_acks, {}
+        self._pending_order.clear()
         if self.unacked_counter is not None:
             self.unacked_counter.value -= self.unacked_messages
         self.unacked_messages = 0

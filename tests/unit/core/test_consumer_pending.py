@@ -53,3 +53,21 @@ def test_mark_delete_move_keeps_pending_entries_above_it(harness):
     harness.drain()
     assert sorted(c.pending_acks) == msgs[2:]
     assert c.lowest_pending() == msgs[2]
+
+
+def test_lowest_pending_after_acks_behind_a_held_message_and_a_take_all():
+    """One message held while thousands behind it are acknowledged: the lowest stays
+    right, and the positions kept to find it stay bounded by those still pending."""
+    c = ServerConsumer(1, "c")
+    for entry in range(5000):
+        c.add_pending((1, entry), 1, 0)
+    for entry in range(1, 4990):
+        c.remove_pending((1, entry))
+        assert c.lowest_pending() == (1, 0)
+    assert len(c._pending_order) <= 64 + 2 * len(c.pending_acks) + 1
+    c.remove_pending((1, 0))
+    assert c.lowest_pending() == (1, 4990)
+    c.take_all_pending()
+    assert c.lowest_pending() is None
+    c.add_pending((2, 7), 1, 0)
+    assert c.lowest_pending() == (2, 7)
