@@ -38,6 +38,7 @@ __all__ = [
     "decode_message",
     "encode_command",
     "encode_payload_command",
+    "encode_payload_frame",
 ]
 
 
@@ -150,7 +151,11 @@ def encode_command(command: BaseCommand) -> bytes:
 
 def encode_payload_command(command: BaseCommand, metadata: bytes, payload: bytes) -> bytes:
     """A payload command frame (MESSAGE, SEND) with its CRC32C checksum."""
-    body = command.SerializeToString()
+    return encode_payload_frame(command.SerializeToString(), metadata, payload)
+
+
+def encode_payload_frame(body: bytes, metadata: bytes, payload: bytes) -> bytes:
+    """A payload command frame of a serialized ``BaseCommand``, with its CRC32C checksum."""
     size = len(body)
     checked = b"".join((_U32.pack(len(metadata)), metadata, payload))
     return b"".join((

@@ -78,7 +78,9 @@ from .framing import (
     decode_message,
     encode_command,
     encode_payload_command,
+    encode_payload_frame,
 )
+from .hot_commands import encode_message_command, encode_send_receipt
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
 
@@ -314,19 +316,11 @@ class PulsarSession:
             client_id = self.producer_ids.get(action.producer_id)
             if client_id is None:
                 return
-            # Set in place in one BaseCommand (a receipt per message: no copies of parts).
-            command = _T(type=_T.SEND_RECEIPT)
-            receipt = command.send_receipt
-            receipt.producer_id = client_id
-            receipt.sequence_id = action.sequence_id
-            message_id = receipt.message_id
-            message_id.ledgerId = action.ledger_id & _U64
-            message_id.entryId = action.entry_id & _U64
-            message_id.partition = action.partition
             highest = self._highest_sequence.pop((action.producer_id, action.sequence_id), None)
-            if highest is not None:
-                receipt.highest_sequence_id = highest
-            self._out.append(encode_command(command))  # acting: straight out
+            self._out.append(encode_send_receipt(  # acting: straight out
+                client_id, action.sequence_id, action.ledger_id, action.entry_id,
+                action.partition, highest,
+            ))
         elif kind is Reply:
             self._out.append(action.frame)
         elif kind is SendError:
@@ -389,6 +383,15 @@ class PulsarSession:
             metadata, payload = _pulsar_entry(
                 action.topic, entry.position, entry.data, self.settings.max_message_size
             )
+            if entry.ack_set is None:  # the common case, laid out by hand
+                out.append(encode_payload_frame(
+                    encode_message_command(
+                        client_id, entry.position[0], entry.position[1], entry.partition,
+                        entry.redelivery_count,
+                    ),
+                    metadata, payload,
+                ))
+                continue
             message = api.CommandMessage(
                 consumer_id=client_id,
                 message_id=api.MessageIdData(
@@ -397,8 +400,7 @@ class PulsarSession:
                 ),
                 redelivery_count=entry.redelivery_count,
             )
-            if entry.ack_set is not None:
-                message.ack_set.extend(_bits_to_words(entry.ack_set))
+            message.ack_set.extend(_bits_to_words(entry.ack_set))
             out.append(
                 encode_payload_command(_T(type=_T.MESSAGE, message=message), metadata, payload)
             )
