@@ -8,6 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pulsarlab import Broker, Client, ConsumerType
 
+from ..zmq_pulsar.dealer import wait_until
 from .conftest import Rest
 
 TOPIC = "persistent://public/default/scraped"
@@ -38,6 +39,13 @@ def traffic(broker):
         first = consumer.receive(timeout_millis=5000)
         consumer.receive(timeout_millis=5000)
         consumer.acknowledge(first)
+
+        def out_counter(service) -> int:
+            return service.topic_stats(TOPIC)["subscriptions"]["sub"]["msgOutCounter"]
+
+        # The third goes out once the client's permit refill (FLOW) reaches the broker.
+        wait_until(lambda: broker.submit(out_counter).result(10) == 3,
+                   "the third message to be dispatched")
         broker.submit(lambda service: service.update_rates()).result(10)
         yield consumer
         consumer.close()
