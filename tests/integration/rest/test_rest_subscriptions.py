@@ -9,6 +9,8 @@ import pytest
 from pulsarlab import Admin, Client
 from pulsarlab.broker.client import CompressionType
 
+from ..zmq_pulsar.dealer import wait_until
+
 BASE = "/admin/v2/persistent/public/default"
 
 
@@ -43,9 +45,11 @@ def test_create_list_and_delete_subscriptions(rest, client):
     assert busy.status == 412 and "connected consumers" in busy.reason
     assert rest.delete(f"{BASE}/subs/subscription/a?force=true").status == 204
     # The disconnected consumer subscribes again, as Pulsar's clients do (which makes
-    # "a" anew): once it is closed, "a" can go for good.
+    # "a" anew): once it is back and then closed, "a" can go for good.
+    wait_until(lambda: rest.get(f"{BASE}/subs/stats").json["subscriptions"]
+               .get("a", {}).get("consumers"), "the consumer to subscribe again")
     consumer.close()
-    rest.delete(f"{BASE}/subs/subscription/a")
+    assert rest.delete(f"{BASE}/subs/subscription/a").status == 204
     assert rest.delete(f"{BASE}/subs/subscription/a").status == 404
     assert rest.get(f"{BASE}/subs/subscriptions").json == ["b"]
 

@@ -6,6 +6,8 @@ import pytest
 
 from pulsarlab import Client
 
+from ..zmq_pulsar.dealer import wait_until
+
 BASE = "/admin/v2/persistent/public/default"
 
 
@@ -37,9 +39,12 @@ def test_delete_with_a_connected_consumer_needs_force(rest, client):
     assert busy.status == 412 and "connected producers or consumers" in busy.reason
     assert rest.delete(f"{BASE}/busy?force=true").status == 204
     # The disconnected consumer subscribes again, as Pulsar's clients do (which makes the
-    # topic anew): once it is closed, the topic can go for good.
+    # topic anew): once it is back and then closed, the topic can go for good.
+    wait_until(lambda: rest.get(f"{BASE}/busy/stats").json
+               .get("subscriptions", {}).get("s", {}).get("consumers"),
+               "the consumer to subscribe again")
     consumer.close()
-    rest.delete(f"{BASE}/busy?force=true")
+    assert rest.delete(f"{BASE}/busy?force=true").status == 204
     assert rest.get(f"{BASE}/busy/stats").status == 404
 
 
