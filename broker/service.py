@@ -40,6 +40,7 @@ from .errors import (
     TopicTerminated,
 )
 from .events import EventListener, EventType, make_event
+from .format.metadata import is_encrypted
 from .limits import check_topic_quota
 from .message_id import MessageId
 from .non_persistent import NonPersistentTopic
@@ -633,11 +634,6 @@ class BrokerService:
             raise ProducerNotFound(f"producer {producer_id} not found")
         return producer
 
-    def encryption_required(self, producer_id: int) -> bool:
-        """Whether the namespace of the producer's topic takes only encrypted messages."""
-        producer = self.producers.get(producer_id)
-        return producer is not None and self.policies_for(producer.topic).encryption_required
-
     def close_producer(self, producer_id: int) -> None:
         """The client closes a producer (a waiting one gives up its place in line)."""
         producer = self.producers.get(producer_id)
@@ -662,19 +658,24 @@ class BrokerService:
 
     def send(
         self, producer_id: int, metadata: MessageMetadata, payload: bytes, *,
-        encrypted: bool = False,
+        encrypted: bool | None = False,
     ) -> Position | None:
         """Append a message (or batch); its receipt comes out of the next :meth:`commit`.
 
         ``None``: the send is held by the backlog quota (``producer_request_hold``).
         ``encrypted``: the message carries encryption keys; in a namespace with
         ``encryption_required`` any other is refused (Pulsar's ``Producer``:
-        "Messages must be encrypted") and nothing is stored.
+        "Messages must be encrypted") and nothing is stored. ``None``: its Pulsar metadata
+        says (read only where the namespace requires encryption).
         """
         producer = self.producers.get(producer_id)
         if producer is None or not producer.ready:
             raise ProducerNotFound(f"producer {producer_id} not found (or not ready)")
-        if not encrypted and self.policies_for(producer.topic).encryption_required:
+        policies = self.namespace_policies(producer.topic.namespace)
+        if policies.encryption_required and not (
+            encrypted if encrypted is not None
+            else is_encrypted(metadata.pulsar_metadata or b"")
+        ):
             raise MetadataError("Messages must be encrypted")
         if type(payload) is not bytes and not isinstance(payload, bytearray | memoryview):
             raise InvalidArgument(f"payload must be bytes, not {type(payload).__name__}")
@@ -689,7 +690,7 @@ class BrokerService:
         if type(payload) is not bytes:  # bytes() of bytes returns it, but costs a call
             payload = bytes(payload)
         try:
-            return producer.topic.publish(producer, metadata, payload)
+            return producer.topic.publish(producer, metadata, payload, policies)
         except StorageError as exc:
             log.error("%s", exc)
             raise

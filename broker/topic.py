@@ -206,12 +206,14 @@ class AbstractTopic:
     # -- publishing -----------------------------------------------------------------------
 
     def publish(
-        self, producer: Producer, metadata: MessageMetadata, payload: bytes
+        self, producer: Producer, metadata: MessageMetadata, payload: bytes,
+        policies: Policies | None = None,
     ) -> Position | None:
         """Append one entry; its receipt waits for the next commit.
 
         ``None`` means the send is held: the backlog quota is exceeded and its policy is
-        ``producer_request_hold``; it is appended once the backlog shrinks.
+        ``producer_request_hold``; it is appended once the backlog shrinks. ``policies``:
+        those in force, when the caller has them already.
         """
         size = len(payload)
         limit = self.context.settings.max_message_size
@@ -219,7 +221,8 @@ class AbstractTopic:
             raise MessageTooBig(
                 f"message of {size} bytes exceeds max_message_size {limit} on {self.name}"
             )
-        policies = self.context.policies_for(self)
+        if policies is None:
+            policies = self.context.policies_for(self)
         if policies.backlog_quota_limit_bytes >= 0 and not self._within_backlog_quota(policies):
             if policies.backlog_quota_policy == "producer_exception":
                 raise ProducerBlockedQuotaExceeded(

@@ -63,9 +63,22 @@ def from_pulsar(raw: bytes) -> MessageMetadata:
         raise ValueError(f"MessageMetadata does not parse: {exc}") from None
     # Positional, then only what is set: this runs for every SEND, and keywords for the
     # 22-field dataclass cost as much again as the parse.
-    md = MessageMetadata(pm.producer_name, pm.sequence_id, pm.publish_time)
+    name, sequence_id, publish_time = pm.producer_name, pm.sequence_id, pm.publish_time
+    md = MessageMetadata(name, sequence_id, publish_time)
     md.pulsar_metadata = raw
-    md.uncompressed_size = pm.uncompressed_size
+    size = pm.uncompressed_size
+    md.uncompressed_size = size
+    # Most messages carry only these four fields. Their canonical encoding has a known
+    # length; when ``raw`` is exactly that long (and the two required ids are there), no
+    # other field can be set, and the checks below are skipped. Anything else (more
+    # fields, a non-ASCII or long name, a longer encoding) is longer and takes them.
+    if (
+        len(raw) == len(name) + 4 + ((sequence_id.bit_length() + 6) // 7 or 1)
+        + ((publish_time.bit_length() + 6) // 7 or 1)
+        + (1 + (size.bit_length() + 6) // 7 if size else 0)
+        and raw[0] == 0x0A and pm.HasField("sequence_id") and pm.HasField("publish_time")
+    ):
+        return md
     if pm.event_time:
         md.event_time = pm.event_time
     if pm.compression:

@@ -68,12 +68,17 @@ class FrameDecoder:
     def feed(self, data: bytes) -> list[Frame]:
         """Add received bytes; return every frame now complete (in order)."""
         buffer = self._buffer
-        buffer += data
+        if buffer:
+            buffer += data
+            data = bytes(buffer)  # frames are cut from one immutable copy
+        elif type(data) is not bytes:
+            data = bytes(data)
         frames: list[Frame] = []
         offset = 0
-        end = len(buffer)
+        end = len(data)
+        checksum_optional = self.checksum_optional
         while end - offset >= 4:
-            (total,) = _U32.unpack_from(buffer, offset)
+            (total,) = _U32.unpack_from(data, offset)
             if total < 4 or total > self.max_frame_size:
                 raise FrameError(
                     f"frame size {total} is outside 4..{self.max_frame_size} bytes"
@@ -82,9 +87,14 @@ class FrameDecoder:
                 break
             start = offset + 4
             offset = start + total
-            frames.append(_decode_frame(bytes(buffer[start:offset]), self.checksum_optional))
-        if offset:
-            del buffer[:offset]
+            frames.append(_decode_frame(data, start, offset, checksum_optional))
+        if offset < end:  # an incomplete frame waits for its next bytes
+            if buffer:
+                del buffer[:offset]
+            else:
+                buffer += data[offset:]
+        elif buffer:
+            buffer.clear()
         return frames
 
 
@@ -104,42 +114,42 @@ def decode_message(data: bytes, max_frame_size: int, checksum_optional: bool = F
         )
     if total > max_frame_size:
         raise FrameError(f"frame size {total} is outside 4..{max_frame_size} bytes")
-    return _decode_frame(data[4:], checksum_optional)
+    return _decode_frame(data, 4, size, checksum_optional)
 
 
-def _decode_frame(frame: bytes, checksum_optional: bool = False) -> Frame:
-    total = len(frame)
-    (command_size,) = _U32.unpack_from(frame, 0)
+def _decode_frame(data: bytes, start: int, end: int, checksum_optional: bool = False) -> Frame:
+    """The frame in ``data[start:end]`` (after its total size), sliced out of ``data``."""
+    total = end - start
+    (command_size,) = _U32.unpack_from(data, start)
     if command_size == 0 or command_size > total - 4:
         raise FrameError(f"command size {command_size} does not fit a {total}-byte frame")
     command = BaseCommand()
+    rest = start + 4 + command_size
     try:
-        command.ParseFromString(frame[4 : 4 + command_size])
+        command.ParseFromString(data[start + 4 : rest])
     except DecodeError as exc:
         raise FrameError(f"the command is not a valid BaseCommand: {exc}") from None
-    rest = 4 + command_size
-    if rest == total:
+    if rest == end:
         return Frame(command)
-    if checksum_optional and (total - rest < 2 or _U16.unpack_from(frame, rest)[0]
+    if checksum_optional and (end - rest < 2 or _U16.unpack_from(data, rest)[0]
                               != MAGIC_CRC32C):
-        body = frame[rest:]
-        if len(body) < 4:
+        body = rest
+        if end - body < 4:
             raise FrameError("a payload command is too short for its metadata size")
         checksum = None
     else:
-        if total - rest < 10:
+        if end - rest < 10:
             raise FrameError("a payload command is too short for its checksum and metadata size")
-        magic, checksum = _CHECKSUM_HEAD.unpack_from(frame, rest)
+        magic, checksum = _CHECKSUM_HEAD.unpack_from(data, rest)
         if magic != MAGIC_CRC32C:
             raise FrameError(f"payload magic is {magic:#06x}, not {MAGIC_CRC32C:#06x}")
-        body = frame[rest + 6 :]
-    (metadata_size,) = _U32.unpack_from(body, 0)
-    if metadata_size > len(body) - 4:
+        body = rest + 6
+    (metadata_size,) = _U32.unpack_from(data, body)
+    metadata_end = body + 4 + metadata_size
+    if metadata_end > end:
         raise FrameError(f"metadata size {metadata_size} runs past the frame")
-    checksum_ok = checksum is None or _crc32c(body) == checksum
-    metadata = body[4 : 4 + metadata_size]
-    payload = body[4 + metadata_size :]
-    return Frame(command, metadata, payload, checksum_ok)
+    checksum_ok = checksum is None or _crc32c(data[body:end]) == checksum
+    return Frame(command, data[body + 4 : metadata_end], data[metadata_end:end], checksum_ok)
 
 
 def encode_command(command: BaseCommand) -> bytes:

@@ -55,7 +55,6 @@ from ..errors import (
 )
 from ..format.metadata import (
     from_pulsar,
-    is_encrypted,
     raw_to_pulsar,
     to_pulsar,
     with_sequence_id,
@@ -833,11 +832,9 @@ class PulsarSession:
         if body.highest_sequence_id > body.sequence_id:
             self._highest_sequence[(core_id, body.sequence_id)] = body.highest_sequence_id
         try:
-            # The metadata is parsed again only where the namespace requires encryption.
-            encrypted = not self.service.encryption_required(core_id) or is_encrypted(
-                frame.metadata
-            )
-            self.service.send(core_id, metadata, frame.payload or b"", encrypted=encrypted)
+            # encrypted=None: the core reads the metadata's encryption keys only where the
+            # namespace requires encryption.
+            self.service.send(core_id, metadata, frame.payload or b"", encrypted=None)
         except PulsarLabError as exc:
             self._highest_sequence.pop((core_id, body.sequence_id), None)
             self._send_error(client_id, body.sequence_id, exc.code, str(exc))
