@@ -68,15 +68,16 @@ def from_pulsar(raw: bytes) -> MessageMetadata:
     md.pulsar_metadata = raw
     size = pm.uncompressed_size
     md.uncompressed_size = size
-    # Most messages carry only these four fields. Their canonical encoding has a known
-    # length; when ``raw`` is exactly that long (and the two required ids are there), no
-    # other field can be set, and the checks below are skipped. Anything else (more
-    # fields, a non-ASCII or long name, a longer encoding) is longer and takes them.
+    # Most messages carry only these four fields. Their shortest encoding has a known
+    # length: when each of them is set (a value other than its default) and ``raw`` is
+    # exactly that long, no other field can be set (nor any of them twice), and the checks
+    # below are skipped. Anything else (more fields, a non-ASCII or long name, sequence id
+    # 0, a longer encoding) takes them.
     if (
-        len(raw) == len(name) + 4 + ((sequence_id.bit_length() + 6) // 7 or 1)
-        + ((publish_time.bit_length() + 6) // 7 or 1)
+        name and sequence_id and publish_time
+        and len(raw) == len(name) + 4 + (sequence_id.bit_length() + 6) // 7
+        + (publish_time.bit_length() + 6) // 7
         + (1 + (size.bit_length() + 6) // 7 if size else 0)
-        and raw[0] == 0x0A and pm.HasField("sequence_id") and pm.HasField("publish_time")
     ):
         return md
     if pm.event_time:

@@ -67,14 +67,19 @@ def encode_send_receipt(
     highest_sequence_id: int | None = None,
 ) -> bytes:
     """The frame of ``CommandSendReceipt`` for one published message (ids as uint64)."""
-    message_id = _message_id(ledger_id, entry_id, partition)
-    # Every length here is below 128 (ten-byte varints at most): one byte each.
-    receipt = (
-        b"\x08" + _varint(producer_id & _U64) + b"\x10" + _varint(sequence_id & _U64)
-        + b"\x1a" + _SMALL[len(message_id)] + message_id
-    )
+    # One join of the pieces (every length here is below 128: one byte each); the
+    # message id's length is counted from its pieces.
+    ledger = _varint(ledger_id & _U64)
+    entry = _varint(entry_id & _U64)
+    where = _NO_PARTITION if partition == -1 else b"\x18" + _varint(partition & _U64)
+    parts = [
+        b"\x08", _varint(producer_id & _U64), b"\x10", _varint(sequence_id & _U64), b"\x1a",
+        _SMALL[2 + len(ledger) + len(entry) + len(where)], b"\x08", ledger, b"\x10", entry,
+        where,
+    ]
     if highest_sequence_id is not None:
-        receipt += b"\x20" + _varint(highest_sequence_id & _U64)
-    body = _COMMAND_PREFIX + _SMALL[len(receipt)] + receipt
-    size = len(body)
-    return _HEAD.pack(size + 4, size) + body
+        parts.append(b"\x20")
+        parts.append(_varint(highest_sequence_id & _U64))
+    receipt = b"".join(parts)
+    size = len(receipt) + 4  # with the command's prefix and the receipt's length
+    return b"".join((_HEAD.pack(size + 4, size), _COMMAND_PREFIX, _SMALL[len(receipt)], receipt))

@@ -90,6 +90,7 @@ PROTOCOL_VERSION = 20  # the highest protocol version this broker speaks
 _U64 = (1 << 64) - 1
 _I64_MAX = (1 << 63) - 1
 _T = api.BaseCommand
+_SEND = _T.SEND
 
 _SUB_TYPES = {
     api.CommandSubscribe.Exclusive: SubType.Exclusive,
@@ -315,7 +316,9 @@ class PulsarSession:
             client_id = self.producer_ids.get(action.producer_id)
             if client_id is None:
                 return
-            highest = self._highest_sequence.pop((action.producer_id, action.sequence_id), None)
+            highest = self._highest_sequence.pop(
+                (action.producer_id, action.sequence_id), None
+            ) if self._highest_sequence else None
             self._out.append(encode_send_receipt(  # acting: straight out
                 client_id, action.sequence_id, action.ledger_id, action.entry_id,
                 action.partition, highest,
@@ -462,6 +465,13 @@ class PulsarSession:
     def _handle(self, frame: Frame) -> None:
         command = frame.command
         type_ = command.type
+        if type_ == _SEND and self.connected and command.HasField("send"):
+            body = command.send  # the most frequent command first
+            try:
+                self._send(body, frame)
+            except Exception as exc:
+                self._command_failed(type_, body, "send", exc)
+            return
         if type_ == _T.PING:
             self._command(_T.PONG, "pong", api.CommandPong())
             return
@@ -485,19 +495,25 @@ class PulsarSession:
             return
         body = getattr(command, field)
         try:
-            if type_ == _T.SEND:
+            if type_ == _SEND:
                 self._send(body, frame)
             else:
                 method(self, body)
-        except PulsarLabError as exc:
+        except Exception as exc:
+            self._command_failed(type_, body, field, exc)
+
+    def _command_failed(self, type_: int, body: Any, field: str, exc: Exception) -> None:
+        """A command that raised: its request fails with the error's code (a bug costs
+        one request, never the broker)."""
+        if isinstance(exc, PulsarLabError):
             self._request_failed(type_, body, _request_id(body, field), exc.code, str(exc))
-        except (ValueError, TypeError, KeyError) as exc:
+        elif isinstance(exc, (ValueError, TypeError, KeyError)):
             self._request_failed(
                 type_, body, _request_id(body, field), "UnknownError",
                 f"{_T.Type.Name(type_)}: {type(exc).__name__}: {exc}",
             )
-        except Exception as exc:  # a bug must cost one request, never the broker
-            log.exception("internal error while handling %s", _T.Type.Name(type_))
+        else:
+            log.error("internal error while handling %s", _T.Type.Name(type_), exc_info=exc)
             self._request_failed(
                 type_, body, _request_id(body, field), "UnknownError",
                 f"{_T.Type.Name(type_)}: internal error ({type(exc).__name__})",
