@@ -546,13 +546,18 @@ class Client:
         return [str(TopicName.get(name).partition(i)) for i in range(n)]
 
     def _partitions_of(self, name: str) -> int:
+        if TopicName.get(name).partition_index >= 0:
+            # a partition (``-partition-<i>``) has none; Pulsar answers 0, pulsar-lite with
+            # default partitions would make it a partitioned topic of its own
+            return 0
         self._conn.ensure_connected()
         reply = self._conn.wait(self._conn.request("PARTITIONED_METADATA", topic=name))
         return int(reply.get("result") or 0)
 
     def get_topics_of_namespace(self, namespace: str) -> list[str]:
         """Extension (Pulsar's ``GET_TOPICS_OF_NAMESPACE``, what pattern subscriptions list):
-        the topics of ``namespace`` (``tenant/ns``), partitions by their own names."""
+        the topics of ``namespace`` (``tenant/ns``) as the broker lists them (Pulsar lists a
+        partitioned topic's partitions by their own names)."""
         self._check_open()
         check_type(str, namespace, "namespace")
         return self._topics_of(namespace)
