@@ -1,7 +1,8 @@
 """``service.url`` ``pulsar://…`` + ``admin.url``: reading a Pulsar cluster like StreamNative's
 connector, with pulsarlab's client's Reader on the executors (the default; the official
 client: test_cluster_clients.py) and the admin REST API on the driver — or, without
-``admin.url``, the binary protocol; the official client sends. The cluster is a pulsarlab broker's pulsar:// and REST listeners, over sockets.
+``admin.url``, the binary protocol; the official client sends. The cluster is a pulsarlab
+broker's pulsar:// and REST listeners, over sockets.
 """
 
 from __future__ import annotations
