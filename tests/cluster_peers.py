@@ -70,9 +70,11 @@ def _wait_for_port(port: int, proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def pulsar_lite() -> Iterator[str]:
+def pulsar_lite(default_partitions: int | None = None) -> Iterator[str]:
     """A pulsar-lite process on a free port; yields its ``pulsar://`` URL (skips the test
-    when the dev extra that installs it is missing)."""
+    when the dev extra that installs it is missing). With ``default_partitions`` (its config
+    file's key), every topic it creates on first use is partitioned — pulsar-lite has no admin
+    API to create a partitioned topic otherwise."""
     binary_finder = pytest.importorskip(
         "pulsar_lite.binary_finder", reason="pulsar-lite (the dev extra) is not installed")
     scratch = tempfile.mkdtemp(prefix="pulsar-lite-")
@@ -81,9 +83,14 @@ def pulsar_lite() -> Iterator[str]:
         binary = shutil.copy(binary, os.path.join(scratch, "pulsar-lite"))
         os.chmod(binary, 0o755)
     port = free_port()
+    config = os.path.join(scratch, "pulsar-lite.toml")
+    with open(config, "w") as f:
+        if default_partitions is not None:
+            f.write(f"default_partitions = {int(default_partitions)}\n")
     proc = subprocess.Popen(
-        [binary, "--addr", f"127.0.0.1:{port}", "--db-path", os.path.join(scratch, "data"),
-         "--log-level", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [binary, "--config", config, "--addr", f"127.0.0.1:{port}", "--db-path",
+         os.path.join(scratch, "data"), "--log-level", "error"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for_port(port, proc)
         yield f"pulsar://127.0.0.1:{port}"

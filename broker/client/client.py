@@ -3,7 +3,7 @@
 One client = one connection (one DEALER socket and one I/O thread, :mod:`.connection`) plus
 one listener thread for user callbacks. It looks topics up (``PARTITIONED_METADATA``: a
 partitioned topic gets one internal producer/consumer per partition), lists namespaces for
-pattern subscriptions (``GET_TOPICS``), validates arguments the way the official client
+pattern subscriptions (``GET_TOPICS_OF_NAMESPACE``), validates arguments the way the official client
 does (``ValueError("Argument X is expected to be of type ...")``), and closes everything it
 created on :meth:`Client.close`. ``pulsar+ssl://`` URLs use the official TLS arguments
 (:mod:`.tls`). Arguments of the official client that mean nothing here (stats interval,
@@ -546,16 +546,31 @@ class Client:
         return [str(TopicName.get(name).partition(i)) for i in range(n)]
 
     def _partitions_of(self, name: str) -> int:
+        if TopicName.get(name).partition_index >= 0:
+            # a partition (``-partition-<i>``) has none; Pulsar answers 0, pulsar-lite with
+            # default partitions would make it a partitioned topic of its own
+            return 0
         self._conn.ensure_connected()
         reply = self._conn.wait(self._conn.request("PARTITIONED_METADATA", topic=name))
         return int(reply.get("result") or 0)
 
-    def _matching_topics(self, regex: re.Pattern, namespace: str,
-                         mode: RegexSubscriptionMode) -> set[str]:
+    def get_topics_of_namespace(self, namespace: str) -> list[str]:
+        """Extension (Pulsar's ``GET_TOPICS_OF_NAMESPACE``, what pattern subscriptions list):
+        the topics of ``namespace`` (``tenant/ns``) as the broker lists them (Pulsar lists a
+        partitioned topic's partitions by their own names)."""
+        self._check_open()
+        check_type(str, namespace, "namespace")
+        return self._topics_of(namespace)
+
+    def _topics_of(self, namespace: str) -> list[str]:
         self._conn.ensure_connected()
         reply = self._conn.wait(self._conn.request("GET_TOPICS", namespace=namespace))
+        return list(reply.get("result") or [])
+
+    def _matching_topics(self, regex: re.Pattern, namespace: str,
+                         mode: RegexSubscriptionMode) -> set[str]:
         found = set()
-        for name in reply.get("result") or []:
+        for name in self._topics_of(namespace):
             parsed = TopicName.get(name).partitioned_topic_name
             if mode is RegexSubscriptionMode.PersistentOnly and not parsed.persistent:
                 continue

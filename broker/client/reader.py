@@ -94,6 +94,12 @@ class Reader:
         for tc in self._consumer._consumers:
             self._latest_at_start[tc.consumer_id] = tc.get_last_message_id()
 
+    def get_last_message_id(self) -> MessageId:
+        """The id of the last message the (one, non-partitioned) topic holds, asked of the
+        broker (``GET_LAST_MESSAGE_ID``; the official ``Consumer.get_last_message_id``, Java's
+        ``Reader.getLastMessageIds``); entry id ``-1`` when the topic holds nothing."""
+        return self._consumer.get_last_message_id()
+
     def seek(self, messageid: MessageId | int) -> None:
         """Reposition to a message id or a publish time (ms): the next read is what followed
         the id (the id itself for a reader made with ``start_message_id_inclusive``)."""

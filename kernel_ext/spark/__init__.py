@@ -23,9 +23,16 @@ Source options (keys are case-insensitive; values are strings)
 ---------------------------------------------------------------
 ``service.url``         required: a pulsarlab broker's ``zmq://host:port``, or any Pulsar
                         cluster's ``pulsar://host:6650`` / ``pulsar+ssl://host:6651``
-``admin.url``           the admin REST API the driver plans from, ``http(s)://host:port``:
-                        required with ``pulsar://``; with ``zmq://``, the web URL of a
-                        broker this process started there by default
+``admin.url``           the admin REST API the driver plans from, ``http(s)://host:port``;
+                        with ``zmq://``, the web URL of a broker this process started there by
+                        default. Optional with ``pulsar://`` (preferred when given): without
+                        it the driver plans over Pulsar's binary protocol with pulsarlab's
+                        client (partitioned metadata, namespace listing, last message ids;
+                        also with ``client`` ``official``), which knows no ledger list — so
+                        ``maxOffsetsPerTrigger`` counts only each partition's current ledger
+                        (a range crossing a ledger roll-over reads the older ledgers' rest in
+                        full), and a missing topic reads as empty (a broker that auto-creates
+                        topics creates it) instead of failing
 ``client``              the client the executors read with: ``pulsarlab`` (default; any
                         URL, no extra dependency) or ``official`` (``pulsar-client`` from
                         ``pulsarlab[ops]``, on each executor; ``pulsar://`` only)

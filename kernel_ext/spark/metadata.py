@@ -1,11 +1,14 @@
 """Driver-side broker metadata for the Spark source: topics, partitions, last entries.
 
-Everything here goes through :class:`pulsarlab.Admin` (the broker's admin REST API) — or,
-for a Pulsar cluster (``admin.url``), through its admin REST API with
-:class:`pulsarlab.cluster.RestAdmin`, which has the same method names — so planning a batch
-or a micro-batch opens no consumer and no subscription. A topic's latest
-position comes from its internal stats (``lastConfirmedEntry`` and the ledger list, which
-also feeds admission control). Broker errors become one-line :class:`PulsarSparkError`\\ s.
+Planning a batch or a micro-batch opens no durable subscription. It goes through
+:class:`pulsarlab.Admin` (the broker's admin REST API) — or, for a Pulsar cluster with
+``admin.url``, through its admin REST API with :class:`pulsarlab.cluster.RestAdmin`, which has
+the same method names; there a topic's latest position comes from its internal stats
+(``lastConfirmedEntry`` and the ledger list, which also feeds admission control). A
+``pulsar://`` cluster given without ``admin.url`` is planned over Pulsar's binary protocol
+(:mod:`.binary_lookup`: partitioned metadata, namespace listings, ``GET_LAST_MESSAGE_ID``),
+which knows no ledger list — see that module for what this costs. ``admin.url`` is preferred
+when given. Broker errors become one-line :class:`PulsarSparkError`\\ s.
 """
 
 from __future__ import annotations
@@ -49,11 +52,19 @@ class BrokerMetadata:
         self.admin_url = admin_url
         self._admin: Any = None
 
+    @property
+    def binary(self) -> bool:
+        """Whether planning uses Pulsar's binary protocol (a cluster without ``admin.url``)."""
+        return self.service_url.startswith("pulsar") and self.admin_url is None
+
     def _new_admin(self) -> Any:
+        if self.binary:
+            from .binary_lookup import BinaryLookup
+
+            return BinaryLookup(self.service_url, self.timeout_ms, self.security)
         if self.service_url.startswith("pulsar"):  # a cluster: its admin.url
             from ..cluster.rest import RestAdmin
 
-            assert self.admin_url is not None
             return RestAdmin(self.admin_url, token=self.security.token,
                              timeout_seconds=self.timeout_ms / 1000)
         from ..broker.admin import Admin
@@ -62,6 +73,7 @@ class BrokerMetadata:
                      **self.security.client_kwargs())
 
     def _call(self, what: str, fn: Callable[[Any], T]) -> T:
+        from ..broker.client.exceptions import ConnectError, PulsarException, Timeout
         from ..broker.errors import PulsarLabError
         from ..cluster.rest import ClusterAdminError
 
@@ -76,6 +88,16 @@ class BrokerMetadata:
                 ) from None
         try:
             return fn(self._admin)
+        except PulsarException as exc:  # pulsarlab's client: the binary protocol
+            if isinstance(exc, ConnectError | Timeout):
+                self.close()
+                raise PulsarSparkError(
+                    f"no answer from the Pulsar broker at {self.service_url} within "
+                    f"{self.timeout_ms / 1000:g} s while {what} over the binary protocol "
+                    "(no admin.url): check option 'service.url', or give the cluster's admin "
+                    "REST API with option 'admin.url'"
+                ) from None
+            raise PulsarSparkError(f"{what}: {exc}") from None
         except ClusterAdminError as exc:
             raise PulsarSparkError(f"{what}: {exc}") from None
         except OSError as exc:  # TimeoutError included
@@ -110,7 +132,9 @@ class BrokerMetadata:
 
         regex, namespace = namespace_pattern(opts.topics_pattern)
         names = self._call(
-            f"listing namespace {namespace}", lambda a: a.topics.get_list(namespace)
+            f"listing namespace {namespace}",
+            lambda a: a.topics_of_namespace(namespace) if self.binary
+            else a.topics.get_list(namespace),
         )
         found = set()
         for name in names or []:
@@ -123,6 +147,8 @@ class BrokerMetadata:
         """The partition topics of ``topic`` (``[topic]`` when it is not partitioned)."""
         from ..broker.topic_name import TopicName
 
+        if self.binary:
+            return self._call(f"looking up {topic}", lambda a: a.partitions(topic))
         meta = self._call(
             f"looking up {topic}", lambda a: a.topics.get_partitioned_topic_metadata(topic)
         )
@@ -138,6 +164,9 @@ class BrokerMetadata:
         from ..broker.topic_name import TopicName
 
         index = TopicName.get(topic).partition_index
+        if self.binary:
+            return self._call(f"reading the last message id of {topic}",
+                              lambda a: _info_from_last_id(a, topic, index))
         stats = self._call(
             f"reading the stats of {topic}",
             lambda a: _internal_stats_or_none(a, topic, TopicNotFound),
@@ -152,7 +181,25 @@ class BrokerMetadata:
         for topic in self.topics(opts):
             for name in self.partitions(topic):
                 out[name] = self.partition_info(name)
+        if self.binary and self._admin is not None:
+            self._admin.keep_only(set(out))
         return dict(sorted(out.items()))
+
+
+def _info_from_last_id(lookup: Any, topic: str, index: int) -> PartitionInfo:
+    """A partition's last entry from ``GET_LAST_MESSAGE_ID``. No ledger list exists here: the
+    current ledger alone (``(ledger, last entry + 1)``) is what admission control counts."""
+    from ..broker.client.exceptions import TopicNotFound
+
+    try:
+        last = lookup.last_message_id(topic)
+    except TopicNotFound:  # a broker that does not auto-create topics
+        return PartitionInfo(topic, index, False, None)
+    if last is None:
+        return PartitionInfo(topic, index, True, None)
+    ledger, entry = last.ledger_id(), last.entry_id()
+    return PartitionInfo(topic, index, True, Position(ledger, entry, index, -1),
+                         ((ledger, entry + 1),))
 
 
 def _internal_stats_or_none(admin: Any, topic: str, not_found: type[Exception]) -> Any:

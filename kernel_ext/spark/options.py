@@ -181,7 +181,8 @@ class SourceOptions:
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH
     security: ClientSecurity = field(default_factory=lambda: ClientSecurity())
     admin_url: str | None = None
-    """A Pulsar cluster's admin REST API (with a ``pulsar://`` service URL)."""
+    """A Pulsar cluster's admin REST API (with a ``pulsar://`` service URL); None plans over
+    the binary protocol."""
     client: str = "pulsarlab"
     """Which client reads on the executors: ``pulsarlab`` (any URL) or ``official``
     (``pulsar-client``; ``pulsar://`` only)."""
@@ -248,21 +249,18 @@ def _service_url(opts: dict[str, str], *, cluster_ok: bool = False) -> str:
 
 
 def _admin_url(opts: dict[str, str], service_url: str) -> str | None:
-    """``admin.url``: the admin REST API topic metadata comes from. Required with a
-    ``pulsar://`` service URL; with ``zmq://`` it defaults to the web URL of the broker this
-    process started there, found here on the driver (Spark plans in worker processes,
-    which know no broker)."""
+    """``admin.url``: the admin REST API topic metadata comes from. With a ``pulsar://``
+    service URL it is optional (preferred when given): without it the driver plans over
+    Pulsar's binary protocol (:mod:`.binary_lookup`). With ``zmq://`` it defaults to the web
+    URL of the broker this process started there, found here on the driver (Spark plans in
+    worker processes, which know no broker)."""
     url = opts.get("admin.url", "").strip() or None
-    if not service_url.startswith("pulsar"):
-        if url is None:
-            from ..broker import local_brokers
+    if url is None:
+        if service_url.startswith("pulsar"):
+            return None
+        from ..broker import local_brokers
 
-            return local_brokers.web_url_for(service_url)
-    elif url is None:
-        raise PulsarSparkError(
-            "option 'admin.url' is required with a pulsar:// service.url, e.g. "
-            ".option('admin.url', 'http://broker:8080')"
-        )
+        return local_brokers.web_url_for(service_url)
     if not re.fullmatch(r"https?://[^/\s]+/?", url):
         raise PulsarSparkError(f"option 'admin.url' must look like http://host:port, not {url!r}")
     return url

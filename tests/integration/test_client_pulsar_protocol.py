@@ -28,6 +28,7 @@ from pulsarlab.broker.client import (
 )
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as pb
 from pulsarlab.broker.pulsar_protocol.framing import FrameDecoder, encode_command
+from pulsarlab.broker.topic_name import TopicName
 
 from .client_support import drain
 
@@ -181,6 +182,58 @@ def test_partitioned_topics_over_pulsar_protocol(broker):
         assert {m.topic_name() for m in got} == {f"{topic}-partition-{i}" for i in range(3)}
     finally:
         client.close()
+
+
+def test_reader_last_message_id(client):
+    """``Reader.get_last_message_id`` (what the Spark source plans with): the last id sent."""
+    topic = unique("last")
+    producer = client.create_producer(topic, batching_enabled=False)
+    sent = [producer.send(f"m{i}".encode()) for i in range(3)]
+    reader = client.create_reader(topic, MessageId.latest, receiver_queue_size=1)
+    last = reader.get_last_message_id()
+    assert (last.ledger_id(), last.entry_id()) == (sent[-1].ledger_id(), sent[-1].entry_id())
+    reader.close()
+
+
+def test_topics_of_namespace(broker):
+    """``Client.get_topics_of_namespace``: GET_TOPICS_OF_NAMESPACE (pulsar-lite 0.2 does not
+    answer it); a partitioned topic is listed by name or by its partitions' names."""
+    topic = f"persistent://public/default/{unique('listed')}"
+    with Admin(broker.service_url) as admin:
+        admin.topics.create_partitioned_topic(topic, 2)
+    client = Client(broker.pulsar_url, operation_timeout_seconds=10)
+    try:
+        client.create_producer(topic).close()
+        listed = client.get_topics_of_namespace("public/default")
+        assert topic in {str(TopicName.get(t).partitioned_topic_name) for t in listed}
+    finally:
+        client.close()
+
+
+def test_partitioned_topics_on_pulsar_lite_and_partition_names():
+    """pulsar-lite creating topics with 3 partitions: a ``-partition-<i>`` name is one
+    partition (the client does not ask for its partitioned metadata, which pulsar-lite would
+    answer with 3 of its own), and a reader of it reads that partition only."""
+    with start_pulsar_lite(default_partitions=3) as url:
+        client = Client(url, operation_timeout_seconds=10)
+        try:
+            topic = f"persistent://public/default/{unique('lite-parts')}"
+            names = client.get_topic_partitions(topic)
+            assert names == [f"{topic}-partition-{i}" for i in range(3)]
+            assert client.get_topic_partitions(names[1]) == [names[1]]
+            producer = client.create_producer(topic, batching_enabled=False)
+            ids = [producer.send(f"p{i}".encode(), partition_key=f"key-{i}") for i in range(12)]
+            mine = [i for i, mid in enumerate(ids) if mid.partition() == 1]
+            assert mine
+            reader = client.create_reader(names[1], MessageId.earliest)
+            got = [reader.read_next(WAIT_MS).data() for _ in mine]
+            assert got == [f"p{i}".encode() for i in mine]
+            assert not reader.has_message_available()
+            last = reader.get_last_message_id()
+            assert (last.ledger_id(), last.entry_id()) == (ids[mine[-1]].ledger_id(),
+                                                           ids[mine[-1]].entry_id())
+        finally:
+            client.close()
 
 
 class _RedirectingBroker(socketserver.ThreadingTCPServer):

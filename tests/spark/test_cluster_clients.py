@@ -5,8 +5,9 @@ pulsar-lite (a Pulsar broker not written here; pulsar:// only).
 ``pulsarlab`` (the default) runs with the official ``pulsar-client`` hidden from Spark's
 Python workers (a ``pulsar`` package that fails to import first on their ``PYTHONPATH``) —
 and a read asking for the official client there fails, which shows the hiding works.
-pulsar-lite has no admin REST API for the driver to plan from, so against it the executors'
-readers (:func:`pulsarlab.spark.datasource._read`, what each Spark task runs) are run here in
+pulsar-lite has no admin REST API: the driver plans over the binary protocol (no
+``admin.url``; batch, partitioned topics, micro-batches); the executors' readers
+(:func:`pulsarlab.spark.datasource._read`, what each Spark task runs) are also run here in
 this process on a range known from the producer's receipts.
 """
 
@@ -30,12 +31,13 @@ from cluster_peers import (
 )
 
 from pulsarlab import Client, MessageId
-from pulsarlab.spark import error_summary
+from pulsarlab.spark import error_summary, offsets_json
 from pulsarlab.spark.datasource import SCHEMA, PulsarDataSource, PulsarPartition, _read
 from pulsarlab.spark.positions import Position
 from pulsarlab.spark.reading import ReadSettings
 
 from .conftest import unique
+from .test_streaming import BatchStore, run_available_now
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +173,84 @@ def test_write_to_a_broker_process_and_pulsar_lite(spark, process, lite, tmp_pat
 def lite() -> Iterator[str]:
     with pulsar_lite() as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def lite_partitioned() -> Iterator[str]:
+    """pulsar-lite creating every topic with 3 partitions."""
+    with pulsar_lite(default_partitions=3) as url:
+        yield url
+
+
+@pytest.mark.parametrize("client", ["pulsarlab", "official"])
+def test_batch_read_of_pulsar_lite_without_admin_url(spark, lite, client, tmp_path) -> None:
+    """No admin REST API: planned over the binary protocol (the planner workers have no
+    official client either way), read by either client; a cut by message id reads the rest."""
+    topic = f"persistent://public/default/{unique(f'spark-lite-plan-{client}')}"
+    ids = send(lite, topic, 30, batched=True)
+    reader = spark.read.format("pulsar").option("service.url", lite).option("topic", topic)
+    if client == "official":
+        pytest.importorskip("pulsar", reason="the official pulsar-client (ops extra)")
+        reader = reader.option("client", "official")
+    cut = ids[11]
+    after = offsets_json({topic: cut})
+    with official_hidden_in_workers(spark, tmp_path) if client == "pulsarlab" else (
+            contextlib.nullcontext()):
+        rows = reader.load().collect()
+        rest = reader.option("startingOffsets", after).load().collect()
+        empty = (spark.read.format("pulsar").option("service.url", lite)
+                 .option("topic", unique("spark-lite-empty")).load().count())
+    assert _rows(rows) == _expected(topic, 30)
+    assert sorted(bytes(r["value"]).decode() for r in rest) == sorted(
+        f"m{i}" for i in range(12, 30))
+    assert empty == 0  # an empty (or, here, new) topic reads as empty
+
+
+def test_partitioned_pulsar_lite_batch_and_micro_batches(spark, lite_partitioned,
+                                                         tmp_path) -> None:
+    """A partitioned topic on pulsar-lite: one Spark partition per topic partition, then a
+    stream read twice from its checkpoint, exactly once, every micro-batch within
+    maxOffsetsPerTrigger (pulsar-lite's partitions each keep one ledger, so entries counted
+    from the last message id are exact)."""
+    url = lite_partitioned
+    topic = f"persistent://public/default/{unique('spark-lite-parts')}"
+    client = Client(url, operation_timeout_seconds=10)
+    try:
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(45):
+            producer.send(f"m{i}".encode(), partition_key=f"key-{i}")
+        df = spark.read.format("pulsar").option("service.url", url).option("topic", topic).load()
+        assert df.rdd.getNumPartitions() == 3
+        assert sorted(bytes(r["value"]).decode() for r in df.collect()) == sorted(
+            f"m{i}" for i in range(45))
+        sink = BatchStore()
+        checkpoint = str(tmp_path / "checkpoint")
+        options = {"topic": topic, "startingOffsets": "earliest", "maxOffsetsPerTrigger": "10"}
+        run_available_now(spark, url, checkpoint, sink, **options)
+        for i in range(45, 60):
+            producer.send(f"m{i}".encode(), partition_key=f"key-{i}")
+        run_available_now(spark, url, checkpoint, sink, **options)
+        producer.close()
+    finally:
+        client.close()
+    ids = sink.ids()
+    assert len(ids) == len(set(ids)) == 60
+    assert {t for rows in sink.batches.values() for _, t in rows} == {
+        f"{topic}-partition-{i}" for i in range(3)}
+    assert len(sink.batches) >= 6
+    assert max(len(rows) for rows in sink.batches.values()) <= 10
+
+
+def test_topics_pattern_on_pulsar_lite_is_one_line(spark, lite) -> None:
+    """pulsar-lite does not answer GET_TOPICS_OF_NAMESPACE: the pattern cannot be listed."""
+    with pytest.raises(Exception) as failed:
+        (spark.read.format("pulsar").option("service.url", lite)
+         .option("topicsPattern", "spark-lite-.*").option("connectionTimeoutMs", "1000")
+         .load().count())
+    assert error_summary(failed.value) == (
+        f"no answer from the Pulsar broker at {lite} within 1 s while listing namespace "
+        "public/default over the binary protocol (no admin.url): check option 'service.url', "
+        "or give the cluster's admin REST API with option 'admin.url'")
 
 
 @pytest.mark.parametrize("batched", [False, True], ids=["single", "batched"])

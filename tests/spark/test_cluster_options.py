@@ -1,4 +1,5 @@
-"""Options for a Pulsar cluster: ``service.url`` ``pulsar://…`` needs ``admin.url`` (pure)."""
+"""Options for a Pulsar cluster: ``service.url`` ``pulsar://…`` with or without ``admin.url``
+(without it the driver plans over the binary protocol; pure)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,12 @@ def test_pulsar_service_url_takes_the_admin_url() -> None:
     assert secure.admin_url == "https://broker:8443"
 
 
-def test_the_admin_url_is_required_and_checked_for_a_cluster() -> None:
-    with pytest.raises(PulsarSparkError, match=r"'admin\.url' is required with a pulsar://"):
-        parse_source_options({"service.url": "pulsar://b:6650", "topic": "t"}, streaming=False)
+def test_the_admin_url_is_optional_and_checked_for_a_cluster() -> None:
+    for url in ("pulsar://b:6650", "pulsar+ssl://b:6651"):
+        for client in ("pulsarlab", "official"):  # official: pulsarlab's client plans
+            opts = parse_source_options({"service.url": url, "topic": "t", "client": client},
+                                        streaming=True)
+            assert (opts.admin_url, opts.client) == (None, client)
     with pytest.raises(PulsarSparkError, match=r"'admin\.url' must look like http://host:port"):
         parse_source_options({"service.url": "pulsar://b:6650", "admin.url": "b:8080",
                               "topic": "t"}, streaming=False)

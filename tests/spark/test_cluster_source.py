@@ -1,7 +1,8 @@
 """``service.url`` ``pulsar://…`` + ``admin.url``: reading a Pulsar cluster like StreamNative's
 connector, with pulsarlab's client's Reader on the executors (the default; the official
-client: test_cluster_clients.py) and the admin REST API on the driver; the official client
-sends. The cluster is a pulsarlab broker's pulsar:// and REST listeners, over sockets.
+client: test_cluster_clients.py) and the admin REST API on the driver — or, without
+``admin.url``, the binary protocol; the official client sends. The cluster is a pulsarlab
+broker's pulsar:// and REST listeners, over sockets.
 """
 
 from __future__ import annotations
@@ -109,12 +110,26 @@ def test_streaming_restart_is_exactly_once(spark, broker, official, tmp_path):
     assert len(ids) == len(set(ids)) == 35
 
 
+def test_planned_over_the_binary_protocol_without_admin_url(spark, broker, official):
+    """No ``admin.url``: the namespace listing (GET_TOPICS_OF_NAMESPACE), partitioned
+    metadata and last message ids come over pulsar:// (pulsarlab's client on the driver)."""
+    prefix = unique("cluster-binary")
+    with pulsar_admin(broker) as admin:
+        admin.topics.create_partitioned_topic(f"persistent://public/default/{prefix}-a", 3)
+    send(official, f"{prefix}-a", 45, keys=45)
+    send(official, f"{prefix}-b", 5, batched=True)
+    df = (spark.read.format("pulsar").option("service.url", broker.pulsar_url)
+          .option("topicsPattern", f"{prefix}-.*").load())
+    assert df.rdd.getNumPartitions() == 4
+    rows = df.collect()
+    assert sorted(r["value"].decode() for r in rows) == sorted(
+        [f"m{i}" for i in range(45)] + [f"m{i}" for i in range(5)])
+    assert {r["__topic"] for r in rows} == {
+        *(f"persistent://public/default/{prefix}-a-partition-{i}" for i in range(3)),
+        f"persistent://public/default/{prefix}-b"}
+
+
 def test_cluster_options_are_checked(spark, broker):
-    with pytest.raises(Exception) as missing:
-        (spark.read.format("pulsar").option("service.url", broker.pulsar_url)
-         .option("topic", "t").load().count())
-    assert "option 'admin.url' is required with a pulsar:// service.url" in error_summary(
-        missing.value)
     with pytest.raises(Exception) as down:
         cluster_read(spark, broker, topic="t", **{"admin.url": "http://127.0.0.1:1"}).count()
     assert "no answer from the admin REST API at http://127.0.0.1:1" in error_summary(down.value)
