@@ -28,6 +28,7 @@ _HEAD = struct.Struct(">II")
 _U16 = struct.Struct(">H")
 _CHECKSUM_HEAD = struct.Struct(">HI")
 _crc32c = google_crc32c.value
+_new_tuple = tuple.__new__
 
 __all__ = [
     "MAGIC_CRC32C",
@@ -149,7 +150,9 @@ def _decode_frame(data: bytes, start: int, end: int, checksum_optional: bool = F
     if metadata_end > end:
         raise FrameError(f"metadata size {metadata_size} runs past the frame")
     checksum_ok = checksum is None or _crc32c(data[body:end]) == checksum
-    return Frame(command, data[body + 4 : metadata_end], data[metadata_end:end], checksum_ok)
+    return _new_tuple(Frame, (  # Frame(...) without its Python-level __new__
+        command, data[body + 4 : metadata_end], data[metadata_end:end], checksum_ok
+    ))
 
 
 def encode_command(command: BaseCommand) -> bytes:

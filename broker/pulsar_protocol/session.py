@@ -823,7 +823,7 @@ class PulsarSession:
     def _send(self, body: api.CommandSend, frame: Frame) -> None:
         client_id = body.producer_id
         core_id = self.producers.get(client_id)
-        if core_id is None or core_id in self._waiting:
+        if core_id is None or (self._waiting and core_id in self._waiting):
             # Pulsar's ServerCnx.handleSend: a SEND to a producer the broker just closed
             # was on its way and is ignored; to any other one that is not ready, it closes
             # the connection.
