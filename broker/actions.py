@@ -3,8 +3,8 @@
 Commands on :class:`~pulsarlab.broker.service.BrokerService` queue these; the shell drains
 them with ``take_actions()`` and turns each into frames for the connection it names.
 They are plain slotted records, not frozen ones (a frozen dataclass's ``__init__`` costs
-four times as much), or tuples where one is made per message (``SendReceipt``,
-``DeliveredEntry``). Nobody mutates them.
+four times as much), or tuples where one is made per message or commit
+(``SendReceipts``, ``DeliveredEntry``). Nobody mutates them.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ class Deliver:
 
 
 class SendReceipt(NamedTuple):
-    """A send is durable: its message id goes back to the producer (a tuple: one is made
-    per message published)."""
+    """A send is durable: its message id goes back to the producer (one message of a
+    :class:`SendReceipts`)."""
 
     producer_id: int
     conn: Any
@@ -44,6 +44,23 @@ class SendReceipt(NamedTuple):
     ledger_id: int
     entry_id: int
     partition: int
+
+
+class SendReceipts(NamedTuple):
+    """Sends of one producer that one group commit made durable, in the order sent: their
+    message ids go back to it. One action per producer and commit (a tuple: its shell
+    writes them in one go), not one per message."""
+
+    producer_id: int
+    conn: Any
+    partition: int
+    receipts: list[tuple[int, int, int]]  # (sequence_id, ledger_id, entry_id)
+
+    def each(self) -> list[SendReceipt]:
+        """One :class:`SendReceipt` per message."""
+        return [SendReceipt(self.producer_id, self.conn, sequence_id, ledger_id, entry_id,
+                            self.partition)
+                for sequence_id, ledger_id, entry_id in self.receipts]
 
 
 @dataclass(slots=True)
@@ -102,6 +119,6 @@ class ReachedEndOfTopic:
 
 
 Action = (
-    Deliver | SendReceipt | SendError | ActiveConsumerChange | ConsumerClosed | ProducerClosed
+    Deliver | SendReceipts | SendError | ActiveConsumerChange | ConsumerClosed | ProducerClosed
     | ProducerReady | ReachedEndOfTopic
 )

@@ -491,11 +491,15 @@ class Broker:
         service = self.service
         assert service is not None
         read_clock = self.clock.read
+        last_tick = -1  # the millisecond of the last housekeeping turn
+        skipped = False  # a turn left housekeeping to the next millisecond
         while not self._stop.is_set():
             now = read_clock()
             deadline = min(service.next_deadline() or now + 100, self._next_ping, now + 100,
                            self._next_auth_check)
-            wait = max(0, deadline - now)
+            # A turn that left housekeeping to the next millisecond wakes by then (it cannot
+            # run before, whatever is due).
+            wait = 1 if skipped else max(0, deadline - now)
             if web is not None:
                 wait = web.wait_ms(wait)
             ready = dict(poller.poll(wait))
@@ -514,10 +518,15 @@ class Broker:
             if web is not None and (web_fd in ready or not wait or not ready):
                 web.pump()
             self._run_calls()
-            read_clock()  # timers see the time after the burst
+            now = read_clock()  # timers see the time after the burst
             service.commit()
-            service.tick()
-            self._heartbeat()
+            # Timers, housekeeping and pings run once per millisecond (each costs microseconds
+            # per topic and subscription; a burst of turns within one would repeat them).
+            skipped = now == last_tick
+            if not skipped:
+                last_tick = now
+                service.tick()
+                self._heartbeat()
             self._flush_actions()
             self._answer_calls()
 

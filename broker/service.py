@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from .actions import Action, ConsumerClosed, ProducerClosed, ProducerReady, SendReceipt
+from .actions import Action, ConsumerClosed, ProducerClosed, ProducerReady, SendReceipts
 from .authorization import Authorizer
 from .clock import Clock, TimerHandle, TimerQueue
 from .consumer import KeySharedMeta, ServerConsumer, SubType
@@ -706,10 +706,14 @@ class BrokerService:
                 continue
             partition = topic.partition_index
             outbox = self.outbox
-            for p, sequence_id, (ledger_id, entry_id), _hop in done:
-                outbox.append(_new_tuple(SendReceipt, (
-                    p.producer_id, p.conn, sequence_id, ledger_id, entry_id, partition
-                )))
+            last = receipts = None
+            for p, sequence_id, position, _hop in done:  # one action per run of a producer
+                if p is not last:
+                    last, receipts = p, []
+                    outbox.append(_new_tuple(SendReceipts, (
+                        p.producer_id, p.conn, partition, receipts
+                    )))
+                receipts.append((sequence_id, *position))
             if done and self._listeners:
                 for pending in done:
                     if pending.position[1] < 0:  # a duplicate: nothing was published

@@ -16,6 +16,7 @@ from pulsarlab.broker.actions import (
     ReachedEndOfTopic,
     SendError,
     SendReceipt,
+    SendReceipts,
 )
 from pulsarlab.broker.consumer import ServerConsumer
 from pulsarlab.broker.storage import DurableStorage, MemoryStorage
@@ -120,8 +121,8 @@ class Harness:
                 self.delivered[action.consumer_id].extend(
                     (e.position, e.redelivery_count, e.ack_set) for e in action.entries
                 )
-            elif isinstance(action, SendReceipt):
-                self.receipts.append(action)
+            elif isinstance(action, SendReceipts):
+                self.receipts.extend(action.each())
             elif isinstance(action, SendError):
                 self.send_errors.append(action)
             elif isinstance(action, ActiveConsumerChange):

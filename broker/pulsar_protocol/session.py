@@ -39,7 +39,7 @@ from ..actions import (
     ProducerReady,
     ReachedEndOfTopic,
     SendError,
-    SendReceipt,
+    SendReceipts,
 )
 from ..consumer import KeySharedMeta, KeySharedMetaMode, SubType
 from ..entry import MessageMetadata, decode_entry, pulsar_parts, read_header
@@ -312,17 +312,17 @@ class PulsarSession:
             client_id = self.consumer_ids.get(action.consumer_id)
             if client_id is not None:
                 self._deliver(client_id, action)
-        elif kind is SendReceipt:
+        elif kind is SendReceipts:
             client_id = self.producer_ids.get(action.producer_id)
             if client_id is None:
                 return
-            highest = self._highest_sequence.pop(
-                (action.producer_id, action.sequence_id), None
-            ) if self._highest_sequence else None
-            self._out.append(encode_send_receipt(  # acting: straight out
-                client_id, action.sequence_id, action.ledger_id, action.entry_id,
-                action.partition, highest,
-            ))
+            out, highest, partition = self._out, self._highest_sequence, action.partition
+            producer_id = action.producer_id
+            for sequence_id, ledger_id, entry_id in action.receipts:  # acting: straight out
+                out.append(encode_send_receipt(
+                    client_id, sequence_id, ledger_id, entry_id, partition,
+                    highest.pop((producer_id, sequence_id), None) if highest else None,
+                ))
         elif kind is Reply:
             self._out.append(action.frame)
         elif kind is SendError:

@@ -49,3 +49,23 @@ def test_an_action_is_found_after_a_mark_and_an_answer_put_before_it(harness):
     answer = ConsumerClosed(3, "a", "answer")
     service.insert_action(2, answer)
     assert service.take_actions() == [before, other, answer, end]
+
+
+def test_one_commit_answers_each_run_of_a_producers_sends_in_one_action_in_order(harness):
+    from pulsarlab.broker.actions import SendReceipts
+    from pulsarlab.broker.entry import MessageMetadata
+
+    service = harness.service
+    a = service.create_producer("t", "a", conn="ca").producer_id
+    b = service.create_producer("t", "b", conn="cb").producer_id
+    service.take_actions()
+    for producer, sequence_id in ((a, 1), (a, 2), (b, 1), (a, 3)):
+        service.send(producer, MessageMetadata(sequence_id=sequence_id), b"x")
+    service.commit()
+    receipts = [action for action in service.take_actions()
+                if isinstance(action, SendReceipts)]
+    assert [(r.producer_id, r.conn, [s for s, _, _ in r.receipts]) for r in receipts] == [
+        (a, "ca", [1, 2]), (b, "cb", [1]), (a, "ca", [3])]
+    positions = [(ledger, entry) for r in receipts for _, ledger, entry in r.receipts]
+    assert [entry for _, entry in positions] == [0, 1, 2, 3]  # in the order stored
+    assert [r.sequence_id for r in receipts[0].each()] == [1, 2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulsarlab.broker.actions import ProducerClosed, SendReceipt
+from pulsarlab.broker.actions import ProducerClosed, SendReceipts
 from pulsarlab.broker.pulsar_protocol import PulsarSession
 from pulsarlab.broker.transports import hand_out
 
@@ -38,11 +38,11 @@ def test_each_action_reaches_its_own_connection_through_its_own_transport() -> N
     a, a_producer = _session_with_producer(h, tcp, "ta")
     b, b_producer = _session_with_producer(h, zmq, "tb")
     actions = [
-        SendReceipt(a_producer, a, 0, 1, 0, -1),
-        SendReceipt(b_producer, b, 0, 2, 0, -1),
+        SendReceipts(a_producer, a, -1, [(0, 1, 0)]),
+        SendReceipts(b_producer, b, -1, [(0, 2, 0)]),
         ProducerClosed(8, None, "terminated"),  # nobody's: dropped
-        SendReceipt(a_producer, a, 1, 1, 2, -1),
-        SendReceipt(0, None, 0, 0, 0, -1),  # nobody's: dropped
+        SendReceipts(a_producer, a, -1, [(1, 1, 2)]),
+        SendReceipts(0, None, -1, [(0, 0, 0)]),  # nobody's: dropped
     ]
     hand_out(actions)
     assert tcp.flushed == [a] and zmq.flushed == [b]  # once each, by their own transport
