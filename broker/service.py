@@ -658,7 +658,7 @@ class BrokerService:
 
     def send(
         self, producer_id: int, metadata: MessageMetadata, payload: bytes, *,
-        encrypted: bool | None = False,
+        encrypted: bool | None = False, in_range: bool = False,
     ) -> Position | None:
         """Append a message (or batch); its receipt comes out of the next :meth:`commit`.
 
@@ -666,7 +666,9 @@ class BrokerService:
         ``encrypted``: the message carries encryption keys; in a namespace with
         ``encryption_required`` any other is refused (Pulsar's ``Producer``:
         "Messages must be encrypted") and nothing is stored. ``None``: its Pulsar metadata
-        says (read only where the namespace requires encryption).
+        says (read only where the namespace requires encryption). ``in_range``: the face
+        knows every metadata value is within its stored range (Pulsar metadata of the usual
+        kind, :func:`~.format.metadata.read_pulsar_metadata`); else the core checks.
         """
         producer = self.producers.get(producer_id)
         if producer is None or not producer.ready:
@@ -683,10 +685,11 @@ class BrokerService:
             metadata.producer_name = producer.producer_name
         if not metadata.publish_time:
             metadata.publish_time = self.clock.now_ms()
-        try:  # what is stored must decode again when a consumer reaches it
-            check_ranges(metadata)
-        except ValueError as exc:
-            raise InvalidArgument(f"SEND: {exc}; nothing was stored") from None
+        if not in_range:
+            try:  # what is stored must decode again when a consumer reaches it
+                check_ranges(metadata)
+            except ValueError as exc:
+                raise InvalidArgument(f"SEND: {exc}; nothing was stored") from None
         if type(payload) is not bytes:  # bytes() of bytes returns it, but costs a call
             payload = bytes(payload)
         try:

@@ -22,6 +22,7 @@ __all__ = [
     "is_encrypted",
     "pulsar_metadata",
     "raw_to_pulsar",
+    "read_pulsar_metadata",
     "to_pulsar",
     "with_sequence_id",
 ]
@@ -30,6 +31,7 @@ _CODECS = {value: name for name, value in CompressionType.items()}
 _CODEC_NUMBERS = dict(CompressionType.items())
 _INT32_MAX = (1 << 31) - 1
 _U64 = (1 << 64) - 1
+_I64_MAX = (1 << 63) - 1
 
 
 def is_encrypted(raw: bytes) -> bool:
@@ -56,6 +58,14 @@ def from_pulsar(raw: bytes) -> MessageMetadata:
 
     ``ValueError`` names what is wrong with metadata that does not parse or is out of range.
     """
+    return read_pulsar_metadata(raw)[0]
+
+
+def read_pulsar_metadata(raw: bytes) -> tuple[MessageMetadata, bool]:
+    """:func:`from_pulsar`, and whether the metadata is the usual kind (producer name,
+    sequence id, publish time and uncompressed size only) whose every value is within the
+    range the core stores (:func:`~pulsarlab.broker.entry.check_ranges` has nothing to
+    find: its publish time is checked here, the rest are protobuf's own ranges)."""
     pm = PulsarMetadata()
     try:
         pm.ParseFromString(raw)
@@ -79,7 +89,7 @@ def from_pulsar(raw: bytes) -> MessageMetadata:
         + (publish_time.bit_length() + 6) // 7
         + (1 + (size.bit_length() + 6) // 7 if size else 0)
     ):
-        return md
+        return md, publish_time <= _I64_MAX
     if pm.event_time:
         md.event_time = pm.event_time
     if pm.compression:
@@ -111,7 +121,7 @@ def from_pulsar(raw: bytes) -> MessageMetadata:
         md.marker_type = pm.marker_type
     if pm.HasField("highest_sequence_id"):
         md.highest_sequence_id = pm.highest_sequence_id
-    return md
+    return md, False
 
 
 def to_pulsar(

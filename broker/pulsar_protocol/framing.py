@@ -27,6 +27,7 @@ _U32 = struct.Struct(">I")
 _HEAD = struct.Struct(">II")
 _U16 = struct.Struct(">H")
 _CHECKSUM_HEAD = struct.Struct(">HI")
+_PAYLOAD_HEAD = struct.Struct(">HII")  # magic, checksum, metadata size
 _crc32c = google_crc32c.value
 _new_tuple = tuple.__new__
 
@@ -120,39 +121,51 @@ def decode_message(data: bytes, max_frame_size: int, checksum_optional: bool = F
 
 def _decode_frame(data: bytes, start: int, end: int, checksum_optional: bool = False) -> Frame:
     """The frame in ``data[start:end]`` (after its total size), sliced out of ``data``."""
-    total = end - start
     (command_size,) = _U32.unpack_from(data, start)
-    if command_size == 0 or command_size > total - 4:
-        raise FrameError(f"command size {command_size} does not fit a {total}-byte frame")
-    command = BaseCommand()
     rest = start + 4 + command_size
+    if command_size == 0 or rest > end:
+        raise FrameError(
+            f"command size {command_size} does not fit a {end - start}-byte frame"
+        )
+    command = BaseCommand()
     try:
         command.ParseFromString(data[start + 4 : rest])
     except DecodeError as exc:
         raise FrameError(f"the command is not a valid BaseCommand: {exc}") from None
     if rest == end:
         return Frame(command)
+    if end - rest >= 10:  # the usual payload command: magic, checksum, metadata size
+        magic, checksum, metadata_size = _PAYLOAD_HEAD.unpack_from(data, rest)
+        if magic == MAGIC_CRC32C:
+            body = rest + 6
+            metadata_end = body + 4 + metadata_size
+            if metadata_end > end:
+                raise FrameError(f"metadata size {metadata_size} runs past the frame")
+            return _new_tuple(Frame, (  # Frame(...) without its Python-level __new__
+                command, data[body + 4 : metadata_end], data[metadata_end:end],
+                _crc32c(data[body:end]) == checksum,
+            ))
+    return _decode_payload(command, data, rest, end, checksum_optional)
+
+
+def _decode_payload(
+    command: BaseCommand, data: bytes, rest: int, end: int, checksum_optional: bool
+) -> Frame:
+    """A payload command without the magic (where the checksum is optional), or one that
+    breaks the rules."""
     if checksum_optional and (end - rest < 2 or _U16.unpack_from(data, rest)[0]
                               != MAGIC_CRC32C):
-        body = rest
-        if end - body < 4:
+        if end - rest < 4:
             raise FrameError("a payload command is too short for its metadata size")
-        checksum = None
-    else:
-        if end - rest < 10:
-            raise FrameError("a payload command is too short for its checksum and metadata size")
-        magic, checksum = _CHECKSUM_HEAD.unpack_from(data, rest)
-        if magic != MAGIC_CRC32C:
-            raise FrameError(f"payload magic is {magic:#06x}, not {MAGIC_CRC32C:#06x}")
-        body = rest + 6
-    (metadata_size,) = _U32.unpack_from(data, body)
-    metadata_end = body + 4 + metadata_size
-    if metadata_end > end:
-        raise FrameError(f"metadata size {metadata_size} runs past the frame")
-    checksum_ok = checksum is None or _crc32c(data[body:end]) == checksum
-    return _new_tuple(Frame, (  # Frame(...) without its Python-level __new__
-        command, data[body + 4 : metadata_end], data[metadata_end:end], checksum_ok
-    ))
+        (metadata_size,) = _U32.unpack_from(data, rest)
+        metadata_end = rest + 4 + metadata_size
+        if metadata_end > end:
+            raise FrameError(f"metadata size {metadata_size} runs past the frame")
+        return Frame(command, data[rest + 4 : metadata_end], data[metadata_end:end], True)
+    if end - rest < 10:
+        raise FrameError("a payload command is too short for its checksum and metadata size")
+    magic = _U16.unpack_from(data, rest)[0]
+    raise FrameError(f"payload magic is {magic:#06x}, not {MAGIC_CRC32C:#06x}")
 
 
 def encode_command(command: BaseCommand) -> bytes:

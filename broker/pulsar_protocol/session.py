@@ -56,6 +56,7 @@ from ..errors import (
 from ..format.metadata import (
     from_pulsar,
     raw_to_pulsar,
+    read_pulsar_metadata,
     to_pulsar,
     with_sequence_id,
 )
@@ -839,18 +840,20 @@ class PulsarSession:
                              "the message's checksum does not match; nothing was stored")
             return
         try:
-            metadata = from_pulsar(frame.metadata)
+            metadata, in_range = read_pulsar_metadata(frame.metadata)
         except ValueError as exc:
             self._send_error(client_id, body.sequence_id, "UnknownError", f"SEND: {exc}")
             return
         if metadata.sequence_id != body.sequence_id:  # stored as the command says
             metadata = from_pulsar(with_sequence_id(frame.metadata, body.sequence_id))
+            in_range = False
         if body.highest_sequence_id > body.sequence_id:
             self._highest_sequence[(core_id, body.sequence_id)] = body.highest_sequence_id
         try:
             # encrypted=None: the core reads the metadata's encryption keys only where the
             # namespace requires encryption.
-            self.service.send(core_id, metadata, frame.payload or b"", encrypted=None)
+            self.service.send(core_id, metadata, frame.payload or b"", encrypted=None,
+                              in_range=in_range)
         except PulsarLabError as exc:
             self._highest_sequence.pop((core_id, body.sequence_id), None)
             self._send_error(client_id, body.sequence_id, exc.code, str(exc))

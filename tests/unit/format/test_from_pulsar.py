@@ -8,7 +8,8 @@ import dataclasses
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pulsarlab.broker.format.metadata import from_pulsar
+from pulsarlab.broker.entry import check_ranges
+from pulsarlab.broker.format.metadata import from_pulsar, read_pulsar_metadata
 from pulsarlab.broker.pulsar_protocol.PulsarApi_pb2 import KeyValue
 from pulsarlab.broker.pulsar_protocol.PulsarApi_pb2 import MessageMetadata as PulsarMetadata
 
@@ -69,6 +70,19 @@ def test_the_short_cut_reads_what_the_full_path_reads(raw: bytes) -> None:
     assert dataclasses.replace(fast, pulsar_metadata=None) == dataclasses.replace(
         full, pulsar_metadata=None)
     assert fast.pulsar_metadata == raw
+    md, in_range = read_pulsar_metadata(raw)
+    if in_range:  # the core skips its range check for such metadata: nothing to find
+        check_ranges(md)
+
+
+def test_the_usual_metadata_is_in_range_unless_its_publish_time_is_not() -> None:
+    usual = PulsarMetadata(producer_name="p", sequence_id=3, publish_time=7)
+    assert read_pulsar_metadata(usual.SerializeToString())[1] is True
+    usual.publish_time = 1 << 63  # protobuf's uint64, past the stored int64
+    md, in_range = read_pulsar_metadata(usual.SerializeToString())
+    assert in_range is False and md.publish_time == 1 << 63
+    other = PulsarMetadata(producer_name="p", sequence_id=3, publish_time=7, event_time=9)
+    assert read_pulsar_metadata(other.SerializeToString())[1] is False
 
 
 def test_a_missing_name_is_not_mistaken_for_another_two_byte_field() -> None:
