@@ -49,6 +49,29 @@ class LoopClock:
         return self._now
 
 
+class HousekeepingGate:
+    """Lets the shell's loop run the core's ``tick`` (timers, housekeeping, pings) at most
+    once per millisecond of its clock: a burst of turns within one millisecond would repeat
+    work that costs microseconds per topic and subscription for nothing. A turn that had to
+    skip it makes the next poll wait at most one millisecond, so nothing due waits longer.
+    """
+
+    def __init__(self) -> None:
+        self._last = -1  # the millisecond of the last tick
+        self.skipped = False
+
+    def due(self, now_ms: int) -> bool:
+        """Whether this turn (at ``now_ms``) runs the tick; remembers that it did."""
+        self.skipped = now_ms == self._last
+        if not self.skipped:
+            self._last = now_ms
+        return not self.skipped
+
+    def wait_ms(self, wait_ms: int) -> int:
+        """How long the next poll may wait, given how long it would (ms)."""
+        return 1 if self.skipped else wait_ms
+
+
 class ManualClock:
     """A clock that only moves when told to."""
 

@@ -32,7 +32,7 @@ import zmq.utils.monitor
 
 from . import local_brokers
 from .admin_handler import AdminHandler
-from .clock import LoopClock
+from .clock import HousekeepingGate, LoopClock
 from .curve import apply_server, load_secret_key
 from .errors import InvalidArgument
 from .events import BrokerEvent
@@ -491,15 +491,12 @@ class Broker:
         service = self.service
         assert service is not None
         read_clock = self.clock.read
-        last_tick = -1  # the millisecond of the last housekeeping turn
-        skipped = False  # a turn left housekeeping to the next millisecond
+        housekeeping = HousekeepingGate()
         while not self._stop.is_set():
             now = read_clock()
             deadline = min(service.next_deadline() or now + 100, self._next_ping, now + 100,
                            self._next_auth_check)
-            # A turn that left housekeeping to the next millisecond wakes by then (it cannot
-            # run before, whatever is due).
-            wait = 1 if skipped else max(0, deadline - now)
+            wait = housekeeping.wait_ms(max(0, deadline - now))
             if web is not None:
                 wait = web.wait_ms(wait)
             ready = dict(poller.poll(wait))
@@ -520,11 +517,7 @@ class Broker:
             self._run_calls()
             now = read_clock()  # timers see the time after the burst
             service.commit()
-            # Timers, housekeeping and pings run once per millisecond (each costs microseconds
-            # per topic and subscription; a burst of turns within one would repeat them).
-            skipped = now == last_tick
-            if not skipped:
-                last_tick = now
+            if housekeeping.due(now):  # timers, housekeeping, pings: once per millisecond
                 service.tick()
                 self._heartbeat()
             self._flush_actions()
