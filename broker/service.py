@@ -673,14 +673,17 @@ class BrokerService:
         producer = self.producers.get(producer_id)
         if producer is None or not producer.ready:
             raise ProducerNotFound(f"producer {producer_id} not found (or not ready)")
-        policies = self.namespace_policies(producer.topic.namespace)
+        namespace = producer.topic.namespace
+        policies = self._policies.get(namespace) or self.namespace_policies(namespace)
         if policies.encryption_required and not (
             encrypted if encrypted is not None
             else is_encrypted(metadata.pulsar_metadata or b"")
         ):
             raise MetadataError("Messages must be encrypted")
-        if type(payload) is not bytes and not isinstance(payload, bytearray | memoryview):
-            raise InvalidArgument(f"payload must be bytes, not {type(payload).__name__}")
+        if type(payload) is not bytes:
+            if not isinstance(payload, bytearray | memoryview):
+                raise InvalidArgument(f"payload must be bytes, not {type(payload).__name__}")
+            payload = bytes(payload)  # stored as bytes
         if not metadata.producer_name:
             metadata.producer_name = producer.producer_name
         if not metadata.publish_time:
@@ -690,8 +693,6 @@ class BrokerService:
                 check_ranges(metadata)
             except ValueError as exc:
                 raise InvalidArgument(f"SEND: {exc}; nothing was stored") from None
-        if type(payload) is not bytes:  # bytes() of bytes returns it, but costs a call
-            payload = bytes(payload)
         try:
             return producer.topic.publish(producer, metadata, payload, policies)
         except StorageError as exc:
