@@ -10,8 +10,9 @@ Only asyncio's public API is used. A pump is the documented idiom
 ``loop.call_soon(loop.stop); loop.run_forever()`` — the selector is polled without waiting
 (a callback is ready) and what is ready runs — except that the callback scheduled first
 stops the loop only when no other was scheduled since; else it schedules itself again, so
-one ``run_forever`` runs a round per generation of callbacks. What the driver must know beyond the
-descriptor — whether a callback is ready, when the next timer is due — the loop learns by
+one ``run_forever`` runs a round per generation of callbacks (and a pump runs it again if
+the last round's I/O scheduled one). What the driver must know beyond the descriptor —
+whether a callback is ready, when the next timer is due — the loop learns by
 overriding the public scheduling methods (``call_soon``, ``call_at``, ``call_later``)
 rather than reading the base loop's ready queue and timer heap. Callbacks scheduled from
 another thread (``call_soon_threadsafe``) wake the selector's self-pipe, so the
