@@ -48,6 +48,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pulsar
+from benchlib import cpu_seconds
 
 PAYLOAD = b"x" * 100
 
@@ -157,13 +158,29 @@ def real_pulsar(line: str) -> Iterator[tuple[str, str]]:
         broker.stop()
 
 
-def _cpu_s(pid: int | None) -> float:
-    """CPU seconds (user + system) so far of the broker process ``pid`` (0 without one)."""
-    if pid is None:
-        return 0.0
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+class Phases:
+    """The seconds and the broker process's CPU seconds (user + system, 0 without its pid)
+    of each named phase of a load: ``with phases("consume"): ...``."""
+
+    def __init__(self, broker_pid: int | None) -> None:
+        self.broker_pid = broker_pid
+        self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start, cpu0 = time.perf_counter(), cpu_seconds(self.broker_pid)
+        yield
+        self.seconds[name] = time.perf_counter() - start
+        self.cpu[name] = cpu_seconds(self.broker_pid) - cpu0
+
+    def rate(self, name: str, count: int) -> int:
+        """Messages per second of the phase."""
+        return round(count / self.seconds[name])
+
+    def cpu_us_per_msg(self, name: str, count: int) -> float:
+        """Broker CPU µs per message of the phase."""
+        return round(self.cpu[name] / count * 1e6, 2)
 
 
 def run_load(url: str, messages: int, sync_sends: int,
@@ -185,19 +202,20 @@ def run_load(url: str, messages: int, sync_sends: int,
             if result != pulsar.Result.Ok:
                 failed.append(result)
 
-        cpu = {}
-        start, cpu0 = time.perf_counter(), _cpu_s(broker_pid)
-        for _ in range(messages):
-            producer.send_async(PAYLOAD, done)
-        producer.flush()
-        produce_s = time.perf_counter() - start
-        cpu["batched_produce"] = _cpu_s(broker_pid) - cpu0
+        def produce(to: pulsar.Producer, count: int) -> None:
+            for _ in range(count):
+                to.send_async(PAYLOAD, done)
+            to.flush()
 
-        start, cpu0 = time.perf_counter(), _cpu_s(broker_pid)
-        for _ in range(messages):
-            consumer.acknowledge(consumer.receive(timeout_millis=30_000))
-        consume_s = time.perf_counter() - start
-        cpu["consume"] = _cpu_s(broker_pid) - cpu0
+        def consume(of: pulsar.Consumer, count: int) -> None:
+            for _ in range(count):
+                of.acknowledge(of.receive(timeout_millis=30_000))
+
+        phases = Phases(broker_pid)
+        with phases("batched_produce"):
+            produce(producer, messages)
+        with phases("consume"):
+            consume(consumer, messages)
 
         unbatched = max(1, messages // 5)
         unbatched_consumer = client.subscribe(f"{topic}-unbatched", "bench",
@@ -206,46 +224,37 @@ def run_load(url: str, messages: int, sync_sends: int,
             f"{topic}-unbatched", batching_enabled=False, block_if_queue_full=True,
             max_pending_messages=1000,
         )
-        start, cpu0 = time.perf_counter(), _cpu_s(broker_pid)
-        for _ in range(unbatched):
-            unbatched_producer.send_async(PAYLOAD, done)
-        unbatched_producer.flush()
-        unbatched_produce_s = time.perf_counter() - start
-        cpu["unbatched_produce"] = _cpu_s(broker_pid) - cpu0
-        start, cpu0 = time.perf_counter(), _cpu_s(broker_pid)
-        for _ in range(unbatched):
-            unbatched_consumer.acknowledge(unbatched_consumer.receive(timeout_millis=30_000))
-        unbatched_consume_s = time.perf_counter() - start
-        cpu["unbatched_consume"] = _cpu_s(broker_pid) - cpu0
+        with phases("unbatched_produce"):
+            produce(unbatched_producer, unbatched)
+        with phases("unbatched_consume"):
+            consume(unbatched_consumer, unbatched)
 
         sync_producer = client.create_producer(f"{topic}-sync", batching_enabled=False)
         latencies = []
-        start, cpu0 = time.perf_counter(), _cpu_s(broker_pid)
-        for _ in range(sync_sends):
-            t0 = time.perf_counter()
-            sync_producer.send(PAYLOAD)
-            latencies.append(time.perf_counter() - t0)
-        sync_s = time.perf_counter() - start
-        cpu["sync_send"] = _cpu_s(broker_pid) - cpu0
+        with phases("sync_send"):
+            for _ in range(sync_sends):
+                t0 = time.perf_counter()
+                sync_producer.send(PAYLOAD)
+                latencies.append(time.perf_counter() - t0)
         latencies.sort()
         per_msg = {}
         if broker_pid is not None:
             per_msg = {
                 "broker_cpu_us_per_msg": {
-                    "batched_produce": round(cpu["batched_produce"] / messages * 1e6, 2),
-                    "consume": round(cpu["consume"] / messages * 1e6, 2),
-                    "unbatched_produce": round(cpu["unbatched_produce"] / unbatched * 1e6, 2),
-                    "unbatched_consume": round(cpu["unbatched_consume"] / unbatched * 1e6, 2),
-                    "sync_send_unbatched": round(cpu["sync_send"] / sync_sends * 1e6, 2),
+                    "batched_produce": phases.cpu_us_per_msg("batched_produce", messages),
+                    "consume": phases.cpu_us_per_msg("consume", messages),
+                    "unbatched_produce": phases.cpu_us_per_msg("unbatched_produce", unbatched),
+                    "unbatched_consume": phases.cpu_us_per_msg("unbatched_consume", unbatched),
+                    "sync_send_unbatched": phases.cpu_us_per_msg("sync_send", sync_sends),
                 }
             }
         return {
-            "batched_produce_msgs_per_s": round(messages / produce_s),
+            "batched_produce_msgs_per_s": phases.rate("batched_produce", messages),
             "produce_failures": len(failed),
-            "consume_receive_ack_msgs_per_s": round(messages / consume_s),
-            "unbatched_produce_msgs_per_s": round(unbatched / unbatched_produce_s),
-            "unbatched_consume_msgs_per_s": round(unbatched / unbatched_consume_s),
-            "sync_send_msgs_per_s": round(sync_sends / sync_s),
+            "consume_receive_ack_msgs_per_s": phases.rate("consume", messages),
+            "unbatched_produce_msgs_per_s": phases.rate("unbatched_produce", unbatched),
+            "unbatched_consume_msgs_per_s": phases.rate("unbatched_consume", unbatched),
+            "sync_send_msgs_per_s": phases.rate("sync_send", sync_sends),
             "sync_send_p50_us": round(statistics.median(latencies) * 1e6),
             "sync_send_p99_us": round(latencies[int(len(latencies) * 0.99) - 1] * 1e6),
             **per_msg,

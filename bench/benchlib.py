@@ -1,7 +1,8 @@
-"""Helpers the storage benchmarks share: a broker process, its RSS, a backlog writer.
+"""Helpers the benchmarks share: a broker process, its RSS and CPU, a backlog writer.
 
 ``start_broker`` runs the real ``pulsarlab broker`` command on a data directory and waits
-for its ready report. ``rss_mb`` reads a process's resident and peak resident memory.
+for its ready report. ``rss_mb`` reads a process's resident and peak resident memory,
+``cpu_seconds`` the CPU time of a process or of one thread.
 ``write_backlog`` (also ``python bench/benchlib.py build ...``) lays down a backlog the way
 the broker stores it — each message encoded with ``encode_entry`` and appended with
 ``ManagedLedger.add_entry``, group-committed every 1000 entries, on the broker's default
@@ -71,6 +72,20 @@ def stop_broker(proc: subprocess.Popen, kill: bool = False) -> None:
         else:
             proc.terminate()
     proc.wait(120)
+
+
+def cpu_seconds(pid: int | None = None, tid: int | None = None) -> float:
+    """CPU seconds (user + system) so far of process ``pid``, or of thread ``tid`` of this
+    process (its native id), from ``/proc``; 0 when neither is given."""
+    if tid is not None:
+        path = f"/proc/self/task/{tid}/stat"
+    elif pid is not None:
+        path = f"/proc/{pid}/stat"
+    else:
+        return 0.0
+    with open(path) as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> dict[str, float]:

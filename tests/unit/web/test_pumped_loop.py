@@ -1,15 +1,19 @@
 """The asyncio loop the broker thread drives (broker/web/pump.py): one pump runs what is
 ready and every callback that schedules, never waits, and tells the driver how long it may
-wait before the next timer."""
+wait before the next timer — through asyncio's public API only."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import inspect
 import select
 import socket
+import threading
 
 import pytest
 
+from pulsarlab.broker.web import pump
 from pulsarlab.broker.web.pump import MAX_ROUNDS, PumpedLoop
 
 pytestmark = pytest.mark.skipif(not PumpedLoop.supported(), reason="no pollable selector")
@@ -94,3 +98,108 @@ def test_its_descriptor_is_readable_when_its_io_is_ready(loop):
     finally:
         left.close()
         right.close()
+
+
+@pytest.fixture
+def clocked(loop):
+    """The loop on a clock the test moves (``loop.time`` is public: asyncio reads every
+    timer's due time through it)."""
+    now = [1000.0]
+    loop.time = lambda: now[0]  # type: ignore[method-assign]
+
+    def advance(seconds: float) -> None:
+        now[0] += seconds
+
+    return loop, advance
+
+
+def test_timers_fire_when_due_and_the_driver_is_told_when(clocked):
+    loop, advance = clocked
+    fired = []
+    loop.call_later(5, fired.append, "later")
+    loop.call_at(loop.time() + 2, fired.append, "sooner")
+    assert loop.wait_ms(60_000) == 2000
+    loop.pump()
+    assert fired == []
+    advance(2)
+    assert loop.wait_ms(60_000) == 0
+    loop.pump()
+    assert fired == ["sooner"]
+    assert loop.wait_ms(60_000) == 3000
+    advance(3)
+    loop.pump()
+    assert fired == ["sooner", "later"]
+    assert loop.wait_ms(60_000) == 60_000  # no timer left
+
+
+def test_a_sleeping_coroutine_resumes_once_its_timer_is_due(clocked):
+    loop, advance = clocked
+
+    async def nap() -> str:
+        await asyncio.sleep(10)
+        return "awake"
+
+    task = loop.create_task(nap())
+    loop.pump()
+    assert not task.done() and loop.wait_ms(60_000) == 10_000
+    advance(10)
+    loop.pump()
+    assert task.result() == "awake"
+
+
+def test_cancelled_timers_neither_wake_the_driver_nor_pile_up(clocked):
+    loop, advance = clocked
+    loop.call_later(1, pytest.fail).cancel()
+    assert loop.wait_ms(60_000) == 60_000
+    for _ in range(10_000):  # a timeout armed and cancelled per request
+        loop.call_later(30, pytest.fail).cancel()
+    assert len(loop._pump_timers) < 200
+    advance(60)
+    loop.pump()
+
+
+def test_a_callback_scheduled_between_pumps_makes_the_driver_come_back_at_once(loop):
+    future = loop.create_future()
+    assert loop.wait_ms(100) == 100
+    future.set_result(1)  # an answer set by the broker thread outside a pump
+    done = []
+    future.add_done_callback(done.append)
+    assert loop.wait_ms(100) == 0
+    loop.pump()
+    assert done == [future] and loop.wait_ms(100) == 100
+
+
+def test_a_callback_from_another_thread_makes_its_descriptor_readable(loop):
+    got = []
+    thread = threading.Thread(target=loop.call_soon_threadsafe, args=(got.append, "hi"))
+    thread.start()
+    thread.join()
+    assert select.select([loop.fileno()], [], [], 5)[0] == [loop.fileno()]
+    loop.pump()
+    assert got == ["hi"]
+
+
+def test_a_failing_callback_is_reported_and_the_pump_goes_on(loop):
+    errors, ran = [], []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context["exception"]))
+
+    def boom() -> None:
+        loop.call_soon(ran.append, "after")
+        raise ValueError("boom")
+
+    loop.call_soon(boom)
+    loop.pump()
+    assert [str(e) for e in errors] == ["boom"] and ran == ["after"]
+    loop.call_soon(ran.append, "next pump")
+    loop.pump()
+    assert ran == ["after", "next pump"]
+
+
+def test_only_asyncio_public_api_is_used():
+    """A Python upgrade may change asyncio's private members: the pump reads none."""
+    tree = ast.parse(inspect.getsource(pump))
+    own = {"_pump_soon", "_pump_timers", "_pump_compact_at", "_pump_id", "_pump_rounds",
+           "_end_round", "_compact_timers", "_next_timer"}
+    private = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+               and node.attr.startswith("_") and not node.attr.endswith("__")}
+    assert private <= own, private - own
