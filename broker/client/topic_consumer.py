@@ -123,12 +123,15 @@ class TopicConsumer:
         self._last_read: Message | EntryBatch | None = None  # the last one taken
         self.start_message_id = config.start_message_id
         self.start_inclusive = config.start_message_id_inclusive
-        # Individual acks from the application wait here for the I/O thread, which takes
-        # them all in one task per burst (a posted task per ack would cost more than the
-        # ack). No lock: appends and pops of a deque are atomic, and the flag is cleared
-        # before the I/O thread counts what it takes (see _io_take_acks).
-        self._acks_in: deque[MessageId | Message] = deque()
+        # Acks from the application wait here for the I/O thread, which takes them all in
+        # one task per burst (a posted task per ack would cost more than the ack). No
+        # lock: appends and pops of a deque are atomic, and the flag is cleared before the
+        # I/O thread counts what it takes (see _io_take_acks).
+        self._acks_in: deque[MessageId | Message | tuple[MessageId, bool]] = deque()
         self._acks_posted = False
+        # Set before the first cumulative ack is queued, never cleared: from then on the
+        # I/O thread looks at each ack for the (ack, True) of a cumulative one.
+        self._cumulative_acks = False
         # Messages counted as consumed: FLOW asks for more each time the count passes a
         # multiple of the refill threshold (next() on a count is atomic: no lock per message).
         self._consumed = itertools.count(1)
@@ -361,11 +364,10 @@ class TopicConsumer:
         """Queue an ack for the I/O thread; a received :class:`Message` may stand for its
         id (no id object is made for an ack that only the grouping tracker hears of)."""
         if cumulative:
-            # Its own task, queued after the one that takes the individual acks made
-            # before it (the I/O thread runs tasks in order).
-            self._conn.post(lambda: self._io_ack(msg_id, True))
-            return
-        self._acks_in.append(msg_id)
+            self._cumulative_acks = True
+            self._acks_in.append((msg_id, True))
+        else:
+            self._acks_in.append(msg_id)
         if self._acks_posted:
             return
         self._acks_posted = True
@@ -604,12 +606,16 @@ class TopicConsumer:
         self._acks_posted = False
         take = self._acks_in.popleft
         acks = [take() for _ in range(len(self._acks_in))]
-        if self._only_grouping(False):
+        # The flag is read after the pops: a cumulative ack among them set it first.
+        if self._only_grouping(self._cumulative_acks):
             # The common burst: individual acks only the grouping tracker has to hear of.
             self._io_grouped(self.acks.add_individuals(acks))
             return
         for ack in acks:
-            self._io_ack(ack, False)
+            if type(ack) is tuple:
+                self._io_ack(ack[0], True)
+            else:
+                self._io_ack(ack, False)
 
     def _only_grouping(self, cumulative: bool) -> bool:
         """Nothing but the grouping tracker has to hear of an ack (no chunks, dead-letter
