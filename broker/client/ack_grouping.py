@@ -122,29 +122,48 @@ class AckGroupingTracker:
         the caller should flush now. An ack of a batch index clears one bit."""
         batches, individual = self._batches, self._individual
         pending = False  # whether an ack to send was added (a partial batch adds none)
+        # The batch of the previous ack (its messages are usually acked one after another):
+        # its entry's Delivery, and its position, size and state as looked up for it.
+        last: Any = None
+        position: Position = (-1, -1)
+        size = 0
+        state: list[int] = []
         for msg_id in msg_ids:
             if type(msg_id) is Message:  # a received message acked as itself: no id made
                 delivery = msg_id._delivery
-                position, index, size = delivery.position, msg_id._index, delivery.batch_size
+                index = msg_id._index
+                if delivery is not last:
+                    position, size = delivery.position, delivery.batch_size
+                    if index < 0 or size <= 0:
+                        individual.add(position)
+                        pending = True
+                        continue
+                    state = batches.get(position) or self._new_batch(position, size)
+                    last = delivery
             else:
                 position, index, size = _parts(msg_id)
-            if index < 0 or size <= 0:
-                individual.add(position)
-                pending = True
-                continue
-            state = batches.get(position)
-            if state is None:
-                state = batches[position] = [(1 << size) - 1, size]
+                if index < 0 or size <= 0:
+                    individual.add(position)
+                    pending = True
+                    continue
+                state = batches.get(position) or self._new_batch(position, size)
+                last = None
             bits = state[0] = state[0] & ~(1 << index)
             if bits == 0:
                 del batches[position]
                 self._ack_sets.pop(position, None)
                 individual.add(position)
                 pending = True
+                last = None  # its state is gone: a repeated ack looks it up again
             elif self.batch_index_ack_enabled:
                 self._ack_sets[position] = (bits, size)
                 pending = True
         return pending and self._should_flush()
+
+    def _new_batch(self, position: Position, size: int) -> list[int]:
+        """The state of a batch acked before it was registered: every bit unacked."""
+        state = self._batches[position] = [(1 << size) - 1, size]
+        return state
 
     def add_cumulative(self, msg_id: Any) -> bool:
         """Ack everything up to ``msg_id``; returns True when the caller should flush now."""

@@ -35,7 +35,7 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import logging
-import threading
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,12 +123,15 @@ class TopicConsumer:
         self._last_read: Message | EntryBatch | None = None  # the last one taken
         self.start_message_id = config.start_message_id
         self.start_inclusive = config.start_message_id_inclusive
-        self._lock = threading.Lock()
         # Acks from the application wait here for the I/O thread, which takes them all in
-        # one task per burst (a posted task per ack would cost more than the ack).
-        self._acks_in: list[MessageId | Message | tuple[MessageId, bool]] = []
+        # one task per burst (a posted task per ack would cost more than the ack). No
+        # lock: appends and pops of a deque are atomic, and the flag is cleared before the
+        # I/O thread counts what it takes (see _io_take_acks).
+        self._acks_in: deque[MessageId | Message | tuple[MessageId, bool]] = deque()
         self._acks_posted = False
-        self._acks_cumulative = False  # a cumulative ack is among them
+        # Set before the first cumulative ack is queued, never cleared: from then on the
+        # I/O thread looks at each ack for the (ack, True) of a cumulative one.
+        self._cumulative_acks = False
         # Messages counted as consumed: FLOW asks for more each time the count passes a
         # multiple of the refill threshold (next() on a count is atomic: no lock per message).
         self._consumed = itertools.count(1)
@@ -360,15 +363,14 @@ class TopicConsumer:
     def acknowledge(self, msg_id: MessageId | Message, cumulative: bool = False) -> None:
         """Queue an ack for the I/O thread; a received :class:`Message` may stand for its
         id (no id object is made for an ack that only the grouping tracker hears of)."""
-        with self._lock:
-            if cumulative:
-                self._acks_in.append((msg_id, True))
-                self._acks_cumulative = True
-            else:
-                self._acks_in.append(msg_id)
-            if self._acks_posted:
-                return
-            self._acks_posted = True
+        if cumulative:
+            self._cumulative_acks = True
+            self._acks_in.append((msg_id, True))
+        else:
+            self._acks_in.append(msg_id)
+        if self._acks_posted:
+            return
+        self._acks_posted = True
         self._conn.post(self._io_take_acks)
 
     def negative_acknowledge(self, msg_id: MessageId, redelivery_count: int = 0) -> None:
@@ -599,11 +601,13 @@ class TopicConsumer:
     # -- I/O thread: acks -----------------------------------------------------------------
 
     def _io_take_acks(self) -> None:
-        with self._lock:
-            acks, self._acks_in = self._acks_in, []
-            cumulative, self._acks_cumulative = self._acks_cumulative, False
-            self._acks_posted = False
-        if self._only_grouping(cumulative):
+        # Cleared first: an ack appended from now on posts this task again; one appended
+        # before is counted here.
+        self._acks_posted = False
+        take = self._acks_in.popleft
+        acks = [take() for _ in range(len(self._acks_in))]
+        # The flag is read after the pops: a cumulative ack among them set it first.
+        if self._only_grouping(self._cumulative_acks):
             # The common burst: individual acks only the grouping tracker has to hear of.
             self._io_grouped(self.acks.add_individuals(acks))
             return

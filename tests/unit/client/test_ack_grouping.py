@@ -110,3 +110,32 @@ def test_individual_and_cumulative_in_one_flush():
     t.add_individual(mid(8))
     t.add_cumulative(mid(5))
     assert [c.get("cumulative", False) for c in t.flush().commands()] == [False, True]
+
+
+def test_a_burst_of_received_messages_acks_as_one_by_one():
+    """add_individuals keeps the state of the batch acked just before (messages are acked
+    in runs of one batch): interleaved batches, a repeated ack and an ack after the batch
+    completed give what acking each message on its own gives, with and without ack sets."""
+    from pulsarlab.broker.client.message import Delivery, delivered
+
+    def received(entry: int, index: int, size: int = 3) -> object:
+        delivery = deliveries.setdefault(entry, Delivery("t", -1, 1, entry, size, 0, "p",
+                                                         None, 0, None))
+        return delivered((None,) * 7, delivery, index, None)
+
+    for batch_index_acks in (False, True):
+        deliveries: dict[int, Delivery] = {}
+        burst = [received(e, i) for e, i in [(0, 0), (0, 1), (1, 0), (0, 2), (0, 2), (1, 1),
+                                             (1, 1), (2, -1)]]
+        burst.append(mid(3, 1, 2))
+        burst.append(received(0, 0))  # batch 0 was completed: its state starts again
+        together = AckGroupingTracker(batch_index_ack_enabled=batch_index_acks)
+        alone = AckGroupingTracker(batch_index_ack_enabled=batch_index_acks)
+        for t in (together, alone):
+            for entry in (0, 1):
+                t.on_batch_received((1, entry), 3)
+        together.add_individuals(burst)
+        for m in burst:
+            alone.add_individual(m)
+        assert together._batches == alone._batches
+        assert together.flush() == alone.flush()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pulsarlab.broker.entry import MessageMetadata
 from pulsarlab.broker.format.batch import (
@@ -90,6 +92,7 @@ def test_a_sequence_id_cut_short_is_a_value_error(cut):
     (encode_pulsar_batch(MESSAGES[:1])[:-1], 1, "payload runs past"),
     (struct.pack(">I", 50) + b"\x18", 1, "metadata runs past"),
     (struct.pack(">I", 2) + b"\xff\xff", 1, "does not parse"),
+    (bytes((0, 0, 0, 200, 0x18)) + b"\x80" * 4, 2, "metadata runs past"),
 ])
 def test_a_malformed_batch_is_a_value_error(payload, count, error):
     with pytest.raises(ValueError, match=error):
@@ -106,3 +109,65 @@ def test_entry_metadata_round_trips_through_pulsars_message_metadata():
                  "ordering_key", "event_time", "num_messages_in_batch", "compression",
                  "uncompressed_size", "deliver_at_time", "highest_sequence_id"):
         assert getattr(back, name) == getattr(md, name), name
+
+
+def reference_items(payload: bytes, count: int) -> list[tuple] | str:
+    """Pulsar's batch read the slow, obvious way (protobuf per message), or "error"."""
+    items = []
+    offset = 0
+    for _ in range(count):
+        if offset + 4 > len(payload):
+            return "error"
+        (size,) = struct.unpack_from(">I", payload, offset)
+        start = offset + 4
+        if start + size > len(payload):
+            return "error"
+        single = SingleMessageMetadata()
+        try:
+            single.ParseFromString(payload[start:start + size])
+        except Exception:
+            return "error"
+        data_end = start + size + single.payload_size
+        if data_end > len(payload):
+            return "error"
+        items.append(({kv.key: kv.value for kv in single.properties} or None,
+                      single.partition_key if single.HasField("partition_key") else None,
+                      single.ordering_key if single.HasField("ordering_key") else None,
+                      single.event_time, single.sequence_id, single.null_value,
+                      payload[start + size:data_end]))
+        offset = data_end
+    return items
+
+
+def read_or_error(payload: bytes, count: int) -> list[tuple] | str:
+    try:
+        return pulsar_batch_items(payload, count)
+    except ValueError:
+        return "error"
+
+
+@settings(max_examples=400, deadline=None)
+@given(first_id=st.one_of(st.integers(0, 300), st.integers(16_000, 17_000),
+                          st.integers((1 << 21) - 300, (1 << 21) + 300),
+                          st.integers(0, (1 << 64) - 1)),
+       count=st.integers(2, 300), size=st.sampled_from([0, 1, 100, 127, 128, 20_000]),
+       flips=st.lists(st.tuples(st.integers(0, 1 << 30), st.integers(1, 255)), max_size=2),
+       cut=st.sampled_from([0, 0, 0, 1, 7]))
+def test_a_producers_plain_batch_reads_as_protobuf_reads_it(first_id, count, size, flips,
+                                                            cut):
+    """A batch as a producer sends it (one payload size, consecutive sequence ids) is read
+    column-wise; that read, and the same bytes corrupted (a changed byte, a cut tail), give
+    what protobuf gives, or both a ValueError."""
+    messages = [OutgoingMessage(bytes([i % 251]) * size, sequence_id=first_id + i)
+                for i in range(count)]
+    payload = bytearray(encode_pulsar_batch(messages))
+    for at, xor in flips:
+        payload[at % len(payload)] ^= xor
+    payload = bytes(payload[:len(payload) - cut])
+    assert read_or_error(payload, count) == reference_items(payload, count)
+
+
+@pytest.mark.parametrize("ids", [[5, 6, 8], [9, 8, 7], [127, 128, 129], [3, 3, 3]])
+def test_ids_that_do_not_follow_each_other_read_one_by_one(ids):
+    messages = [OutgoingMessage(b"abc", sequence_id=s) for s in ids]
+    assert [item[4] for item in pulsar_batch_items(encode_pulsar_batch(messages), 3)] == ids
