@@ -31,15 +31,6 @@ OPTIONAL = {  # fields that may be set beside the usual four (values small and l
 }
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 @st.composite
 def metadata(draw: st.DrawFn) -> bytes:
     pm = PulsarMetadata()
@@ -61,7 +52,8 @@ def _full_path(raw: bytes) -> bytes:
     repeated: the last one counts), so that only the field-by-field path can read it."""
     pm = PulsarMetadata()
     pm.ParseFromString(raw)
-    return raw + b"\x10" + _varint(pm.sequence_id)
+    # Concatenated messages merge: the field appended last wins (the same value here).
+    return raw + PulsarMetadata(sequence_id=pm.sequence_id).SerializePartialToString()
 
 
 @given(metadata())
