@@ -36,6 +36,7 @@ log = logging.getLogger("pulsarlab.broker.server")
 __all__ = ["ACCEPT_PAUSE_MS", "TcpTransport", "bind_listener"]
 
 ACCEPT_PAUSE_MS = 100  # accepting stops this long after the process ran out of descriptors
+CLOSE_LINGER_MS = 30_000  # a closed session's last bytes wait this long for a peer to read
 _READ_SIZE = 1 << 16
 _ACCEPTS_PER_TURN = 64  # then the broker's other work has its turn
 
@@ -104,6 +105,8 @@ class TcpTransport(SessionTransport):
         self._open_connections = open_connections
         self._now_ms = now_ms
         self.accept_paused_until: int | None = None
+        # Connections of closed sessions whose last bytes wait for the peer, and since when.
+        self._closing: dict[_Connection, int] = {}
         self._accept_errors = RateLimitedLog(log)
 
     @property
@@ -252,12 +255,21 @@ class TcpTransport(SessionTransport):
         self.accept_paused_until = self._now_ms() + ACCEPT_PAUSE_MS
 
     def housekeeping(self) -> None:
-        """A turn of the loop's timers: accept again once a pause is over."""
+        """A turn of the loop's timers: accept again once a pause is over; give up on
+        the last bytes of a closed session that its peer did not read in
+        :data:`CLOSE_LINGER_MS`."""
         until = self.accept_paused_until
-        if until is None or self._now_ms() < until:
-            return
-        self.accept_paused_until = None
-        self.readiness.register(self._listener_fd, READ)
+        if until is not None and self._now_ms() >= until:
+            self.accept_paused_until = None
+            self.readiness.register(self._listener_fd, READ)
+        if self._closing:
+            expired = self._now_ms() - CLOSE_LINGER_MS
+            for conn, since in list(self._closing.items()):
+                if since <= expired:
+                    log.info("a %s:// client did not read the last %d bytes of its closed "
+                             "connection in %d s; dropping them", self.scheme,
+                             len(conn.pending), CLOSE_LINGER_MS // 1000)
+                    self._close(conn)
 
     # -- writing --------------------------------------------------------------------------
 
@@ -280,10 +292,12 @@ class TcpTransport(SessionTransport):
                 conn.pending += data  # behind what waits already
             else:
                 self._send(conn, data)
-        if session.closed:
+        if session.closed and conn.fd in self._by_fd:
             self.sessions.pop(session.route, None)
-            if not conn.pending and conn.fd in self._by_fd:
+            if not conn.pending:
                 self._close(conn)
+            elif conn not in self._closing:
+                self._closing[conn] = self._now_ms()
 
     def _send(self, conn: _Connection, data: bytes) -> None:
         try:
@@ -331,6 +345,7 @@ class TcpTransport(SessionTransport):
     def _close(self, conn: _Connection) -> None:
         """Forget ``conn`` and close its socket (a FIN after what it sent)."""
         route = conn.session.route
+        self._closing.pop(conn, None)
         del self._by_fd[conn.fd]
         del self._by_route[route]
         self.sessions.pop(route, None)
@@ -351,6 +366,7 @@ class TcpTransport(SessionTransport):
                 conn.sock.close()
         self._by_fd.clear()
         self._by_route.clear()
+        self._closing.clear()
         self.sessions.clear()
         self.listener.close()
         self.readiness.close()

@@ -18,7 +18,12 @@ import pytest
 
 from pulsarlab.broker import BrokerSettings, ManualClock
 from pulsarlab.broker.pulsar_protocol import FrameDecoder
-from pulsarlab.broker.transports.tcp import ACCEPT_PAUSE_MS, TcpTransport, bind_listener
+from pulsarlab.broker.transports.tcp import (
+    ACCEPT_PAUSE_MS,
+    CLOSE_LINGER_MS,
+    TcpTransport,
+    bind_listener,
+)
 
 from .support import Harness, T, command
 
@@ -176,13 +181,20 @@ def test_partial_writes_keep_every_byte_in_order(rig) -> None:
         session.queue(chunk)
         sent += 1
     expected = b"".join(chunks[i % len(chunks)] for i in range(sent))
-    more = _numbered(8)[4:]  # queued behind what waits: must come after it
+    got = bytearray()
+    sock.setblocking(False)
+    while True:  # the client reads until the broker's socket could take more
+        readable, _, _ = select.select([sock, r.transport.fileno()], [], [], _WAIT_S)
+        assert readable, "the client's reads freed no room"
+        if r.transport.fileno() in readable:
+            break
+        got += sock.recv(1 << 16)
+    # Before the transport's turn writes what waits, more is queued: it goes behind.
+    more = _numbered(8)[4:]
     for chunk in more:
         session.queue(chunk)
     expected += b"".join(more)
     assert r.transport.pending_bytes > 0
-    got = bytearray()
-    sock.setblocking(False)
     while len(got) < len(expected):
         readable, _, _ = select.select([sock, r.transport.fileno()], [], [], _WAIT_S)
         assert readable, f"stalled after {len(got)} of {len(expected)} bytes"
@@ -226,6 +238,24 @@ def test_a_closed_session_s_connection_closes_after_its_last_bytes(rig) -> None:
     assert not session.lost  # the broker closed it; nothing was lost
 
 
+def test_last_bytes_a_peer_never_reads_are_dropped_after_the_linger(rig, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="pulsarlab.broker.server")
+    r = rig()
+    _client, session = r.connect()
+    chunk = _numbered(1)[0]
+    while r.transport.pending_bytes == 0:  # the client reads nothing
+        session.queue(chunk)
+    session.closed = True
+    r.transport.flush(session)
+    r.clock.advance(CLOSE_LINGER_MS - 1)
+    r.transport.housekeeping()
+    assert r.transport._by_fd  # still waiting for the peer
+    r.clock.advance(1)
+    r.transport.housekeeping()
+    assert not r.transport._by_fd and r.transport.pending_bytes == 0
+    assert "did not read the last" in caplog.text
+
+
 def test_a_small_answer_then_close(rig) -> None:
     r = rig()
     sock, session = r.connect()
@@ -263,6 +293,19 @@ def test_a_peer_that_goes_away_ends_its_session(rig, how: str, caplog) -> None:
     assert r.transport.sessions == {} and not r.transport._by_fd
     session.queue(b"late")  # an action for it after it left: dropped, nothing raised
     assert not [rec for rec in caplog.records if rec.levelno >= logging.WARNING]
+
+
+def test_a_peer_that_resets_with_bytes_waiting_for_it(rig) -> None:
+    r = rig()
+    sock, session = r.connect()
+    chunk = _numbered(1)[0]
+    while r.transport.pending_bytes == 0:  # the client reads nothing
+        session.queue(chunk)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+    r.until(lambda: session.lost)
+    assert r.transport.pending_bytes == 0 and not r.transport._by_fd
+    assert r.transport.readiness.ready() == []
 
 
 def test_a_failing_session_costs_its_connection_only(rig, caplog) -> None:
