@@ -642,7 +642,8 @@ class Broker:
             self.zmq.socket_closed(event["value"])
 
     def _heartbeat(self) -> None:
-        self._check_sessions()
+        if self.zmq.fds:  # a ZeroMQ session tied to its socket (a new one reads them first)
+            self._check_sessions()
         for listener in self._listeners:
             listener.housekeeping()
         now = self.clock.now_ms()
