@@ -1,7 +1,8 @@
-"""The pulsar:// TCP transport with real loopback sockets, driven one turn at a time: bytes
-in and out, partial writes that keep every byte in order, closing after the last bytes,
-max_connections refusals, peers that hang up or reset, a session that fails, and the
-accept back-off when the process runs out of descriptors."""
+"""The pulsar:// TCP transport with real loopback sockets, driven one turn at a time (on
+epoll and on the selectors fallback): bytes in and out, partial writes that keep every byte
+in order, closing after the last bytes, max_connections refusals, peers that hang up or
+reset, a session that fails, and the accept back-off when the process runs out of
+descriptors."""
 
 from __future__ import annotations
 
@@ -112,8 +113,11 @@ class Rig:
         self.transport.close()
 
 
-@pytest.fixture
-def rig():
+@pytest.fixture(params=["epoll", "selectors"])
+def rig(request, monkeypatch):
+    """Rigs on Linux's epoll, or on the selectors fallback other platforms use."""
+    if request.param == "selectors":
+        monkeypatch.delattr(select, "epoll", raising=False)
     rigs: list[Rig] = []
 
     def make(**kwargs: Any) -> Rig:
