@@ -1,8 +1,9 @@
 """The ZeroMQ shell around the broker core: sockets, timers, heart-beats, one thread.
 
 ``Broker`` binds a ROUTER socket for ZeroMQ clients (Pulsar frames, one per message:
-:mod:`.transports.zmq`), STREAM sockets for pulsar:// and pulsar+ssl:// connections
-(:mod:`.transports.stream`), every Pulsar connection a sans-I/O
+:mod:`.transports.zmq`), plain TCP listeners for pulsar:// and pulsar+ssl:// connections
+(:mod:`.transports.tcp`, watched through one readiness descriptor each), every Pulsar
+connection a sans-I/O
 :class:`~.pulsar_protocol.PulsarSession`, and an XPUB socket for the event stream, then runs
 one loop on its own thread: read a burst of frames, hand them to :class:`BrokerService`,
 group-commit (one fsync for the burst), run due timers, and hand each of the core's actions
@@ -45,7 +46,7 @@ from .settings import BrokerSettings
 from .storage import open_storage
 from .tls import server_context, tls_enabled
 from .transports import SessionTransport, hand_out
-from .transports.stream import StreamTransport
+from .transports.tcp import TcpTransport, bind_listener
 from .transports.zmq import ZmqTransport
 from .web import WebServer
 from .web.pump import PumpedLoop
@@ -105,7 +106,7 @@ class Broker:
         self.port = port
         self.pulsar_port = self.settings.broker_service_port
         self.pulsar_port_tls = self.settings.broker_service_port_tls
-        self._listeners: list[StreamTransport] = []  # pulsar://, pulsar+ssl://
+        self._listeners: list[TcpTransport] = []  # pulsar://, pulsar+ssl://
         self.events_port = events_port
         self.storage_kind = storage
         self.keep_alive_ms = int(keep_alive_interval_seconds * 1000)
@@ -309,6 +310,9 @@ class Broker:
             self._startup_error = exc
             for sock in self._sockets:
                 sock.close(linger=0)
+            for listener in self._listeners:
+                listener.close()
+            self._listeners = []
             if self.web is not None:
                 self.web.detach()
                 self.web.stop()
@@ -359,14 +363,12 @@ class Broker:
             self.router.bind(f"tcp://{self.host}:{self.port}")
         else:
             self.port = self.router.bind_to_random_port(f"tcp://{self.host}")
-        self.stream, self.pulsar_port = self._bind_stream(ctx, self.pulsar_port)
-        stream_options = {"settings": self.settings, "open_connections": self._open_connections}
-        self._listeners = [StreamTransport(self.stream, self._new_session, **stream_options)]
+        self.clock = LoopClock()
+        self._listeners = [self._listen(self.pulsar_port)]
+        self.pulsar_port = self._listeners[0].port
         if self.pulsar_port_tls >= 0 and self._tls_context is not None:
-            tls_stream, self.pulsar_port_tls = self._bind_stream(ctx, self.pulsar_port_tls)
-            self._listeners.append(StreamTransport(tls_stream, self._new_session,
-                                                   tls_context=self._tls_context,
-                                                   **stream_options))
+            self._listeners.append(self._listen(self.pulsar_port_tls, self._tls_context))
+            self.pulsar_port_tls = self._listeners[1].port
         self.pub = ctx.socket(zmq.XPUB)
         self._sockets.append(self.pub)
         self.pub.linger = 0
@@ -381,7 +383,6 @@ class Broker:
         self._sockets.append(self.wake)
         self.wake.linger = 0
         self.wake.bind(self._wake_addr)
-        self.clock = LoopClock()
         self.service = BrokerService(
             open_storage(self.data_dir, self.storage_kind), self.clock, self.settings
         )
@@ -419,17 +420,17 @@ class Broker:
             self.events_url, ", ".join(filter(None, (self.web_url, self.web_url_tls))),
         )
 
-    def _bind_stream(self, ctx: zmq.Context, port: int) -> tuple[zmq.Socket, int]:
-        """A STREAM socket for pulsar:// (or pulsar+ssl://) connections on ``port``."""
-        stream = ctx.socket(zmq.STREAM)
-        self._sockets.append(stream)
-        stream.linger = 0
-        stream.sndhwm = 0
-        stream.rcvhwm = 0
-        if port:
-            stream.bind(f"tcp://{self.host}:{port}")
-            return stream, port
-        return stream, stream.bind_to_random_port(f"tcp://{self.host}")
+    def _listen(self, port: int, tls_context: Any = None) -> TcpTransport:
+        """The pulsar:// (or, with ``tls_context``, pulsar+ssl://) listener on ``port``
+        (0: a free one)."""
+        listener = bind_listener(self.host, port)
+        try:
+            return TcpTransport(listener, self._new_session, settings=self.settings,
+                                open_connections=self._open_connections,
+                                now_ms=self.clock.now_ms, tls_context=tls_context)
+        except BaseException:
+            listener.close()
+            raise
 
     def _transports(self) -> list[SessionTransport]:
         """Every transport carrying Pulsar sessions."""
@@ -471,7 +472,7 @@ class Broker:
         for sock in (self.router, self.pub, self.wake):
             sock.close(linger=0)
         for listener in self._listeners:
-            listener.socket.close(linger=0)
+            listener.close()
         if self._zap is not None:
             self._zap.close()
             self._zap = None
@@ -479,8 +480,10 @@ class Broker:
     def _loop(self) -> None:
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
-        for listener in self._listeners:
-            poller.register(listener.socket, zmq.POLLIN)
+        # Each TCP listener is one raw descriptor (its epoll), not a ZeroMQ socket.
+        listeners = [(listener.fileno(), listener) for listener in self._listeners]
+        for fd, _listener in listeners:
+            poller.register(fd, zmq.POLLIN)
         poller.register(self.pub, zmq.POLLIN)
         poller.register(self.wake, zmq.POLLIN)
         web = self._web_loop
@@ -508,8 +511,8 @@ class Broker:
                 self._read_event_subscriptions()
             if self.router in ready:
                 self._drain_router()
-            for listener in self._listeners:
-                if listener.socket in ready:
+            for fd, listener in listeners:
+                if fd in ready:
                     listener.drain(_BURST)
             # The REST API's I/O, or a timer / callback of it due (or the poll timed out).
             if web is not None and (web_fd in ready or not wait or not ready):
@@ -641,7 +644,10 @@ class Broker:
             self.zmq.socket_closed(event["value"])
 
     def _heartbeat(self) -> None:
-        self._check_sessions()
+        if self.zmq.fds:  # a ZeroMQ session tied to its socket (a new one reads them first)
+            self._check_sessions()
+        for listener in self._listeners:
+            listener.housekeeping()
         now = self.clock.now_ms()
         if now >= self._next_auth_check:
             self._next_auth_check = now + self._auth_check_ms

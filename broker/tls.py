@@ -8,8 +8,8 @@ CAs a client may present a certificate (its CN is the role of ``AuthenticationTL
 setting before any socket is opened.
 
 :class:`TlsConnection` is TLS without I/O (the standard library's ``SSLObject`` over two
-memory buffers): the ZeroMQ STREAM socket hands it the bytes it read and sends what it
-returns, so the pulsar:// session above it never sees ciphertext.
+memory buffers): the pulsar+ssl:// transport hands it the bytes it read from the socket
+and writes what it returns, so the pulsar:// session above it never sees ciphertext.
 """
 
 from __future__ import annotations

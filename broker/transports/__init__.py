@@ -1,9 +1,9 @@
 """Transports: the codecs that carry Pulsar frames between sockets and sessions.
 
 Every client connection is one sans-I/O :class:`~..pulsar_protocol.PulsarSession` (the
-ServerCnx); a transport only moves its bytes. :mod:`.stream` carries them over TCP with
-Pulsar's length framing (pulsar://, pulsar+ssl://), :mod:`.zmq` one frame per ZeroMQ
-message over the broker's ROUTER socket. What a session queues leaves through the
+ServerCnx); a transport only moves its bytes. :mod:`.tcp` carries them over plain TCP
+sockets with Pulsar's length framing (pulsar://, pulsar+ssl://), :mod:`.zmq` one frame
+per ZeroMQ message over the broker's ROUTER socket. What a session queues leaves through the
 transport that owns it (its :attr:`~..pulsar_protocol.PulsarSession.sender`): the loop
 hands each core action to the connection it is addressed to, and that connection's own
 transport writes it — no transport routes for another.
