@@ -10,10 +10,22 @@ ten-byte 64-bit varint) in about half of that. Tests pin them to protobuf's own 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
+from typing import Any
 
-__all__ = ["encode_message_command", "encode_send_receipt"]
+import google_crc32c
+
+from ..entry import FORMAT_VERSION, PREFIX_SIZE
+from .framing import MAGIC_CRC32C
+
+__all__ = ["encode_message_command", "encode_message_frames", "encode_send_receipt"]
 
 _HEAD = struct.Struct(">II")
+_CHECKSUM_HEAD = struct.Struct(">HI")
+_U32 = struct.Struct(">I")
+# A stored entry (version 2) ends with Pulsar's checksummed part as the client sent it:
+# [metadata size u32][metadata][payload], the size being the prefix's last field.
+_CHECKED_AT = PREFIX_SIZE - 4
 _U64 = (1 << 64) - 1
 # BaseCommand: type (field 1, varint) = SEND_RECEIPT (7), then send_receipt (field 7, bytes);
 # type = MESSAGE (9), then message (field 9, bytes).
@@ -78,3 +90,52 @@ def encode_send_receipt(
     body = _COMMAND_PREFIX + _SMALL[len(receipt)] + receipt
     size = len(body)
     return _HEAD.pack(size + 4, size) + body
+
+
+def encode_message_frames(
+    consumer_id: int, entries: Sequence[Any], fallback: Callable[[Any], bytes]
+) -> list[bytes]:
+    """The MESSAGE frames of a delivery (``DeliveredEntry`` tuples), in order, each laid
+    out in one go: the stored entry's ``[metadata size][metadata][payload]`` is already
+    the checksummed part of Pulsar's frame, so it is sent as stored, behind the command
+    and its CRC32C. An entry with an ack set, or not stored in Pulsar's layout (the first
+    layout, or damaged), gets ``fallback(entry)``'s frame instead."""
+    out: list[bytes] = []
+    append = out.append
+    join = b"".join
+    head, checksum_head, crc = _HEAD.pack, _CHECKSUM_HEAD.pack, google_crc32c.value
+    small = _SMALL
+    # consumer_id (field 1), then the message id's tag and length (field 2).
+    consumer = b"\x08" + _varint(consumer_id & _U64) + b"\x12"
+    fixed = len(consumer) + 2  # + the message id's length byte and redelivery tag
+    last_ledger = last_partition = None
+    ledger = partition_bytes = b""
+    for entry in entries:
+        position, partition, redelivery_count, data, ack_set = entry
+        if (
+            ack_set is not None or len(data) < PREFIX_SIZE or data[0] != FORMAT_VERSION
+            or PREFIX_SIZE + _U32.unpack_from(data, _CHECKED_AT)[0] > len(data)
+        ):
+            append(fallback(entry))
+            continue
+        ledger_id, entry_id = position
+        if ledger_id != last_ledger:
+            last_ledger = ledger_id
+            ledger = b"\x08" + _varint(ledger_id & _U64) + b"\x10"
+        if partition != last_partition:
+            last_partition = partition
+            partition_bytes = (_NO_PARTITION if partition == -1
+                               else b"\x18" + _varint(partition & _U64))
+        entry_bytes = small[entry_id] if 0 <= entry_id < 0x80 else _varint(entry_id & _U64)
+        redelivery = (small[redelivery_count] if 0 <= redelivery_count < 0x80
+                      else _varint(redelivery_count & 0xFFFFFFFF))
+        id_size = len(ledger) + len(entry_bytes) + len(partition_bytes)
+        message_size = fixed + id_size + len(redelivery)
+        checked = data[_CHECKED_AT:]
+        size = message_size + 4  # + MESSAGE's type and field tag, and its length byte
+        append(join((
+            head(size + 10 + len(checked), size), _MESSAGE_PREFIX, small[message_size],
+            consumer, small[id_size], ledger, entry_bytes, partition_bytes, b"\x18",
+            redelivery, checksum_head(MAGIC_CRC32C, crc(checked)), checked,
+        )))
+    return out

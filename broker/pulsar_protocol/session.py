@@ -35,6 +35,7 @@ from ..actions import (
     ActiveConsumerChange,
     ConsumerClosed,
     Deliver,
+    DeliveredEntry,
     ProducerClosed,
     ProducerReady,
     ReachedEndOfTopic,
@@ -80,7 +81,11 @@ from .framing import (
     encode_payload_command,
     encode_payload_frame,
 )
-from .hot_commands import encode_message_command, encode_send_receipt
+from .hot_commands import (
+    encode_message_command,
+    encode_message_frames,
+    encode_send_receipt,
+)
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
 
@@ -378,32 +383,35 @@ class PulsarSession:
         )
 
     def _deliver(self, client_id: int, action: Deliver) -> None:
-        out = self._out
-        for entry in action.entries:
-            metadata, payload = _pulsar_entry(
-                action.topic, entry.position, entry.data, self.settings.max_message_size
-            )
-            if entry.ack_set is None:  # the common case, laid out by hand
-                out.append(encode_payload_frame(
-                    encode_message_command(
-                        client_id, entry.position[0], entry.position[1], entry.partition,
-                        entry.redelivery_count,
-                    ),
-                    metadata, payload,
-                ))
-                continue
-            message = api.CommandMessage(
-                consumer_id=client_id,
-                message_id=api.MessageIdData(
-                    ledgerId=entry.position[0] & _U64, entryId=entry.position[1] & _U64,
-                    partition=entry.partition,
+        self._out += encode_message_frames(
+            client_id, action.entries,
+            lambda entry: self._message_frame(client_id, action.topic, entry),
+        )
+
+    def _message_frame(self, client_id: int, topic: str, entry: DeliveredEntry) -> bytes:
+        """The MESSAGE frame of an entry :func:`encode_message_frames` does not lay out
+        itself: one with an ack set, or one not stored in Pulsar's layout."""
+        metadata, payload = _pulsar_entry(
+            topic, entry.position, entry.data, self.settings.max_message_size
+        )
+        if entry.ack_set is None:
+            return encode_payload_frame(
+                encode_message_command(
+                    client_id, entry.position[0], entry.position[1], entry.partition,
+                    entry.redelivery_count,
                 ),
-                redelivery_count=entry.redelivery_count,
+                metadata, payload,
             )
-            message.ack_set.extend(_bits_to_words(entry.ack_set))
-            out.append(
-                encode_payload_command(_T(type=_T.MESSAGE, message=message), metadata, payload)
-            )
+        message = api.CommandMessage(
+            consumer_id=client_id,
+            message_id=api.MessageIdData(
+                ledgerId=entry.position[0] & _U64, entryId=entry.position[1] & _U64,
+                partition=entry.partition,
+            ),
+            redelivery_count=entry.redelivery_count,
+        )
+        message.ack_set.extend(_bits_to_words(entry.ack_set))
+        return encode_payload_command(_T(type=_T.MESSAGE, message=message), metadata, payload)
 
     # -- commands -------------------------------------------------------------------------
 
