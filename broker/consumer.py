@@ -163,6 +163,39 @@ class ServerConsumer:
             if self.unacked_counter is not None:
                 self.unacked_counter.value += batch_size
 
+    def add_pendings(self, entries: list[tuple[Position, Any, Any]]) -> None:
+        """:meth:`add_pending` for each ``(position, data, header)`` a dispatcher sends
+        (the header's first fields are the batch size and sticky key hash), its
+        bookkeeping kept in locals."""
+        pending_acks = self.pending_acks
+        order = self._pending_order
+        in_order = self._pending_in_order
+        highest = self._highest_pending
+        added = 0
+        for position, _, header in entries:
+            if position in pending_acks:
+                continue
+            if not pending_acks:
+                in_order = True
+                highest = position
+                order.clear()
+                order.append(position)
+            elif position > highest:
+                highest = position
+                if in_order:
+                    order.append(position)
+            else:
+                in_order = False
+                order.clear()
+            batch_size = header[0]
+            pending_acks[position] = _new_tuple(PendingAck, (batch_size, header[1]))
+            added += batch_size
+        self._pending_in_order = in_order
+        self._highest_pending = highest
+        self.unacked_messages += added
+        if self.unacked_counter is not None:
+            self.unacked_counter.value += added
+
     def remove_pending(self, position: Position) -> PendingAck | None:
         pending_acks = self.pending_acks
         pending = pending_acks.pop(position, None)
@@ -174,6 +207,29 @@ class ServerConsumer:
             if len(order) > 64 + 2 * len(pending_acks):  # acked ones behind a held one
                 self._pending_order = deque(p for p in order if p in pending_acks)
         return pending
+
+    def remove_pendings(self, positions: list[Position]) -> list[Position]:
+        """Drop those of ``positions`` pending on this consumer (one ack command's, most
+        of them usually its own) and return the others, in order: the bookkeeping of
+        :meth:`remove_pending` once per command instead of once per entry."""
+        pending_acks = self.pending_acks
+        pop = pending_acks.pop
+        others: list[Position] = []
+        removed = 0
+        for position in positions:
+            pending = pop(position, None)
+            if pending is None:
+                others.append(position)
+            else:
+                removed += pending[0]
+        if len(others) != len(positions):
+            self.unacked_messages -= removed
+            if self.unacked_counter is not None:
+                self.unacked_counter.value -= removed
+            order = self._pending_order
+            if len(order) > 64 + 2 * len(pending_acks):  # acked ones behind a held one
+                self._pending_order = deque(p for p in order if p in pending_acks)
+        return others
 
     def lowest_pending(self) -> Position | None:
         """The lowest position the consumer has not acknowledged, if any.
