@@ -126,7 +126,11 @@ def encode_message_frames(
             last_partition = partition
             partition_bytes = (_NO_PARTITION if partition == -1
                                else b"\x18" + _varint(partition & _U64))
-        entry_bytes = small[entry_id] if 0 <= entry_id < 0x80 else _varint(entry_id & _U64)
+        if 0 <= entry_id < 0x4000:  # _varint() inline for the common entry ids
+            entry_bytes = (small[entry_id] if entry_id < 0x80
+                           else bytes(((entry_id & 0x7F) | 0x80, entry_id >> 7)))
+        else:
+            entry_bytes = _varint(entry_id & _U64)
         redelivery = (small[redelivery_count] if 0 <= redelivery_count < 0x80
                       else _varint(redelivery_count & 0xFFFFFFFF))
         id_size = len(ledger) + len(entry_bytes) + len(partition_bytes)

@@ -948,11 +948,12 @@ class PulsarSession:
 
     def _ack(self, body: api.CommandAck) -> None:
         core_id = self._core_consumer(body.consumer_id)
-        positions = []
+        ids = body.message_id  # the official client groups up to 1000 in one ACK
+        positions = [(mid.ledgerId, mid.entryId) for mid in ids]
+        if positions and max(map(max, positions)) > _I64_MAX:  # -1 comes as 2**64 - 1
+            positions = [(_signed(ledger), _signed(entry)) for ledger, entry in positions]
         ack_sets: dict[tuple[int, int], tuple[int, int]] = {}
-        for mid in body.message_id:
-            position = (_signed(mid.ledgerId), _signed(mid.entryId))
-            positions.append(position)
+        for position, mid in zip(positions, ids, strict=True):
             if mid.ack_set:
                 bits = _words_to_bits(mid.ack_set)
                 size = mid.batch_size if mid.batch_size > 0 else max(bits.bit_length(), 1)
