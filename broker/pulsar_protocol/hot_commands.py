@@ -107,9 +107,11 @@ def encode_message_frames(
     small = _SMALL
     # consumer_id (field 1), then the message id's tag and length (field 2).
     consumer = b"\x08" + _varint(consumer_id & _U64) + b"\x12"
-    fixed = len(consumer) + 2  # + the message id's length byte and redelivery tag
-    last_ledger = last_partition = None
-    ledger = partition_bytes = b""
+    # What surrounds the entry id is the same for a run of entries of one ledger: laid
+    # out once per shape (ledger, partition, entry id length, redelivery count).
+    shape: tuple[int, int, int, int] | None = None
+    before = after = b""
+    size = 0
     for entry in entries:
         position, partition, redelivery_count, data, ack_set = entry
         if (
@@ -119,27 +121,31 @@ def encode_message_frames(
             append(fallback(entry))
             continue
         ledger_id, entry_id = position
-        if ledger_id != last_ledger:
-            last_ledger = ledger_id
-            ledger = b"\x08" + _varint(ledger_id & _U64) + b"\x10"
-        if partition != last_partition:
-            last_partition = partition
-            partition_bytes = (_NO_PARTITION if partition == -1
-                               else b"\x18" + _varint(partition & _U64))
-        if 0 <= entry_id < 0x4000:  # _varint() inline for the common entry ids
-            entry_bytes = (small[entry_id] if entry_id < 0x80
-                           else bytes(((entry_id & 0x7F) | 0x80, entry_id >> 7)))
+        if 0 <= entry_id < 0x200000:  # _varint() inline for the common entry ids
+            if entry_id < 0x80:
+                entry_bytes = small[entry_id]
+            elif entry_id < 0x4000:
+                entry_bytes = bytes(((entry_id & 0x7F) | 0x80, entry_id >> 7))
+            else:
+                entry_bytes = bytes(((entry_id & 0x7F) | 0x80, ((entry_id >> 7) & 0x7F) | 0x80,
+                                     entry_id >> 14))
         else:
             entry_bytes = _varint(entry_id & _U64)
-        redelivery = (small[redelivery_count] if 0 <= redelivery_count < 0x80
-                      else _varint(redelivery_count & 0xFFFFFFFF))
-        id_size = len(ledger) + len(entry_bytes) + len(partition_bytes)
-        message_size = fixed + id_size + len(redelivery)
+        if shape != (ledger_id, partition, len(entry_bytes), redelivery_count):
+            shape = (ledger_id, partition, len(entry_bytes), redelivery_count)
+            ledger = b"\x08" + _varint(ledger_id & _U64) + b"\x10"
+            partition_bytes = (_NO_PARTITION if partition == -1
+                               else b"\x18" + _varint(partition & _U64))
+            redelivery = _varint(redelivery_count & 0xFFFFFFFF)
+            id_size = len(ledger) + len(entry_bytes) + len(partition_bytes)
+            message_size = len(consumer) + 1 + id_size + 1 + len(redelivery)
+            after = partition_bytes + b"\x18" + redelivery
+            before = join((_MESSAGE_PREFIX, small[message_size], consumer,
+                           small[id_size], ledger))
+            size = message_size + 4  # + MESSAGE's type and field tag, and its length byte
         checked = data[_CHECKED_AT:]
-        size = message_size + 4  # + MESSAGE's type and field tag, and its length byte
         append(join((
-            head(size + 10 + len(checked), size), _MESSAGE_PREFIX, small[message_size],
-            consumer, small[id_size], ledger, entry_bytes, partition_bytes, b"\x18",
-            redelivery, checksum_head(MAGIC_CRC32C, crc(checked)), checked,
+            head(size + 10 + len(checked), size), before, entry_bytes, after,
+            checksum_head(MAGIC_CRC32C, crc(checked)), checked,
         )))
     return out

@@ -96,6 +96,11 @@ def test_message_frames_are_the_plain_frames_of_a_delivery(consumer_id):
         DeliveredEntry((3, 0), -1, 0, _stored(), None),
         DeliveredEntry((3, 127), -1, 1, _stored(b""), None),
         DeliveredEntry((3, 128), -1, 200, _stored(b"y" * 5000), None),
+        DeliveredEntry((3, 129), -1, 200, _stored(), None),  # the same shape again
+        DeliveredEntry((3, 16383), -1, 0, _stored(), None),
+        DeliveredEntry((3, 16384), -1, 0, _stored(), None),
+        DeliveredEntry((3, 2**21 - 1), -1, 0, _stored(), None),
+        DeliveredEntry((3, 2**21), -1, 0, _stored(), None),
         DeliveredEntry((2**40, 2**33), 0, 0, _stored(), None),  # another ledger
         DeliveredEntry((2**40, 2**33 + 1), 7, 2**32 - 1, _stored(), None),
         DeliveredEntry((-1, -1), -2147483648, 0, _stored(), None),
