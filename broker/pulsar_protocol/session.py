@@ -953,11 +953,12 @@ class PulsarSession:
         if positions and max(map(max, positions)) > _I64_MAX:  # -1 comes as 2**64 - 1
             positions = [(_signed(ledger), _signed(entry)) for ledger, entry in positions]
         ack_sets: dict[tuple[int, int], tuple[int, int]] = {}
-        for position, mid in zip(positions, ids, strict=True):
-            if mid.ack_set:
-                bits = _words_to_bits(mid.ack_set)
-                size = mid.batch_size if mid.batch_size > 0 else max(bits.bit_length(), 1)
-                ack_sets[position] = (bits, size)
+        if self.service.honours_ack_sets(core_id):  # reading each id's ack set costs
+            for position, mid in zip(positions, ids, strict=True):
+                if mid.ack_set:
+                    bits = _words_to_bits(mid.ack_set)
+                    size = mid.batch_size if mid.batch_size > 0 else max(bits.bit_length(), 1)
+                    ack_sets[position] = (bits, size)
         self.service.ack(
             core_id, positions,
             cumulative=body.ack_type == api.CommandAck.Cumulative,
