@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -96,6 +97,7 @@ PROTOCOL_VERSION = 20  # the highest protocol version this broker speaks
 _U64 = (1 << 64) - 1
 _I64_MAX = (1 << 63) - 1
 _T = api.BaseCommand
+_ENTRY_ID = operator.itemgetter(1)
 
 _SUB_TYPES = {
     api.CommandSubscribe.Exclusive: SubType.Exclusive,
@@ -950,7 +952,9 @@ class PulsarSession:
         core_id = self._core_consumer(body.consumer_id)
         ids = body.message_id  # the official client groups up to 1000 in one ACK
         positions = [(mid.ledgerId, mid.entryId) for mid in ids]
-        if positions and max(map(max, positions)) > _I64_MAX:  # -1 comes as 2**64 - 1
+        if positions and (  # -1 comes as 2**64 - 1
+            max(positions)[0] > _I64_MAX or max(positions, key=_ENTRY_ID)[1] > _I64_MAX
+        ):
             positions = [(_signed(ledger), _signed(entry)) for ledger, entry in positions]
         ack_sets: dict[tuple[int, int], tuple[int, int]] = {}
         if self.service.honours_ack_sets(core_id):  # reading each id's ack set costs
