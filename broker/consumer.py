@@ -143,30 +143,13 @@ class ServerConsumer:
         return bool(self.key_shared_meta and self.key_shared_meta.allow_out_of_order_delivery)
 
     def add_pending(self, position: Position, batch_size: int, sticky_key_hash: int) -> None:
-        pending_acks = self.pending_acks
-        if position not in pending_acks:
-            if not pending_acks:
-                self._pending_in_order = True
-                self._highest_pending = position
-                order = self._pending_order
-                order.clear()
-                order.append(position)
-            elif position > self._highest_pending:
-                self._highest_pending = position
-                if self._pending_in_order:
-                    self._pending_order.append(position)
-            else:
-                self._pending_in_order = False
-                self._pending_order.clear()
-            pending_acks[position] = _new_tuple(PendingAck, (batch_size, sticky_key_hash))
-            self.unacked_messages += batch_size
-            if self.unacked_counter is not None:
-                self.unacked_counter.value += batch_size
+        """One entry delivered and now owed (see :meth:`add_pendings`)."""
+        self.add_pendings([(position, None, (batch_size, sticky_key_hash))])
 
     def add_pendings(self, entries: list[tuple[Position, Any, Any]]) -> None:
-        """:meth:`add_pending` for each ``(position, data, header)`` a dispatcher sends
-        (the header's first fields are the batch size and sticky key hash), its
-        bookkeeping kept in locals."""
+        """Entries delivered and now owed, each ``(position, data, header)`` as a
+        dispatcher sends them (the header's first fields are the batch size and sticky key
+        hash); one already pending is left as it is."""
         pending_acks = self.pending_acks
         order = self._pending_order
         in_order = self._pending_in_order
