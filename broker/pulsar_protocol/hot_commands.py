@@ -109,7 +109,9 @@ def encode_message_frames(
     consumer = b"\x08" + _varint(consumer_id & _U64) + b"\x12"
     # What surrounds the entry id is the same for a run of entries of one ledger: laid
     # out once per shape (ledger, partition, entry id length, redelivery count).
-    shape: tuple[int, int, int, int] | None = None
+    # (No tuple for the shape: one allocated per message would feed the cyclic GC.)
+    shape_ledger = shape_partition = shape_redelivery = None
+    shape_length = 0
     before = after = b""
     size = 0
     for entry in entries:
@@ -131,8 +133,12 @@ def encode_message_frames(
                                      entry_id >> 14))
         else:
             entry_bytes = _varint(entry_id & _U64)
-        if shape != (ledger_id, partition, len(entry_bytes), redelivery_count):
-            shape = (ledger_id, partition, len(entry_bytes), redelivery_count)
+        if (
+            ledger_id != shape_ledger or len(entry_bytes) != shape_length
+            or partition != shape_partition or redelivery_count != shape_redelivery
+        ):
+            shape_ledger, shape_length = ledger_id, len(entry_bytes)
+            shape_partition, shape_redelivery = partition, redelivery_count
             ledger = b"\x08" + _varint(ledger_id & _U64) + b"\x10"
             partition_bytes = (_NO_PARTITION if partition == -1
                                else b"\x18" + _varint(partition & _U64))
