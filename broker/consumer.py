@@ -143,25 +143,41 @@ class ServerConsumer:
         return bool(self.key_shared_meta and self.key_shared_meta.allow_out_of_order_delivery)
 
     def add_pending(self, position: Position, batch_size: int, sticky_key_hash: int) -> None:
+        """One entry delivered and now owed (see :meth:`add_pendings`)."""
+        self.add_pendings([(position, None, (batch_size, sticky_key_hash))])
+
+    def add_pendings(self, entries: list[tuple[Position, Any, Any]]) -> None:
+        """Entries delivered and now owed, each ``(position, data, header)`` as a
+        dispatcher sends them (the header's first fields are the batch size and sticky key
+        hash); one already pending is left as it is."""
         pending_acks = self.pending_acks
-        if position not in pending_acks:
+        order = self._pending_order
+        in_order = self._pending_in_order
+        highest = self._highest_pending
+        added = 0
+        for position, _, header in entries:
+            if position in pending_acks:
+                continue
             if not pending_acks:
-                self._pending_in_order = True
-                self._highest_pending = position
-                order = self._pending_order
+                in_order = True
+                highest = position
                 order.clear()
                 order.append(position)
-            elif position > self._highest_pending:
-                self._highest_pending = position
-                if self._pending_in_order:
-                    self._pending_order.append(position)
+            elif position > highest:
+                highest = position
+                if in_order:
+                    order.append(position)
             else:
-                self._pending_in_order = False
-                self._pending_order.clear()
-            pending_acks[position] = _new_tuple(PendingAck, (batch_size, sticky_key_hash))
-            self.unacked_messages += batch_size
-            if self.unacked_counter is not None:
-                self.unacked_counter.value += batch_size
+                in_order = False
+                order.clear()
+            batch_size = header[0]
+            pending_acks[position] = _new_tuple(PendingAck, (batch_size, header[1]))
+            added += batch_size
+        self._pending_in_order = in_order
+        self._highest_pending = highest
+        self.unacked_messages += added
+        if self.unacked_counter is not None:
+            self.unacked_counter.value += added
 
     def remove_pending(self, position: Position) -> PendingAck | None:
         pending_acks = self.pending_acks
@@ -174,6 +190,29 @@ class ServerConsumer:
             if len(order) > 64 + 2 * len(pending_acks):  # acked ones behind a held one
                 self._pending_order = deque(p for p in order if p in pending_acks)
         return pending
+
+    def remove_pendings(self, positions: list[Position]) -> list[Position]:
+        """Drop those of ``positions`` pending on this consumer (one ack command's, most
+        of them usually its own) and return the others, in order: the bookkeeping of
+        :meth:`remove_pending` once per command instead of once per entry."""
+        pending_acks = self.pending_acks
+        pop = pending_acks.pop
+        others: list[Position] = []
+        removed = 0
+        for position in positions:
+            pending = pop(position, None)
+            if pending is None:
+                others.append(position)
+            else:
+                removed += pending[0]
+        if len(others) != len(positions):
+            self.unacked_messages -= removed
+            if self.unacked_counter is not None:
+                self.unacked_counter.value -= removed
+            order = self._pending_order
+            if len(order) > 64 + 2 * len(pending_acks):  # acked ones behind a held one
+                self._pending_order = deque(p for p in order if p in pending_acks)
+        return others
 
     def lowest_pending(self) -> Position | None:
         """The lowest position the consumer has not acknowledged, if any.

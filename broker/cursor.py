@@ -126,6 +126,8 @@ class ManagedCursor:
             if self.individually_deleted:
                 deleted = self.individually_deleted
                 result += [e for e in batch if e[0] > md and e[0] not in deleted]
+            elif batch[0][0] > md:  # a read is ascending: all of it is past the mark-delete
+                result += batch
             else:  # nothing acked out of order: is_deleted() comes down to this
                 result += [e for e in batch if e[0] > md]
             self.read_position = self.ledger.next_position(batch[-1][0])

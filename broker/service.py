@@ -852,6 +852,13 @@ class BrokerService:
             cumulative=cumulative, ack_sets=ack_sets,
         )
 
+    def honours_ack_sets(self, consumer_id: int) -> bool:
+        """Whether the consumer's acks apply batch-index ack sets (the broker and the
+        consumer both enable batch-index acks); otherwise an ack set changes nothing and
+        the entry is acknowledged whole, so a face need not read them."""
+        consumer, sub = self._consumer(consumer_id)
+        return sub.batch_index_ack_enabled(consumer)
+
     def redeliver_unacknowledged(
         self,
         consumer_id: int,

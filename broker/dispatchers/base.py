@@ -117,23 +117,32 @@ class Dispatcher(ABC):
 
     def on_acknowledged(self, positions: Iterable[Position]) -> None:
         """Entries were fully acknowledged: no consumer owes them any more."""
+        if type(positions) is not list:  # read, never kept: a list is used as it is
+            positions = list(positions)
+        if not positions:
+            return
         # An entry is pending on one consumer at most, and one ack command's entries are
-        # mostly one consumer's: ask the consumer that owed the previous entry first.
-        last: ServerConsumer | None = None
+        # mostly one consumer's: the one that owed the first entry goes first, the others
+        # get what it did not owe.
+        first = positions[0]
+        consumers = self.consumers
+        owner = next((c for c in consumers if first in c.pending_acks), None)
+        rest = positions
+        if owner is not None:
+            rest = owner.remove_pendings(rest)
+            if owner.blocked_on_unacked:
+                self._maybe_unblock(owner)
+        for consumer in consumers:
+            if not rest:
+                break
+            if consumer is not owner and consumer.pending_acks:
+                left = consumer.remove_pendings(rest)
+                if len(left) != len(rest) and consumer.blocked_on_unacked:
+                    self._maybe_unblock(consumer)
+                rest = left
         counts = self.redelivery_tracker._counts
-        for position in positions:
-            if last is not None and last.remove_pending(position) is not None:
-                if last.blocked_on_unacked:
-                    self._maybe_unblock(last)
-            else:
-                for consumer in self.consumers:
-                    if consumer is not last and position in consumer.pending_acks:
-                        consumer.remove_pending(position)
-                        if consumer.blocked_on_unacked:
-                            self._maybe_unblock(consumer)
-                        last = consumer
-                        break
-            if counts:  # most entries were never redelivered
+        if counts:  # most entries were never redelivered
+            for position in positions:
                 counts.pop(position, None)
 
     def on_mark_delete_moved(self) -> None:
@@ -251,6 +260,19 @@ class Dispatcher(ABC):
         self.subscription.acknowledge_by_broker([position])
         return None
 
+    def readable(
+        self, entries: list[ReadEntry]
+    ) -> list[tuple[Position, bytes, EntryHeader]]:
+        """The entries read with their headers, in order; an unusable one is reported and
+        left out (see :meth:`header`)."""
+        try:  # one pass, no per-entry call to header(), while every entry is sound
+            return [(position, data, read_header(data)) for position, data in entries]
+        except (ValueError, TypeError):  # damaged, or None (it failed its CRC check)
+            return [
+                (position, data, header) for position, data in entries
+                if (header := self.header(position, data)) is not None
+            ]
+
     def send_entries(
         self, consumer: ServerConsumer, entries: list[tuple[Position, bytes, EntryHeader]]
     ) -> int:
@@ -273,22 +295,28 @@ class Dispatcher(ABC):
         total_bytes = 0
         # Most entries were never redelivered: skip the lookup while nothing was.
         counts = self.redelivery_tracker._counts
-        add_pending = consumer.add_pending
-        for position, data, header in entries:
-            ack_set = None
-            num_messages, sticky_key_hash, _, _, batched = header
-            messages = num_messages
-            if batched and batch_deleted:
-                bits = batch_deleted.get(position)
-                if bits is not None:
-                    ack_set = bits
-                    messages = bits.bit_count()
-            delivered.append(_new_tuple(DeliveredEntry, (
-                position, partition, counts.get(position, 0) if counts else 0, data, ack_set
-            )))
-            add_pending(position, num_messages, sticky_key_hash)
-            total_messages += messages
-            total_bytes += len(data)
+        if batch_deleted or counts:
+            for position, data, header in entries:
+                ack_set = None
+                messages = header[0]
+                if header[4] and batch_deleted:  # batched, and partly acknowledged?
+                    bits = batch_deleted.get(position)
+                    if bits is not None:
+                        ack_set = bits
+                        messages = bits.bit_count()
+                delivered.append(_new_tuple(DeliveredEntry, (
+                    position, partition, counts.get(position, 0) if counts else 0, data,
+                    ack_set,
+                )))
+                total_messages += messages
+                total_bytes += len(data)
+        else:  # the common case: first deliveries, nothing acknowledged inside a batch
+            append = delivered.append
+            for position, data, header in entries:
+                append(_new_tuple(DeliveredEntry, (position, partition, 0, data, None)))
+                total_messages += header[0]
+                total_bytes += len(data)
+        consumer.add_pendings(entries)
         consumer.permits -= total_messages
         consumer.msg_out_counter += total_messages
         consumer.bytes_out_counter += total_bytes

@@ -170,17 +170,17 @@ class SingleActiveConsumerDispatcher(Dispatcher):
                     entries = self.cursor.read_compacted_entries(compacted, count)
                 else:
                     entries = self.cursor.read_entries(count)
-                batch = []
+                batch = self.readable(entries)
                 filtered: list[Position] = []
-                for position, data in entries:
-                    header = self.header(position, data)
-                    if header is None or data is None:
-                        continue
-                    selector = consumer.key_hash_filter
-                    if selector is not None and selector.select(header.sticky_key_hash) is None:
-                        filtered.append(position)
-                        continue
-                    batch.append((position, data, header))
+                selector = consumer.key_hash_filter
+                if selector is not None:
+                    kept = []
+                    for item in batch:
+                        if selector.select(item[2].sticky_key_hash) is None:
+                            filtered.append(item[0])
+                        else:
+                            kept.append(item)
+                    batch = kept
                 if filtered:
                     self.subscription.emit(
                         EventType.FILTERED, consumer, positions=[list(p) for p in filtered]

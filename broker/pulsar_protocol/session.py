@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -35,6 +36,7 @@ from ..actions import (
     ActiveConsumerChange,
     ConsumerClosed,
     Deliver,
+    DeliveredEntry,
     ProducerClosed,
     ProducerReady,
     ReachedEndOfTopic,
@@ -80,7 +82,11 @@ from .framing import (
     encode_payload_command,
     encode_payload_frame,
 )
-from .hot_commands import encode_message_command, encode_send_receipt
+from .hot_commands import (
+    encode_message_command,
+    encode_message_frames,
+    encode_send_receipt,
+)
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
 
@@ -92,6 +98,7 @@ _U64 = (1 << 64) - 1
 _I64_MAX = (1 << 63) - 1
 _T = api.BaseCommand
 _SEND = _T.SEND
+_ENTRY_ID = operator.itemgetter(1)
 
 _SUB_TYPES = {
     api.CommandSubscribe.Exclusive: SubType.Exclusive,
@@ -381,32 +388,35 @@ class PulsarSession:
         )
 
     def _deliver(self, client_id: int, action: Deliver) -> None:
-        out = self._out
-        for entry in action.entries:
-            metadata, payload = _pulsar_entry(
-                action.topic, entry.position, entry.data, self.settings.max_message_size
-            )
-            if entry.ack_set is None:  # the common case, laid out by hand
-                out.append(encode_payload_frame(
-                    encode_message_command(
-                        client_id, entry.position[0], entry.position[1], entry.partition,
-                        entry.redelivery_count,
-                    ),
-                    metadata, payload,
-                ))
-                continue
-            message = api.CommandMessage(
-                consumer_id=client_id,
-                message_id=api.MessageIdData(
-                    ledgerId=entry.position[0] & _U64, entryId=entry.position[1] & _U64,
-                    partition=entry.partition,
+        self._out += encode_message_frames(
+            client_id, action.entries,
+            lambda entry: self._message_frame(client_id, action.topic, entry),
+        )
+
+    def _message_frame(self, client_id: int, topic: str, entry: DeliveredEntry) -> bytes:
+        """The MESSAGE frame of an entry :func:`encode_message_frames` does not lay out
+        itself: one with an ack set, or one not stored in Pulsar's layout."""
+        metadata, payload = _pulsar_entry(
+            topic, entry.position, entry.data, self.settings.max_message_size
+        )
+        if entry.ack_set is None:
+            return encode_payload_frame(
+                encode_message_command(
+                    client_id, entry.position[0], entry.position[1], entry.partition,
+                    entry.redelivery_count,
                 ),
-                redelivery_count=entry.redelivery_count,
+                metadata, payload,
             )
-            message.ack_set.extend(_bits_to_words(entry.ack_set))
-            out.append(
-                encode_payload_command(_T(type=_T.MESSAGE, message=message), metadata, payload)
-            )
+        message = api.CommandMessage(
+            consumer_id=client_id,
+            message_id=api.MessageIdData(
+                ledgerId=entry.position[0] & _U64, entryId=entry.position[1] & _U64,
+                partition=entry.partition,
+            ),
+            redelivery_count=entry.redelivery_count,
+        )
+        message.ack_set.extend(_bits_to_words(entry.ack_set))
+        return encode_payload_command(_T(type=_T.MESSAGE, message=message), metadata, payload)
 
     # -- commands -------------------------------------------------------------------------
 
@@ -956,15 +966,19 @@ class PulsarSession:
 
     def _ack(self, body: api.CommandAck) -> None:
         core_id = self._core_consumer(body.consumer_id)
-        positions = []
+        ids = body.message_id  # the official client groups up to 1000 in one ACK
+        positions = [(mid.ledgerId, mid.entryId) for mid in ids]
+        if positions and (  # -1 comes as 2**64 - 1
+            max(positions)[0] > _I64_MAX or max(positions, key=_ENTRY_ID)[1] > _I64_MAX
+        ):
+            positions = [(_signed(ledger), _signed(entry)) for ledger, entry in positions]
         ack_sets: dict[tuple[int, int], tuple[int, int]] = {}
-        for mid in body.message_id:
-            position = (_signed(mid.ledgerId), _signed(mid.entryId))
-            positions.append(position)
-            if mid.ack_set:
-                bits = _words_to_bits(mid.ack_set)
-                size = mid.batch_size if mid.batch_size > 0 else max(bits.bit_length(), 1)
-                ack_sets[position] = (bits, size)
+        if self.service.honours_ack_sets(core_id):  # reading each id's ack set costs
+            for position, mid in zip(positions, ids, strict=True):
+                if mid.ack_set:
+                    bits = _words_to_bits(mid.ack_set)
+                    size = mid.batch_size if mid.batch_size > 0 else max(bits.bit_length(), 1)
+                    ack_sets[position] = (bits, size)
         self.service.ack(
             core_id, positions,
             cumulative=body.ack_type == api.CommandAck.Cumulative,

@@ -71,3 +71,16 @@ def test_lowest_pending_after_acks_behind_a_held_message_and_a_take_all():
     assert c.lowest_pending() is None
     c.add_pending((2, 7), 1, 0)
     assert c.lowest_pending() == (2, 7)
+
+
+def test_entries_added_together_count_once_each_and_keep_the_order():
+    """A dispatch adds its entries in one call: an entry already owed is not counted
+    again; a replay in the middle of the call makes the lowest a scan, still right."""
+    c = ServerConsumer(1, "c")
+    c.add_pendings([((1, e), b"", (2, 0)) for e in (3, 4, 5)])
+    c.add_pendings([((1, 5), b"", (2, 0)), ((1, 6), b"", (1, 0))])
+    assert (c.unacked_messages, c.lowest_pending()) == (7, (1, 3))
+    c.add_pendings([((1, 7), b"", (1, 0)), ((1, 1), b"", (1, 0))])
+    assert (c.unacked_messages, c.lowest_pending()) == (9, (1, 1))
+    assert c.remove_pendings([(1, 1), (9, 9), (1, 3)]) == [(9, 9)]
+    assert (c.unacked_messages, c.lowest_pending()) == (6, (1, 4))

@@ -34,3 +34,18 @@ def test_an_unknown_consumer_is_not_found(harness):
         harness.service.consumer_last_message_id(99)
     with pytest.raises(ConsumerNotFound):
         harness.service.consumer_stats(99)
+
+
+@pytest.mark.parametrize(("broker_flag", "consumer_flag"), [
+    (False, False), (False, True), (True, False), (True, True),
+])
+def test_ack_sets_are_honoured_only_when_broker_and_consumer_enable_batch_index_acks(
+    make_harness, broker_flag, consumer_flag
+):
+    """A face reads an ACK's ack sets only when they count (reading them costs per id)."""
+    h = make_harness(acknowledgment_at_batch_index_level_enabled=broker_flag)
+    c = h.subscribe(T, "s", "c", SubType.Shared, permits=1,
+                    batch_index_ack_enabled=consumer_flag)
+    assert h.service.honours_ack_sets(c.consumer_id) is (broker_flag and consumer_flag)
+    with pytest.raises(ConsumerNotFound):
+        h.service.honours_ack_sets(99)

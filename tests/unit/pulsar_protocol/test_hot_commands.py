@@ -1,12 +1,23 @@
-"""The hand-laid SEND_RECEIPT and MESSAGE commands are byte for byte protobuf's."""
+"""The hand-laid SEND_RECEIPT and MESSAGE commands (and MESSAGE frames) are byte for byte
+protobuf's."""
 
 import pytest
 
+from pulsarlab.broker.actions import DeliveredEntry
+from pulsarlab.broker.entry import (
+    PREFIX_SIZE,
+    MessageMetadata,
+    encode_entry,
+    encode_legacy_entry,
+    pulsar_parts,
+)
+from pulsarlab.broker.format.metadata import from_pulsar
 from pulsarlab.broker.pulsar_protocol import FrameDecoder
 from pulsarlab.broker.pulsar_protocol import PulsarApi_pb2 as api
-from pulsarlab.broker.pulsar_protocol.framing import encode_command
+from pulsarlab.broker.pulsar_protocol.framing import encode_command, encode_payload_frame
 from pulsarlab.broker.pulsar_protocol.hot_commands import (
     encode_message_command,
+    encode_message_frames,
     encode_send_receipt,
 )
 
@@ -62,3 +73,58 @@ def test_the_message_command_is_protobufs(fields):
     )
     expected = T(type=T.MESSAGE, message=message).SerializeToString()
     assert encode_message_command(*fields) == expected
+
+
+def _stored(payload: bytes = b"x" * 100) -> bytes:
+    raw = api.MessageMetadata(producer_name="p", sequence_id=4, publish_time=77).SerializeToString()
+    return encode_entry(from_pulsar(raw), payload)
+
+
+def _one_by_one(consumer_id, entry):
+    """The MESSAGE frame built the plain way: protobuf's command (pinned above to the
+    hand-laid one), the stored parts, the checksum computed over them."""
+    (ledger_id, entry_id), partition, redelivery_count, data, _ = entry
+    return encode_payload_frame(
+        encode_message_command(consumer_id, ledger_id, entry_id, partition, redelivery_count),
+        *pulsar_parts(data),
+    )
+
+
+@pytest.mark.parametrize("consumer_id", [0, 5, 300, 2**64 - 1])
+def test_message_frames_are_the_plain_frames_of_a_delivery(consumer_id):
+    entries = [
+        DeliveredEntry((3, 0), -1, 0, _stored(), None),
+        DeliveredEntry((3, 127), -1, 1, _stored(b""), None),
+        DeliveredEntry((3, 128), -1, 200, _stored(b"y" * 5000), None),
+        DeliveredEntry((3, 129), -1, 200, _stored(), None),  # the same shape again
+        DeliveredEntry((3, 16383), -1, 0, _stored(), None),
+        DeliveredEntry((3, 16384), -1, 0, _stored(), None),
+        DeliveredEntry((3, 2**21 - 1), -1, 0, _stored(), None),
+        DeliveredEntry((3, 2**21), -1, 0, _stored(), None),
+        DeliveredEntry((2**40, 2**33), 0, 0, _stored(), None),  # another ledger
+        DeliveredEntry((2**40, 2**33 + 1), 7, 2**32 - 1, _stored(), None),
+        DeliveredEntry((-1, -1), -2147483648, 0, _stored(), None),
+    ]
+    frames = encode_message_frames(consumer_id, entries, lambda e: pytest.fail(str(e)))
+    assert frames == [_one_by_one(consumer_id, e) for e in entries]
+    decoded = FrameDecoder(1 << 20).feed(b"".join(frames))
+    assert [f.checksum_ok for f in decoded] == [True] * len(entries)
+    assert [f.command.message.message_id.entryId for f in decoded] == [
+        e.position[1] & U64 for e in entries
+    ]
+
+
+def test_message_frames_leave_what_is_not_stored_as_sent_to_the_fallback():
+    good = DeliveredEntry((1, 1), -1, 0, _stored(), None)
+    data = _stored()
+    others = [
+        DeliveredEntry((1, 2), -1, 0, data, 0b101),  # an ack set
+        DeliveredEntry((1, 3), -1, 0, encode_legacy_entry(MessageMetadata(), b"v"), None),
+        DeliveredEntry((1, 4), -1, 0, data[:PREFIX_SIZE + 3], None),  # metadata cut short
+        DeliveredEntry((1, 5), -1, 0, data[:5], None),  # shorter than the prefix
+    ]
+    frames = encode_message_frames(
+        9, [good, *others, good], lambda e: f"fallback {e.position[1]}".encode()
+    )
+    assert frames[1:-1] == [f"fallback {e.position[1]}".encode() for e in others]
+    assert frames[0] == frames[-1] == _one_by_one(9, good)
