@@ -17,7 +17,6 @@ broker thread and returns its result.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import shutil
@@ -48,6 +47,7 @@ from .tls import server_context, tls_enabled
 from .transports import SessionTransport, hand_out
 from .transports.tcp import TcpTransport, bind_listener
 from .transports.zmq import ZmqTransport
+from .waker import Waker
 from .web import WebServer
 from .web.pump import PumpedLoop
 from .zap import EVENTS_DOMAIN, ZapHandler
@@ -128,9 +128,7 @@ class Broker:
         )
         self._answers: list[tuple[Future, Any, BaseException | None]] = []
         self._ctx: zmq.Context | None = None
-        self._wake_addr = f"inproc://pulsarlab-wake-{id(self)}"
-        self._wake_lock = threading.Lock()
-        self._wake_sender: zmq.Socket | None = None
+        self._waker: Waker | None = None  # another thread's way to wake the loop
         self._sockets: list[zmq.Socket] = []
         self.web: WebServer | None = None  # the admin REST API (broker/web), bound in _setup
         self._web_loop: PumpedLoop | None = None  # its loop, when the broker thread drives it
@@ -230,9 +228,9 @@ class Broker:
         self._wake()
         self._thread.join(timeout)
         self._thread = None
-        if self._wake_sender is not None:
-            self._wake_sender.close(linger=0)
-            self._wake_sender = None
+        if self._waker is not None:
+            self._waker.close()
+            self._waker = None
         if self._ctx is not None:
             self._ctx.term()
             self._ctx = None
@@ -287,19 +285,9 @@ class Broker:
                 future.set_exception(self._not_running())
 
     def _wake(self) -> None:
-        ctx = self._ctx
-        if ctx is None:
-            return
-        with self._wake_lock:
-            if self._wake_sender is None:
-                try:
-                    self._wake_sender = ctx.socket(zmq.PAIR)
-                    self._wake_sender.linger = 0
-                    self._wake_sender.connect(self._wake_addr)
-                except zmq.ZMQError:
-                    return
-            with contextlib.suppress(zmq.ZMQError):
-                self._wake_sender.send(b"", zmq.NOBLOCK)
+        waker = self._waker
+        if waker is not None:
+            waker.wake()
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -379,10 +367,7 @@ class Broker:
             self.pub.bind(f"tcp://{self.events_host}:{self.events_port}")
         else:
             self.events_port = self.pub.bind_to_random_port(f"tcp://{self.events_host}")
-        self.wake = ctx.socket(zmq.PAIR)
-        self._sockets.append(self.wake)
-        self.wake.linger = 0
-        self.wake.bind(self._wake_addr)
+        self._waker = Waker()
         self.service = BrokerService(
             open_storage(self.data_dir, self.storage_kind), self.clock, self.settings
         )
@@ -469,7 +454,7 @@ class Broker:
             log.exception("error while closing the broker core")
         self.router.disable_monitor()
         self._monitor.close(linger=0)
-        for sock in (self.router, self.pub, self.wake):
+        for sock in (self.router, self.pub):
             sock.close(linger=0)
         for listener in self._listeners:
             listener.close()
@@ -485,7 +470,10 @@ class Broker:
         for fd, _listener in listeners:
             poller.register(fd, zmq.POLLIN)
         poller.register(self.pub, zmq.POLLIN)
-        poller.register(self.wake, zmq.POLLIN)
+        assert self._waker is not None
+        waker = self._waker
+        wake_fd = waker.fileno()
+        poller.register(wake_fd, zmq.POLLIN)
         web = self._web_loop
         web_fd = -1
         if web is not None:
@@ -504,9 +492,8 @@ class Broker:
                 wait = web.wait_ms(wait)
             ready = dict(poller.poll(wait))
             read_clock()  # the time of everything this turn handles
-            if self.wake in ready:
-                while self._poll_nowait(self.wake):
-                    pass
+            if wake_fd in ready:
+                waker.clear()
             if self.pub in ready:
                 self._read_event_subscriptions()
             if self.router in ready:
@@ -554,19 +541,14 @@ class Broker:
                     parts += 1
             transport.receive(identity, message, parts)
 
-    @staticmethod
-    def _poll_nowait(sock: zmq.Socket) -> bool:
-        try:
-            sock.recv(zmq.NOBLOCK)
-            return True
-        except zmq.Again:
-            return False
-
     def _run_calls(self) -> None:
         """Run the queued calls; their answers wait for :meth:`_answer_calls`."""
+        calls = self._calls
+        if calls.empty():  # most turns: no exception raised and caught to find out
+            return
         while True:
             try:
-                fn, future = self._calls.get_nowait()
+                fn, future = calls.get_nowait()
             except queue.Empty:
                 return
             if not future.set_running_or_notify_cancel():
