@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pulsarlab.broker.entry import MessageMetadata
@@ -146,7 +146,8 @@ def read_or_error(payload: bytes, count: int) -> list[tuple] | str:
         return "error"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(first_id=st.one_of(st.integers(0, 300), st.integers(16_000, 17_000),
                           st.integers((1 << 21) - 300, (1 << 21) + 300),
                           st.integers(0, (1 << 64) - 1)),

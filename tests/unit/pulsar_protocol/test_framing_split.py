@@ -3,7 +3,7 @@ each whole and in order (frames sliced from one read, or from the bytes left wai
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pulsarlab.broker.pulsar_protocol import FrameDecoder
@@ -30,6 +30,9 @@ def _summary(frames: list) -> list:
             for f in frames]
 
 
+# Deterministic examples, no time limits: under a loaded CI input generation is slow.
+@settings(max_examples=200, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 8), st.lists(st.integers(1, 60), max_size=40),
        st.sampled_from([bytes, bytearray]))
 def test_any_cut_of_the_stream_gives_the_same_frames(count, cuts, kind) -> None:
