@@ -37,6 +37,7 @@ from .curve import apply_server, load_secret_key
 from .errors import InvalidArgument
 from .events import BrokerEvent
 from .listeners import AdvertisedListeners
+from .poller import LoopPoller
 from .pulsar_protocol import PulsarSession
 from .schemas import SchemaRegistry
 from .security import Authenticator, check_bind, event_stream_check, events_host
@@ -463,22 +464,30 @@ class Broker:
             self._zap = None
 
     def _loop(self) -> None:
-        poller = zmq.Poller()
-        poller.register(self.router, zmq.POLLIN)
+        poller = LoopPoller()
+        try:
+            self._loop_on(poller)
+        finally:
+            poller.close()
+
+    def _loop_on(self, poller: LoopPoller) -> None:
+        self._router_watch = poller.add_socket(self.router)
+        router_fd = self._router_watch.fd
+        self._pub_watch = poller.add_socket(self.pub)
+        pub_fd = self._pub_watch.fd
         # Each TCP listener is one raw descriptor (its epoll), not a ZeroMQ socket.
         listeners = [(listener.fileno(), listener) for listener in self._listeners]
         for fd, _listener in listeners:
-            poller.register(fd, zmq.POLLIN)
-        poller.register(self.pub, zmq.POLLIN)
+            poller.add_descriptor(fd)
         assert self._waker is not None
         waker = self._waker
         wake_fd = waker.fileno()
-        poller.register(wake_fd, zmq.POLLIN)
+        poller.add_descriptor(wake_fd)
         web = self._web_loop
         web_fd = -1
         if web is not None:
             web_fd = web.fileno()
-            poller.register(web_fd, zmq.POLLIN)
+            poller.add_descriptor(web_fd)
         service = self.service
         assert service is not None
         read_clock = self.clock.read
@@ -490,13 +499,13 @@ class Broker:
             wait = housekeeping.wait_ms(max(0, deadline - now))
             if web is not None:
                 wait = web.wait_ms(wait)
-            ready = dict(poller.poll(wait))
+            ready = poller.poll(wait)
             read_clock()  # the time of everything this turn handles
             if wake_fd in ready:
                 waker.clear()
-            if self.pub in ready:
+            if pub_fd in ready:
                 self._read_event_subscriptions()
-            if self.router in ready:
+            if router_fd in ready:
                 self._drain_router()
             for fd, listener in listeners:
                 if fd in ready:
@@ -592,12 +601,14 @@ class Broker:
     def _publish_event(self, event: BrokerEvent) -> None:
         body = msgpack.packb(event.to_dict(), use_bin_type=True, default=str)
         self.pub.send_multipart([str(event.type).encode(), body])
+        self._pub_watch.dirty = True
 
     # -- commands -------------------------------------------------------------------------
 
     def _send_message(self, identity: bytes, message: bytes) -> None:
         """One message (a Pulsar frame, or the empty close notice) to a ZeroMQ peer."""
         send = self._router_send
+        self._router_watch.dirty = True  # a send may take the mailbox's signal
         try:
             send(identity, _SNDMORE)
             send(message, 0, len(message) < _ZERO_COPY_MIN)

@@ -1,11 +1,11 @@
 """One descriptor that is readable when any of many sockets is ready (epoll, or the
 platform's selector).
 
-The broker's loop waits on a ZeroMQ poller. A transport with many TCP sockets registers
-only its :class:`Readiness` descriptor there, as a raw descriptor, and when it is readable
-asks :meth:`Readiness.ready` which sockets are ready, without waiting. Linux's ``epoll`` is
-used as is (no Python layer per call); elsewhere :class:`selectors.DefaultSelector`
-(kqueue on macOS) reports the same event bits.
+The broker's loop waits on one poller (``broker/poller.py``). A transport with many TCP
+sockets registers only its :class:`Readiness` descriptor there, and when it is readable asks
+:meth:`Readiness.ready` which sockets are ready, without waiting. Linux's ``epoll`` is used
+as is (no Python layer per call); elsewhere :class:`selectors.DefaultSelector` (kqueue on
+macOS) reports the same event bits.
 """
 
 from __future__ import annotations

@@ -1,0 +1,95 @@
+"""The broker loop's wait: raw descriptors and ZeroMQ sockets in one system call.
+
+ZeroMQ's own poll checks every ZeroMQ socket's command mailbox (two system calls each)
+before and after it waits, on every turn, busy or not. Here the loop waits in one ``epoll``
+(or the platform's selector) holding raw descriptors (the TCP listeners' readiness, the
+waker, the REST API's loop) and each ZeroMQ socket's ``FD``, the descriptor that signals its
+mailbox. A ZeroMQ socket is asked for its ``EVENTS`` only when that descriptor fired, or
+when the loop used the socket since (a ``recv`` or ``send`` may take the mailbox's signal
+while messages wait). A broker serving only pulsar:// clients thus costs one ``epoll_wait``
+a turn.
+"""
+
+from __future__ import annotations
+
+import select
+import selectors
+from collections.abc import Callable
+
+import zmq
+
+__all__ = ["LoopPoller", "WatchedSocket"]
+
+
+class WatchedSocket:
+    """A ZeroMQ socket in the poller. Call :meth:`touched` after using it outside a turn
+    that found it ready (a send): its mailbox is then checked before the next wait."""
+
+    __slots__ = ("dirty", "fd", "socket")
+
+    def __init__(self, socket: zmq.Socket) -> None:
+        self.socket = socket
+        self.fd: int = socket.getsockopt(zmq.FD)
+        self.dirty = True  # unknown until asked
+
+    def touched(self) -> None:
+        self.dirty = True
+
+    def readable(self) -> bool:
+        """Whether a message waits (reads the mailbox, which clears its signal)."""
+        self.dirty = False
+        return bool(self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN)
+
+
+class LoopPoller:
+    """Raw descriptors and ZeroMQ sockets, each watched for reading."""
+
+    def __init__(self, *, use_epoll: bool = True) -> None:
+        self._sockets: dict[int, WatchedSocket] = {}
+        self._epoll = select.epoll() if use_epoll and hasattr(select, "epoll") else None
+        self._selector: selectors.BaseSelector | None = None
+        if self._epoll is not None:
+            wait = self._epoll.poll
+            self._wait: Callable[[float], list[int]] = (
+                lambda seconds: [fd for fd, _events in wait(seconds)])
+        else:
+            selector = selectors.DefaultSelector()
+            self._selector = selector
+            self._wait = lambda seconds: [key.fd for key, _ in selector.select(seconds)]
+
+    def add_descriptor(self, fd: int) -> None:
+        """Watch a raw descriptor: reported ready while readable."""
+        if self._epoll is not None:
+            self._epoll.register(fd, select.EPOLLIN)
+        else:
+            assert self._selector is not None
+            self._selector.register(fd, selectors.EVENT_READ)
+
+    def add_socket(self, socket: zmq.Socket) -> WatchedSocket:
+        """Watch a ZeroMQ socket: reported ready (by its ``fd``) while a message waits."""
+        watched = WatchedSocket(socket)
+        self.add_descriptor(watched.fd)
+        self._sockets[watched.fd] = watched
+        return watched
+
+    def poll(self, wait_ms: int) -> list[int]:
+        """The descriptors ready, waiting at most ``wait_ms`` (not at all when a ZeroMQ
+        socket used since the last wait holds a message). A ZeroMQ socket reported ready
+        counts as used: the caller reads it."""
+        ready = [fd for fd, watched in self._sockets.items()
+                 if watched.dirty and watched.readable()]
+        for fd in self._wait(0 if ready else wait_ms / 1000):
+            watched = self._sockets.get(fd)
+            if watched is None or (fd not in ready and watched.readable()):
+                ready.append(fd)
+        for fd in ready:
+            watched = self._sockets.get(fd)
+            if watched is not None:
+                watched.dirty = True
+        return ready
+
+    def close(self) -> None:
+        if self._epoll is not None:
+            self._epoll.close()
+        elif self._selector is not None:
+            self._selector.close()
