@@ -18,7 +18,10 @@ import google_crc32c
 from ..entry import FORMAT_VERSION, PREFIX_SIZE
 from .framing import MAGIC_CRC32C
 
-__all__ = ["encode_message_command", "encode_message_frames", "encode_send_receipt"]
+__all__ = [
+    "encode_message_command", "encode_message_frames", "encode_send_receipt",
+    "encode_send_receipts",
+]
 
 _HEAD = struct.Struct(">II")
 _CHECKSUM_HEAD = struct.Struct(">HI")
@@ -95,6 +98,36 @@ def encode_send_receipt(
     receipt = b"".join(parts)
     size = len(receipt) + 4  # with the command's prefix and the receipt's length
     return b"".join((_HEAD.pack(size + 4, size), _COMMAND_PREFIX, _SMALL[len(receipt)], receipt))
+
+
+def encode_send_receipts(
+    producer_id: int, partition: int, receipts: Sequence[tuple[int, int, int]]
+) -> list[bytes]:
+    """The SEND_RECEIPT frames of a run of one producer's messages (``(sequence_id,
+    ledger_id, entry_id)`` each, none with a highest sequence id), the same bytes as
+    :func:`encode_send_receipt` gives one by one: what the run shares (the producer id, the
+    ledger, the partition) is laid out once."""
+    producer = b"\x08" + _varint(producer_id & _U64) + b"\x10"
+    where = _NO_PARTITION if partition == -1 else b"\x18" + _varint(partition & _U64)
+    fixed = len(producer) + 2  # the producer, the message id's tag and length
+    head, command, small, join = _HEAD.pack, _COMMAND_PREFIX, _SMALL, b"".join
+    out: list[bytes] = []
+    append = out.append
+    last_ledger = None
+    ledger = b""
+    for sequence_id, ledger_id, entry_id in receipts:
+        if ledger_id != last_ledger:
+            last_ledger = ledger_id
+            ledger = b"\x08" + _varint(ledger_id & _U64) + b"\x10"
+            ledger_size = len(ledger) + len(where)  # the message id but its entry
+        sequence = small[sequence_id] if 0 <= sequence_id < 0x80 else _varint(
+            sequence_id & _U64)
+        entry = small[entry_id] if 0 <= entry_id < 0x80 else _varint(entry_id & _U64)
+        message_id = ledger_size + len(entry)
+        receipt = fixed + len(sequence) + message_id
+        append(join((head(receipt + 8, receipt + 4), command, small[receipt], producer,
+                     sequence, b"\x1a", small[message_id], ledger, entry, where)))
+    return out
 
 
 def encode_message_frames(

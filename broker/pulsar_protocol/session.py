@@ -86,6 +86,7 @@ from .hot_commands import (
     encode_message_command,
     encode_message_frames,
     encode_send_receipt,
+    encode_send_receipts,
 )
 
 log = logging.getLogger("pulsarlab.broker.pulsar")
@@ -325,11 +326,14 @@ class PulsarSession:
             if client_id is None:
                 return
             out, highest, partition = self._out, self._highest_sequence, action.partition
+            if not highest:  # acting: straight out
+                out += encode_send_receipts(client_id, partition, action.receipts)
+                return
             producer_id = action.producer_id
-            for sequence_id, ledger_id, entry_id in action.receipts:  # acting: straight out
+            for sequence_id, ledger_id, entry_id in action.receipts:
                 out.append(encode_send_receipt(
                     client_id, sequence_id, ledger_id, entry_id, partition,
-                    highest.pop((producer_id, sequence_id), None) if highest else None,
+                    highest.pop((producer_id, sequence_id), None),
                 ))
         elif kind is Reply:
             self._out.append(action.frame)

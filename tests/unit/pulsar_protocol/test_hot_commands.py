@@ -19,6 +19,7 @@ from pulsarlab.broker.pulsar_protocol.hot_commands import (
     encode_message_command,
     encode_message_frames,
     encode_send_receipt,
+    encode_send_receipts,
 )
 
 U64 = (1 << 64) - 1
@@ -54,6 +55,22 @@ def test_the_frame_is_protobufs(fields):
     assert receipt.sequence_id == fields[1] & U64
     assert receipt.message_id.partition == fields[4]
     assert receipt.HasField("highest_sequence_id") == (fields[5] is not None)
+
+
+@pytest.mark.parametrize(("producer_id", "partition", "receipts"), [
+    (1, -1, [(0, 0, 0), (1, 0, 1), (127, 0, 127), (128, 0, 128)]),
+    (2**64 - 1, 0, [(2**40, 5, 2**63 + 5), (-1, -1, -1), (16384, 6, 0)]),  # ledger changes
+    (300, 2**31 - 1, [(5, 9, 3)]),
+    (3, -2147483648, [(7, 1, 2), (8, 1, 3), (9, 2, 0), (10, 2, 1)]),
+    (0, 4, []),
+])
+def test_a_run_of_receipts_is_each_receipt(producer_id, partition, receipts):
+    frames = encode_send_receipts(producer_id, partition, receipts)
+    assert frames == [
+        encode_send_receipt(producer_id, sequence_id, ledger_id, entry_id, partition)
+        for sequence_id, ledger_id, entry_id in receipts
+    ]
+    assert frames == [_by_protobuf(producer_id, *receipt, partition, None) for receipt in receipts]
 
 
 @pytest.mark.parametrize("fields", [
