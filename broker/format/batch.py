@@ -29,6 +29,7 @@ import msgpack
 from google.protobuf.message import DecodeError
 
 from ..pulsar_protocol.PulsarApi_pb2 import SingleMessageMetadata
+from .varint import ONE_BYTE, encode_varint, read_varint
 
 __all__ = [
     "Item",
@@ -158,27 +159,8 @@ def decode_batch(payload: bytes, num_messages: int | None = None) -> list[Outgoi
     ]
 
 
-_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
-
-
-def _varint(value: int) -> bytes:
-    """Protobuf's base-128 varint of a non-negative int (the short ones without a loop)."""
-    if value < 0x80:
-        return _ONE_BYTE[value]
-    if value < 0x4000:
-        return bytes((value & 0x7F | 0x80, value >> 7))
-    if value < 0x200000:
-        return bytes((value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _length_delimited(tag: int, data: bytes) -> bytes:
-    return bytes((tag,)) + _varint(len(data)) + data
+    return bytes((tag,)) + encode_varint(len(data)) + data
 
 
 def single_message_metadata(m: OutgoingMessage) -> bytes:
@@ -191,12 +173,12 @@ def single_message_metadata(m: OutgoingMessage) -> bytes:
             parts.append(_length_delimited(0x0A, kv))
     if m.partition_key is not None:
         parts.append(_length_delimited(0x12, m.partition_key.encode()))
-    parts.append(b"\x18" + _varint(len(m.payload)))
+    parts.append(b"\x18" + encode_varint(len(m.payload)))
     if m.event_time:
-        parts.append(b"\x28" + _varint(m.event_time & _U64))
+        parts.append(b"\x28" + encode_varint(m.event_time & _U64))
     if m.ordering_key is not None:
         parts.append(_length_delimited(0x3A, m.ordering_key))
-    parts.append(b"\x40" + _varint(m.sequence_id & _U64))
+    parts.append(b"\x40" + encode_varint(m.sequence_id & _U64))
     if m.null_value:
         parts.append(b"\x48\x01")
     return b"".join(parts)
@@ -210,7 +192,7 @@ def _head(size: int, sequence_length: int) -> bytes:
     """``[0 0 0 n] 0x18 size 0x40``: a plain message's size prefix and its
     ``SingleMessageMetadata`` up to the sequence id's varint (of ``sequence_length``
     bytes), kept for the next message of that size (a producer's sizes repeat)."""
-    size_bytes = _varint(size)
+    size_bytes = encode_varint(size)
     head = bytes((0, 0, 0, 2 + len(size_bytes) + sequence_length, 0x18)) + size_bytes + b"\x40"
     if len(_HEADS) < _MAX_HEADS:
         _HEADS[size, sequence_length] = head
@@ -229,7 +211,7 @@ def encode_pulsar_batch(messages: list[OutgoingMessage],
     parts: list[bytes] = []
     append = parts.append
     heads = _HEADS
-    one_byte = _ONE_BYTE
+    one_byte = ONE_BYTE
     for index, m in enumerate(messages):
         if compacted_out and index in compacted_out:
             append(_COMPACTED_OUT)
@@ -250,7 +232,7 @@ def encode_pulsar_batch(messages: list[OutgoingMessage],
                 sequence = bytes((sequence_id & 0x7F | 0x80, sequence_id >> 7 & 0x7F | 0x80,
                                   sequence_id >> 14))
             else:
-                sequence = _varint(sequence_id)
+                sequence = encode_varint(sequence_id)
             key = (len(data), len(sequence))
             append(heads.get(key) or _head(*key))
             append(sequence)
@@ -282,7 +264,7 @@ def pulsar_batch_items(payload: bytes, num_messages: int,
     offset = 0
     end = len(payload)
     from_bytes = int.from_bytes
-    read = _read_varint
+    read = read_varint
     for index in range(num_messages):
         start = offset + 4
         if start > end:
@@ -352,7 +334,7 @@ def _uniform_items(payload: bytes, n: int) -> list[Item] | None:
     head_end = 4 + payload[3]
     if head_end > end:
         return None
-    i, size = _read_varint(payload, 5, head_end)
+    i, size = read_varint(payload, 5, head_end)
     if i >= head_end or payload[i] != 0x40:
         return None
     stride = head_end + size
@@ -362,7 +344,7 @@ def _uniform_items(payload: bytes, n: int) -> list[Item] | None:
     length = head_end - first
     if length > 9:
         return None
-    j, first_id = _read_varint(payload, first, head_end)
+    j, first_id = read_varint(payload, first, head_end)
     last_id = first_id + n - 1
     if j != head_end or last_id >> 7 * length:
         return None
@@ -399,25 +381,6 @@ def _id_column(first_id: int, last_id: int, shift: int, more: int) -> bytes:
         runs.append(bytes(((value & 0x7F) | more,)) * (upto - at))
         at = upto
     return b"".join(runs)
-
-
-def _read_varint(buf: bytes, i: int, end: int) -> tuple[int, int]:
-    """(offset after, value) of the varint at ``i``; a truncated one ends past ``end``, so
-    the inline read gives up on it."""
-    if i < end:
-        byte = buf[i]
-        if byte < 0x80:
-            return i + 1, byte
-    value = 0
-    shift = 0
-    while i < end:
-        byte = buf[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return i, value
-        shift += 7
-    return end + 1, 0
 
 
 _SINGLE = SingleMessageMetadata()

@@ -17,7 +17,6 @@ import google_crc32c
 from google.protobuf.message import DecodeError
 
 from .PulsarApi_pb2 import BaseCommand
-from .send_command import SEND_PREFIX, SendCommand, read_send_command
 
 MAGIC_CRC32C = 0x0E01
 MAX_FRAME_OVERHEAD = 10 * 1024  # Pulsar allows max_message_size + 10 KiB per frame
@@ -52,7 +51,7 @@ class FrameError(Exception):
 class Frame(NamedTuple):
     """One decoded frame: the command and, for payload commands, what follows it."""
 
-    command: BaseCommand | SendCommand  # a SEND of the usual shape is read by hand
+    command: BaseCommand
     metadata: bytes | None = None  # serialized MessageMetadata
     payload: bytes | None = None
     checksum_ok: bool = True
@@ -128,15 +127,11 @@ def _decode_frame(data: bytes, start: int, end: int, checksum_optional: bool = F
         raise FrameError(
             f"command size {command_size} does not fit a {end - start}-byte frame"
         )
-    command: BaseCommand | SendCommand | None = None
-    if data.startswith(SEND_PREFIX, start + 4):
-        command = read_send_command(data, start + 4, rest)
-    if command is None:
-        command = BaseCommand()
-        try:
-            command.ParseFromString(data[start + 4 : rest])
-        except DecodeError as exc:
-            raise FrameError(f"the command is not a valid BaseCommand: {exc}") from None
+    command = BaseCommand()
+    try:
+        command.ParseFromString(data[start + 4 : rest])
+    except DecodeError as exc:
+        raise FrameError(f"the command is not a valid BaseCommand: {exc}") from None
     if rest == end:
         return Frame(command)
     if end - rest >= 10:  # the usual payload command: magic, checksum, metadata size

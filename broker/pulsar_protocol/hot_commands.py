@@ -16,6 +16,7 @@ from typing import Any
 import google_crc32c
 
 from ..entry import FORMAT_VERSION, PREFIX_SIZE
+from ..format.varint import ONE_BYTE, encode_varint
 from .framing import MAGIC_CRC32C
 
 __all__ = [
@@ -34,33 +35,16 @@ _U64 = (1 << 64) - 1
 # type = MESSAGE (9), then message (field 9, bytes).
 _COMMAND_PREFIX = b"\x08\x07\x3a"
 _MESSAGE_PREFIX = b"\x08\x09\x4a"
-_SMALL = [bytes((value,)) for value in range(0x80)]
 
 # A non-partitioned topic's partition, -1 (set, as Pulsar sets it), once.
 _NO_PARTITION = b"\x18" + b"\xff" * 9 + b"\x01"
 
 
-def _varint(value: int) -> bytes:
-    """An unsigned protobuf varint (``value`` already in 0 .. 2**64 - 1)."""
-    if value < 0x80:
-        return _SMALL[value]
-    if value < 0x4000:
-        return bytes(((value & 0x7F) | 0x80, value >> 7))
-    if value < 0x200000:
-        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _message_id(ledger_id: int, entry_id: int, partition: int) -> bytes:
     """A serialized ``MessageIdData`` with its ledger, entry and partition."""
     return (
-        b"\x08" + _varint(ledger_id & _U64) + b"\x10" + _varint(entry_id & _U64)
-        + (_NO_PARTITION if partition == -1 else b"\x18" + _varint(partition & _U64))
+        b"\x08" + encode_varint(ledger_id & _U64) + b"\x10" + encode_varint(entry_id & _U64)
+        + (_NO_PARTITION if partition == -1 else b"\x18" + encode_varint(partition & _U64))
     )
 
 
@@ -71,10 +55,11 @@ def encode_message_command(
     count always present, as the broker always sets it)."""
     message_id = _message_id(ledger_id, entry_id, partition)
     message = (
-        b"\x08" + _varint(consumer_id & _U64) + b"\x12" + _SMALL[len(message_id)] + message_id
-        + b"\x18" + _varint(redelivery_count & 0xFFFFFFFF)
+        b"\x08" + encode_varint(consumer_id & _U64) + b"\x12" + ONE_BYTE[len(message_id)]
+        + message_id
+        + b"\x18" + encode_varint(redelivery_count & 0xFFFFFFFF)
     )
-    return _MESSAGE_PREFIX + _SMALL[len(message)] + message
+    return _MESSAGE_PREFIX + ONE_BYTE[len(message)] + message
 
 
 def encode_send_receipt(
@@ -84,20 +69,21 @@ def encode_send_receipt(
     """The frame of ``CommandSendReceipt`` for one published message (ids as uint64)."""
     # One join of the pieces (every length here is below 128: one byte each); the
     # message id's length is counted from its pieces.
-    ledger = _varint(ledger_id & _U64)
-    entry = _varint(entry_id & _U64)
-    where = _NO_PARTITION if partition == -1 else b"\x18" + _varint(partition & _U64)
+    ledger = encode_varint(ledger_id & _U64)
+    entry = encode_varint(entry_id & _U64)
+    where = _NO_PARTITION if partition == -1 else b"\x18" + encode_varint(partition & _U64)
     parts = [
-        b"\x08", _varint(producer_id & _U64), b"\x10", _varint(sequence_id & _U64), b"\x1a",
-        _SMALL[2 + len(ledger) + len(entry) + len(where)], b"\x08", ledger, b"\x10", entry,
+        b"\x08", encode_varint(producer_id & _U64), b"\x10", encode_varint(sequence_id & _U64),
+        b"\x1a",
+        ONE_BYTE[2 + len(ledger) + len(entry) + len(where)], b"\x08", ledger, b"\x10", entry,
         where,
     ]
     if highest_sequence_id is not None:
         parts.append(b"\x20")
-        parts.append(_varint(highest_sequence_id & _U64))
+        parts.append(encode_varint(highest_sequence_id & _U64))
     receipt = b"".join(parts)
     size = len(receipt) + 4  # with the command's prefix and the receipt's length
-    return b"".join((_HEAD.pack(size + 4, size), _COMMAND_PREFIX, _SMALL[len(receipt)], receipt))
+    return b"".join((_HEAD.pack(size + 4, size), _COMMAND_PREFIX, ONE_BYTE[len(receipt)], receipt))
 
 
 def encode_send_receipts(
@@ -107,10 +93,10 @@ def encode_send_receipts(
     ledger_id, entry_id)`` each, none with a highest sequence id), the same bytes as
     :func:`encode_send_receipt` gives one by one: what the run shares (the producer id, the
     ledger, the partition) is laid out once."""
-    producer = b"\x08" + _varint(producer_id & _U64) + b"\x10"
-    where = _NO_PARTITION if partition == -1 else b"\x18" + _varint(partition & _U64)
+    producer = b"\x08" + encode_varint(producer_id & _U64) + b"\x10"
+    where = _NO_PARTITION if partition == -1 else b"\x18" + encode_varint(partition & _U64)
     fixed = len(producer) + 2  # the producer, the message id's tag and length
-    head, command, small, join = _HEAD.pack, _COMMAND_PREFIX, _SMALL, b"".join
+    head, command, small, join = _HEAD.pack, _COMMAND_PREFIX, ONE_BYTE, b"".join
     out: list[bytes] = []
     append = out.append
     last_ledger = None
@@ -118,11 +104,11 @@ def encode_send_receipts(
     for sequence_id, ledger_id, entry_id in receipts:
         if ledger_id != last_ledger:
             last_ledger = ledger_id
-            ledger = b"\x08" + _varint(ledger_id & _U64) + b"\x10"
+            ledger = b"\x08" + encode_varint(ledger_id & _U64) + b"\x10"
             ledger_size = len(ledger) + len(where)  # the message id but its entry
-        sequence = small[sequence_id] if 0 <= sequence_id < 0x80 else _varint(
+        sequence = small[sequence_id] if 0 <= sequence_id < 0x80 else encode_varint(
             sequence_id & _U64)
-        entry = small[entry_id] if 0 <= entry_id < 0x80 else _varint(entry_id & _U64)
+        entry = small[entry_id] if 0 <= entry_id < 0x80 else encode_varint(entry_id & _U64)
         message_id = ledger_size + len(entry)
         receipt = fixed + len(sequence) + message_id
         append(join((head(receipt + 8, receipt + 4), command, small[receipt], producer,
@@ -142,9 +128,9 @@ def encode_message_frames(
     append = out.append
     join = b"".join
     head, checksum_head, crc = _HEAD.pack, _CHECKSUM_HEAD.pack, google_crc32c.value
-    small = _SMALL
+    small = ONE_BYTE
     # consumer_id (field 1), then the message id's tag and length (field 2).
-    consumer = b"\x08" + _varint(consumer_id & _U64) + b"\x12"
+    consumer = b"\x08" + encode_varint(consumer_id & _U64) + b"\x12"
     # What surrounds the entry id is the same for a run of entries of one ledger: laid
     # out once per shape (ledger, partition, entry id length, redelivery count).
     # (No tuple for the shape: one allocated per message would feed the cyclic GC.)
@@ -161,7 +147,7 @@ def encode_message_frames(
             append(fallback(entry))
             continue
         ledger_id, entry_id = position
-        if 0 <= entry_id < 0x200000:  # _varint() inline for the common entry ids
+        if 0 <= entry_id < 0x200000:  # encode_varint() inline for the common entry ids
             if entry_id < 0x80:
                 entry_bytes = small[entry_id]
             elif entry_id < 0x4000:
@@ -170,17 +156,17 @@ def encode_message_frames(
                 entry_bytes = bytes(((entry_id & 0x7F) | 0x80, ((entry_id >> 7) & 0x7F) | 0x80,
                                      entry_id >> 14))
         else:
-            entry_bytes = _varint(entry_id & _U64)
+            entry_bytes = encode_varint(entry_id & _U64)
         if (
             ledger_id != shape_ledger or len(entry_bytes) != shape_length
             or partition != shape_partition or redelivery_count != shape_redelivery
         ):
             shape_ledger, shape_length = ledger_id, len(entry_bytes)
             shape_partition, shape_redelivery = partition, redelivery_count
-            ledger = b"\x08" + _varint(ledger_id & _U64) + b"\x10"
+            ledger = b"\x08" + encode_varint(ledger_id & _U64) + b"\x10"
             partition_bytes = (_NO_PARTITION if partition == -1
-                               else b"\x18" + _varint(partition & _U64))
-            redelivery = _varint(redelivery_count & 0xFFFFFFFF)
+                               else b"\x18" + encode_varint(partition & _U64))
+            redelivery = encode_varint(redelivery_count & 0xFFFFFFFF)
             id_size = len(ledger) + len(entry_bytes) + len(partition_bytes)
             message_size = len(consumer) + 1 + id_size + 1 + len(redelivery)
             after = partition_bytes + b"\x18" + redelivery

@@ -326,11 +326,15 @@ class PulsarSession:
             if client_id is None:
                 return
             out, highest, partition = self._out, self._highest_sequence, action.partition
+            receipts = action.receipts
             if not highest:  # acting: straight out
-                out += encode_send_receipts(client_id, partition, action.receipts)
+                if len(receipts) == 1:  # nothing shared to lay out once
+                    out.append(encode_send_receipt(client_id, *receipts[0], partition))
+                else:
+                    out += encode_send_receipts(client_id, partition, receipts)
                 return
             producer_id = action.producer_id
-            for sequence_id, ledger_id, entry_id in action.receipts:
+            for sequence_id, ledger_id, entry_id in receipts:
                 out.append(encode_send_receipt(
                     client_id, sequence_id, ledger_id, entry_id, partition,
                     highest.pop((producer_id, sequence_id), None),
