@@ -674,6 +674,7 @@ class BrokerService:
         if producer is None or not producer.ready:
             raise ProducerNotFound(f"producer {producer_id} not found (or not ready)")
         namespace = producer.topic.namespace
+        # namespace_policies' cache read inline (this runs per SEND), its method on a miss
         policies = self._policies.get(namespace) or self.namespace_policies(namespace)
         if policies.encryption_required and not (
             encrypted if encrypted is not None
