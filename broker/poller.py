@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import select
 import selectors
+import time
 from collections.abc import Callable
 
 import zmq
@@ -72,18 +73,31 @@ class LoopPoller:
         self._sockets[watched.fd] = watched
         return watched
 
-    def poll(self, wait_ms: int) -> list[int]:
+    def poll(self, wait_ms: float) -> list[int]:
         """The descriptors ready, waiting at most ``wait_ms`` (not at all when a ZeroMQ
         socket used since the last wait holds a message). A ZeroMQ socket reported ready
-        counts as used: the caller reads it."""
-        ready = [fd for fd, watched in self._sockets.items()
-                 if watched.dirty and watched.readable()]
-        for fd in self._wait(0 if ready else wait_ms / 1000):
-            watched = self._sockets.get(fd)
-            if watched is None or (fd not in ready and watched.readable()):
-                ready.append(fd)
+        counts as used: the caller reads it. A wake-up for ZeroMQ's own commands only (no
+        message) waits on for the rest of the time, as ZeroMQ's poll does."""
+        sockets = self._sockets
+        ready = [fd for fd, watched in sockets.items() if watched.dirty and watched.readable()]
+        seconds = 0.0 if ready else wait_ms / 1000
+        until = None
+        while True:
+            fired = self._wait(seconds)
+            for fd in fired:
+                watched = sockets.get(fd)
+                if watched is None or (fd not in ready and watched.readable()):
+                    ready.append(fd)
+            if ready or not fired or not seconds:
+                break
+            now = time.monotonic()
+            if until is None:
+                until = now + seconds  # close enough: the wait began a moment ago
+            seconds = until - now
+            if seconds <= 0:
+                break
         for fd in ready:
-            watched = self._sockets.get(fd)
+            watched = sockets.get(fd)
             if watched is not None:
                 watched.dirty = True
         return ready

@@ -102,3 +102,54 @@ def test_descriptors_and_sockets_together(poller, router_and_dealer) -> None:
     finally:
         reader.close()
         writer.close()
+
+
+class _CommandsOnly:
+    """A ZeroMQ socket stand-in whose descriptor fires for ZeroMQ's own commands but which
+    never holds a message."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def getsockopt(self, option: int) -> int:
+        return self.fd if option == zmq.FD else zmq.POLLOUT
+
+
+def test_a_wake_up_for_zmq_commands_only_waits_on(poller: LoopPoller) -> None:
+    reader, writer = socket.socketpair()
+    signal, _other = socket.socketpair()  # the stand-in's descriptor
+    try:
+        poller.add_descriptor(reader.fileno())
+        watched = poller.add_socket(_CommandsOnly(signal.fileno()))  # type: ignore[arg-type]
+        poller.poll(0)  # its first check: no message
+        waits: list[float] = []
+        script = [[watched.fd], [reader.fileno()]]  # commands first, then the descriptor
+
+        def wait(seconds: float) -> list[int]:
+            waits.append(seconds)
+            return script.pop(0)
+
+        poller._wait = wait  # type: ignore[method-assign]
+        assert poller.poll(5_000) == [reader.fileno()]
+        assert len(waits) == 2 and 0 < waits[1] <= waits[0] == 5.0
+    finally:
+        for sock in (reader, writer, signal, _other):
+            sock.close()
+
+
+def test_a_wake_up_for_zmq_commands_only_ends_at_the_deadline(poller: LoopPoller) -> None:
+    signal, other = socket.socketpair()
+    watched = poller.add_socket(_CommandsOnly(signal.fileno()))  # type: ignore[arg-type]
+    poller.poll(0)
+    calls = []
+
+    def wait(seconds: float) -> list[int]:
+        calls.append(seconds)
+        return [watched.fd] if len(calls) == 1 else []
+
+    poller._wait = wait  # type: ignore[method-assign]
+    assert poller.poll(0) == [] and calls == [0.0]  # no wait asked: none made again
+    calls.clear()
+    assert poller.poll(1) == [] and len(calls) in (1, 2)  # at most the rest of 1 ms
+    signal.close()
+    other.close()
