@@ -36,6 +36,7 @@ from .clock import HousekeepingGate, LoopClock
 from .curve import apply_server, load_secret_key
 from .errors import InvalidArgument
 from .events import BrokerEvent
+from .hosts import is_ipv6_literal, url_host
 from .listeners import AdvertisedListeners
 from .poller import LoopPoller
 from .pulsar_protocol import PulsarSession
@@ -139,19 +140,19 @@ class Broker:
 
     @property
     def service_url(self) -> str:
-        return f"zmq://{self.host}:{self.port}"
+        return f"zmq://{url_host(self.host)}:{self.port}"
 
     @property
     def pulsar_url(self) -> str:
         """Where the official ``pulsar-client`` connects: ``pulsar://host:port``."""
-        return f"pulsar://{self.host}:{self.pulsar_port}"
+        return f"pulsar://{url_host(self.host)}:{self.pulsar_port}"
 
     @property
     def pulsar_ssl_url(self) -> str | None:
         """``pulsar+ssl://host:port`` when brokerServicePortTls is set, else ``None``."""
         if self.pulsar_port_tls < 0:
             return None
-        return f"pulsar+ssl://{self.host}:{self.pulsar_port_tls}"
+        return f"pulsar+ssl://{url_host(self.host)}:{self.pulsar_port_tls}"
 
     @property
     def web_url_tls(self) -> str | None:
@@ -179,7 +180,7 @@ class Broker:
 
     @property
     def events_url(self) -> str:
-        return f"tcp://{self.events_host}:{self.events_port}"
+        return f"tcp://{url_host(self.events_host)}:{self.events_port}"
 
     @property
     def web_url(self) -> str:
@@ -348,10 +349,7 @@ class Broker:
         # pyzmq's own send, without the Python layer over it (routing ids and groups, which
         # a ROUTER never uses): a third of the cost of sending a small frame.
         self._router_send = super(zmq.Socket, self.router).send
-        if self.port:
-            self.router.bind(f"tcp://{self.host}:{self.port}")
-        else:
-            self.port = self.router.bind_to_random_port(f"tcp://{self.host}")
+        self.port = _bind(self.router, self.host, self.port)
         self.clock = LoopClock()
         self._listeners = [self._listen(self.pulsar_port)]
         self.pulsar_port = self._listeners[0].port
@@ -364,15 +362,12 @@ class Broker:
         if self._zap is not None:
             self.pub.plain_server = True
             self.pub.zap_domain = EVENTS_DOMAIN
-        if self.events_port:
-            self.pub.bind(f"tcp://{self.events_host}:{self.events_port}")
-        else:
-            self.events_port = self.pub.bind_to_random_port(f"tcp://{self.events_host}")
+        self.events_port = _bind(self.pub, self.events_host, self.events_port)
         self._waker = Waker()
         self.service = BrokerService(
             open_storage(self.data_dir, self.storage_kind), self.clock, self.settings
         )
-        advertised = self.settings.advertised_address or self.host
+        advertised = url_host(self.settings.advertised_address or self.host)
         self.advertised = AdvertisedListeners.parse(
             self.settings.advertised_listeners, self.settings.internal_listener_name,
             url=f"pulsar://{advertised}:{self.pulsar_port}",
@@ -654,3 +649,14 @@ class Broker:
         for transport in self._transports():
             transport.ping(self.keep_alive_ms)
 
+
+def _bind(sock: zmq.Socket, host: str, port: int) -> int:
+    """Bind ``sock`` on ``host:port`` (0: a free port) and return the port; an IPv6 address
+    (``::1``, ``[::]``) turns the socket's IPV6 option on first, which ZeroMQ requires."""
+    if is_ipv6_literal(host):
+        sock.ipv6 = True
+    base = f"tcp://{url_host(host)}"
+    if port:
+        sock.bind(f"{base}:{port}")
+        return port
+    return sock.bind_to_random_port(base)

@@ -456,14 +456,7 @@ class AbstractTopic:
     def estimated_backlog_size(self, mark_delete: Position) -> int:
         """Bytes after ``mark_delete`` (``ManagedLedgerImpl.getEstimatedBacklogSize``):
         whole ledgers after it, and the ledger it points into pro rata by entries."""
-        size = 0
-        for info in self.ledger.ledgers:
-            if info.ledger_id > mark_delete[0]:
-                size += info.size
-            elif info.ledger_id == mark_delete[0] and info.entries:
-                remaining = max(0, info.entries - 1 - mark_delete[1])
-                size += info.size * remaining // info.entries
-        return size
+        return self.ledger.estimated_backlog_size(mark_delete)
 
     def _within_backlog_quota(self, policies: Policies) -> bool:
         limit = policies.backlog_quota_limit_bytes
@@ -515,9 +508,9 @@ class AbstractTopic:
             subscription.expire_messages(ttl, now_ms)
 
     def housekeeping(self, now_ms: int) -> None:
-        before = self.ledger.ledgers[-1].ledger_id if self.ledger.ledgers else None
+        before = self.ledger.current_ledger_id  # every tick: a query, no copy of the list
         if self.ledger.maybe_rollover(now_ms):
-            after = self.ledger.ledgers[-1].ledger_id
+            after = self.ledger.current_ledger_id
             self.context.emit(
                 EventType.LEDGER_ROLLED_OVER, self.name, None, None, closed=before, opened=after
             )

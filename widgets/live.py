@@ -28,6 +28,7 @@ from pulsarlab.broker import TopicName
 from pulsarlab.broker.admin import Admin
 from pulsarlab.broker.errors import PulsarLabError
 from pulsarlab.broker.events import DeadLettered, Retried
+from pulsarlab.broker.hosts import endpoint_is_ipv6
 from pulsarlab.broker.zap import subscriber_login
 
 from .source import EventLog, Palette, Snapshot, decode_message
@@ -153,6 +154,8 @@ class LiveBinding:
         sock.setsockopt(zmq.SUBSCRIBE, b"")
         if self._events_token is not None:
             subscriber_login(sock, self._events_token)
+        if endpoint_is_ipv6(self.events_url):  # ZeroMQ connects to [::1] only so
+            sock.ipv6 = True
         try:
             sock.connect(self.events_url)
             while not self._stop.is_set():

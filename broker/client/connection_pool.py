@@ -25,6 +25,7 @@ from typing import Any
 import zmq
 
 from ..curve import apply_client
+from ..hosts import endpoint_is_ipv6
 from ..pulsar_protocol import PulsarApi_pb2 as pb
 from ..pulsar_protocol.framing import MAX_FRAME_OVERHEAD, Frame, encode_command
 from .client_cnx import ClientCnx
@@ -102,6 +103,8 @@ class ConnectionPool(Connection):
             dealer.rcvhwm = 0
             if self.curve_server_key is not None:
                 apply_client(dealer, self.curve_server_key)
+            if endpoint_is_ipv6(self.endpoint):  # ZeroMQ connects to [::1] only so
+                dealer.ipv6 = True
             dealer.connect(self.endpoint)
             cnx.sock = dealer
             self._by_fd[dealer] = cnx

@@ -29,6 +29,7 @@ import ssl
 from typing import Any
 
 from ..format.batch import encode_pulsar_batch, pulsar_batch_items
+from ..hosts import url_host
 from .connection import parse_service_url
 from .connection_pool import DEFAULT_KEEP_ALIVE_SECONDS
 from .consumer_commands import ConsumerCommands
@@ -65,7 +66,7 @@ class PulsarConnection(ProducerCommands, ConsumerCommands):
             self.over_zmq = False
             host, port = parse_pulsar_url(service_url)
             scheme = "pulsar+ssl" if self.use_tls else "pulsar"
-            self.service_url = endpoint = f"{scheme}://{host}:{port}"
+            self.service_url = endpoint = f"{scheme}://{url_host(host)}:{port}"
             if self.use_tls:
                 self._ssl_context = client_context(self.tls_options)
         else:  # zmq:// (tcp://, ipc://, inproc://): one DEALER to a pulsarlab broker

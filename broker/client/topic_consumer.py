@@ -2,7 +2,7 @@
 
 A :class:`~.consumer.Consumer` owns one :class:`TopicConsumer` per topic (per partition of
 a partitioned topic). The I/O thread calls ``on_entries`` with each burst of Pulsar MESSAGEs:
-metadata read (:func:`~pulsarlab.broker.format.metadata.from_pulsar`), chunks reassembled,
+metadata read (:func:`~pulsarlab.broker.format.metadata.read_pulsar_metadata`), chunks reassembled,
 payloads decompressed, batches split in Pulsar's layout (skipping indexes the broker's ack
 set marks acked), and the messages handed to the parent's receiver queue. Permits: FLOW
 with the receiver queue size at subscribe, then a refill once half has been consumed by the
@@ -41,7 +41,7 @@ from typing import Any
 
 from ..entry import MessageMetadata
 from ..format.compression import decompress
-from ..format.metadata import from_pulsar, is_encrypted
+from ..format.metadata import is_encrypted, read_pulsar_metadata
 from ..message_id import MessageId
 from ..topic_name import TopicName
 from .ack_grouping import AckGroupingTracker
@@ -404,7 +404,7 @@ class TopicConsumer:
         now = now_ms()
         for entry, raw, payload in entries:
             try:
-                meta = from_pulsar(raw)
+                meta = read_pulsar_metadata(raw)[0]  # per entry: no from_pulsar layer
                 if meta.num_messages_in_batch is not None and is_encrypted(raw):
                     # End-to-end encrypted (this client cannot decrypt): the batch as
                     # stored, as ONE message, as Pulsar's ConsumerCryptoFailureAction.CONSUME

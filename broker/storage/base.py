@@ -116,7 +116,20 @@ class ManagedLedger(ABC):
     @property
     @abstractmethod
     def ledgers(self) -> list[LedgerInfo]:
-        """Ledgers kept, oldest first; the last one is the current (open) ledger."""
+        """Ledgers kept, oldest first; the last one is the current (open) ledger.
+
+        A snapshot: copies the caller may keep or change. The broker's own per-tick and
+        per-publish questions use the queries below, which copy nothing."""
+
+    @property
+    @abstractmethod
+    def current_ledger_id(self) -> int | None:
+        """The current (open, last) ledger's id; ``None`` before the ledger is opened."""
+
+    @abstractmethod
+    def estimated_backlog_size(self, mark_delete: Position) -> int:
+        """Bytes after ``mark_delete`` (``ManagedLedgerImpl.getEstimatedBacklogSize``):
+        whole ledgers after it, and the ledger it points into pro rata by entries."""
 
     @property
     @abstractmethod

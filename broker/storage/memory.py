@@ -295,6 +295,28 @@ class LedgerSequence(ManagedLedger):
         return [replace(info) for info in self._infos]
 
     @property
+    def current_ledger_id(self) -> int | None:
+        return self._ids[-1] if self._ids else None
+
+    @property
+    def number_of_entries(self) -> int:
+        return sum(info.entries for info in self._infos)
+
+    @property
+    def total_size(self) -> int:
+        return sum(info.size for info in self._infos)
+
+    def estimated_backlog_size(self, mark_delete: Position) -> int:
+        ledger_id, entry_id = mark_delete
+        size = 0
+        for info in self._infos[bisect_left(self._ids, ledger_id):]:
+            if info.ledger_id > ledger_id:
+                size += info.size
+            elif info.entries:  # the ledger mark_delete points into
+                size += info.size * max(0, info.entries - 1 - entry_id) // info.entries
+        return size
+
+    @property
     def corrupt_entries(self) -> frozenset[Position]:
         return frozenset(self._corrupt)
 
