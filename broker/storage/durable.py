@@ -13,10 +13,11 @@ corruption and is reported (ERROR) and kept as a ``None`` entry, never skipped s
 A ledger that is sealed (closed at rollover or at a clean close, or recovered at open)
 gets an index file of its entry offsets (``ledger_index.py``); opening trusts it instead of
 scanning when it matches the segment file and the ledger list, and the last record's CRC
-is checked. The ledger being written journals its entry offsets after each group commit's
-``fsync``, so after a crash only its last ``_TAIL_SCAN_BYTES`` (1 MiB) and whatever the
-journal does not cover are CRC-scanned; corruption in the part the
-journal vouches for is found when that entry is read (``LedgerCorruption``).
+is checked. The ledger being written journals its entry offsets after a group commit's
+sync (once they span a quarter of ``_TAIL_SCAN_BYTES``, 1 MiB), so after a crash only its
+last ``_TAIL_SCAN_BYTES`` and whatever the journal does not cover are CRC-scanned;
+corruption in the part the journal vouches for is found when that entry is read
+(``LedgerCorruption``).
 
 In memory a ledger keeps only its offsets (an ``array`` of u64, 8 bytes per entry); entry
 data is read from disk on demand, except the recent entries the storage-wide
@@ -65,6 +66,8 @@ _INDEX = re.compile(r"(\d+)\.(?:idx|pos)")
 # journal says (which only vouches for synced entries, which a crash cannot tear): as much
 # as one write buffer.
 _TAIL_SCAN_BYTES = _FLUSH_BYTES
+# The journal gets a chunk once the synced entries it lacks span this fraction of that tail.
+_JOURNAL_PER_TAIL_SCAN = 4
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -93,6 +96,19 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _sync_data(fd: int) -> None:
+    """Make a segment file's written records durable: ``fdatasync`` where there is one.
+
+    Safe for segment files because they only grow by appends: ``fdatasync`` still flushes
+    the metadata needed to read the data back (the new file size and the blocks allocated
+    for it: POSIX's synchronized I/O data integrity), and skips only what a reader does not
+    need, the modification and access times. A new file's directory entry is synced apart
+    (``_dirs_to_sync``). Without ``fdatasync`` (macOS), ``fsync``.
+    """
+    sync = getattr(os, "fdatasync", None)
+    (sync or os.fsync)(fd)
 
 
 def _record_at(buf: mmap.mmap, pos: int, size: int) -> tuple[int, bool] | None:
@@ -514,7 +530,7 @@ class DurableManagedLedger(LedgerSequence):
             self._write_buffer(ledger_id)
         if self.config.journal_sync_data:
             try:
-                os.fsync(self._fd(ledger_id))
+                _sync_data(self._fd(ledger_id))
                 for directory in self._dirs_to_sync:
                     _fsync_dir(directory)
             except OSError as exc:
@@ -531,10 +547,13 @@ class DurableManagedLedger(LedgerSequence):
             self._cache.put_run(ledger_id, len(self._offsets[ledger_id]) - 1 - len(run), run)
 
     def _journal(self, ledger_id: int) -> None:
-        """Append the ends of the entries just made durable to the position journal.
+        """Append the ends of the entries made durable since the last chunk to the position
+        journal, once they span a quarter of the tail a recovery scans anyway.
 
-        Best effort: on an error the ledger is not journaled any more (a crash then costs a
-        full scan of it, nothing else)."""
+        With small group commits (a batch per commit) that is one journal write in many
+        commits, not one each; after a crash the scan covers at most ``_TAIL_SCAN_BYTES``
+        and that quarter. Best effort: on an error the ledger is not journaled any more (a
+        crash then costs a full scan of it, nothing else)."""
         if ledger_id != self._journal_ledger:
             self._close_journal()
             self._journal_ledger, self._journaled = ledger_id, 0
@@ -542,6 +561,8 @@ class DurableManagedLedger(LedgerSequence):
         offsets = self._offsets[ledger_id]
         if self._journal_failed or self._journaled >= len(offsets) - 1:
             return
+        if offsets[-1] - offsets[self._journaled] < _TAIL_SCAN_BYTES // _JOURNAL_PER_TAIL_SCAN:
+            return  # recovery scans these bytes anyway: no write (a system call) per commit
         path = journal_path(self._path(ledger_id))
         try:
             fd = self._files.acquire(

@@ -14,9 +14,10 @@ stale, corrupt) gives ``None`` and a reason, and the caller scans the segment fi
 would without an index. It is written without ``fsync``: a crash can only leave an index
 that fails these checks.
 
-The ledger being written keeps a position journal instead, ``<ledger_id>.pos``: after each
-group commit's ``fsync`` the end offsets of the entries it made durable are appended to it
-as one chunk (count u32, CRC32 of the offsets u32, then the offsets as little-endian u64).
+The ledger being written keeps a position journal instead, ``<ledger_id>.pos``: after a
+group commit's sync, the end offsets of the entries made durable since the last chunk are
+appended to it as one chunk (count u32, CRC32 of the offsets u32, then the offsets as
+little-endian u64); the durable store adds one only once they span enough bytes.
 After a crash, :func:`load_journal` gives the longest run of intact chunks whose offsets
 are plausible (strictly increasing, within the file); the caller still checks the last
 boundary it trusts and scans everything after it. The journal only ever describes bytes

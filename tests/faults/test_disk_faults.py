@@ -38,7 +38,7 @@ class FaultyOs:
     def __init__(self, error: int, mode: str) -> None:
         self.error = error
         self.mode = mode  # "write": pwrite fails; "partial": half a write lands, then fails;
-        # "fsync": writes land, fsync fails
+        # "fsync": writes land, fsync / fdatasync fail
         self.failing = False
         self.faults = 0
 
@@ -63,6 +63,11 @@ class FaultyOs:
         if self.failing:
             self._fail()
         os.fsync(fd)
+
+    def fdatasync(self, fd: int) -> None:  # the group commit's sync of a segment file
+        if self.failing:
+            self._fail()
+        os.fdatasync(fd)
 
     def open(self, path, flags: int, mode: int = 0o777, *, dir_fd=None) -> int:
         writing = flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)

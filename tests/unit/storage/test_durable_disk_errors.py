@@ -103,11 +103,12 @@ def test_partial_write_is_cut_back(opened, monkeypatch: pytest.MonkeyPatch) -> N
     assert everything(ml) == [b"kept", b"after"]
 
 
-def test_failed_fsync_drops_the_unconfirmed_entries(opened, monkeypatch) -> None:
+def test_failed_sync_drops_the_unconfirmed_entries(opened, monkeypatch) -> None:
     _, ml = opened()
     ml.add_entry(b"kept", 0)
     confirmed = ml.sync()
-    monkeypatch.setattr(durable_module.os, "fsync", fail_with(errno.EIO))
+    # The group commit syncs the segment file's data (fdatasync; see durable._sync_data).
+    monkeypatch.setattr(durable_module.os, "fdatasync", fail_with(errno.EIO))
     ml.add_entry(b"lost", 0)
     with pytest.raises(StorageError, match="Input/output error"):
         ml.sync()

@@ -278,32 +278,80 @@ def test_tail_reads_come_from_the_cache(tmp_path: Path, monkeypatch: pytest.Monk
     storage.close()
 
 
-def test_group_commit_makes_one_fsync_per_sync(
+def test_group_commit_makes_one_data_sync_per_sync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """One ``fdatasync`` of the segment file per group commit (the file only grows by
+    appends, so it flushes the new size too); ``fsync`` only for the directories of a new
+    segment file; nothing at all without ``journal_sync_data``."""
     storage, ml = open_ml(tmp_path / "data")
     unsynced = storage.open_ledger(
         "persistent://public/default/fast", LedgerConfig(journal_sync_data=False), 0
     )
-    calls: list[int] = []
-    real_fsync = os.fsync
+    calls: list[tuple[str, int]] = []
+    real_fsync, real_fdatasync = os.fsync, os.fdatasync
 
-    def counting_fsync(fd: int) -> None:
-        calls.append(fd)
-        real_fsync(fd)
+    def counting(kind: str, real):
+        def sync(fd: int) -> None:
+            calls.append((kind, os.fstat(fd).st_ino))
+            real(fd)
+        return sync
 
-    monkeypatch.setattr(durable_module.os, "fsync", counting_fsync)
+    monkeypatch.setattr(durable_module.os, "fsync", counting("fsync", real_fsync))
+    monkeypatch.setattr(durable_module.os, "fdatasync", counting("fdatasync", real_fdatasync))
     write_synced(ml, 100)
-    first_sync = len(calls)
-    assert first_sync >= 2  # the segment file, then its new directory entries
+    seg = segment(tmp_path / "data", ml.last_confirmed[0])
+    directories = [("fsync", seg.parent.stat().st_ino), ("fsync", seg.parent.parent.stat().st_ino)]
+    assert calls[0] == ("fdatasync", seg.stat().st_ino)
+    assert sorted(calls[1:]) == sorted(directories)  # its new directory entries
+    calls.clear()
     write_synced(ml, 100)
-    assert len(calls) == first_sync + 1
+    assert calls == [("fdatasync", seg.stat().st_ino)]
     assert ml.sync() == (ml.last_confirmed[0], 199)
-    assert len(calls) == first_sync + 1  # nothing pending: no fsync
+    assert calls == [("fdatasync", seg.stat().st_ino)]  # nothing pending: no sync
     calls.clear()
     write_synced(unsynced, 100)
     assert calls == []
     assert len(everything(unsynced)) == 100
+    storage.close()
+
+
+def test_without_fdatasync_the_group_commit_falls_back_to_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage, ml = open_ml(tmp_path / "data")
+    write_synced(ml, 1)
+    calls: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.delattr(durable_module.os, "fdatasync")  # as on macOS
+    monkeypatch.setattr(durable_module.os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd)))
+    write_synced(ml, 3)
+    assert len(calls) == 1
+    assert everything(ml) == written(1) + written(3)
+    storage.close()
+
+
+def test_no_entry_is_confirmed_before_its_bytes_are_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the segment file is synced, the group's records are all in it and none of its
+    entries is confirmed yet; they are right after (so no receipt can precede the sync)."""
+    storage, ml = open_ml(tmp_path / "data")
+    write_synced(ml, 1)
+    seen: list[tuple[tuple[int, int], int]] = []
+    real = os.fdatasync
+
+    def watching(fd: int) -> None:
+        seen.append((ml.last_confirmed, os.fstat(fd).st_size))
+        real(fd)
+
+    monkeypatch.setattr(durable_module.os, "fdatasync", watching)
+    before = ml.last_confirmed
+    positions = [ml.add_entry(data, 0) for data in written(5)]
+    assert ml.last_confirmed == before and seen == []
+    assert ml.sync() == positions[-1]
+    size = len(record(b"entry-000")) * 6
+    assert seen == [(before, size)]  # confirmed only after the sync, of all six records
     storage.close()
 
 

@@ -24,6 +24,7 @@ from pulsarlab.broker.storage.ledger_index import (
     journal_bytes,
     journal_path,
     load_index,
+    load_journal,
     write_index,
 )
 
@@ -298,6 +299,38 @@ def crashed_with(data_dir: Path, crash, count: int, monkeypatch: pytest.MonkeyPa
     return ledger_id
 
 
+def test_the_journal_gets_a_chunk_once_its_entries_span_a_quarter_of_the_tail(
+    tmp_path: Path, crash, scans: ScanLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small group commits (one entry each, 18-byte records) are journaled 6 at a time with
+    a 400-byte tail scan (a chunk per 100 synced bytes), and a crash still recovers every
+    synced entry, scanning only from the last entry the journal vouches for before the
+    tail."""
+    monkeypatch.setattr(durable_module, "_TAIL_SCAN_BYTES", 400)
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir)
+    ledger_id = ml.last_confirmed[0]
+    journal = journal_path(seg(data_dir, ledger_id))
+    for data in written(5):
+        ml.add_entry(data, 0)
+        ml.sync()
+    assert not journal.exists()  # 90 bytes synced: recovery would scan them anyway
+    for data in written(100)[5:]:
+        ml.add_entry(data, 0)
+        ml.sync()
+    size = seg(data_dir, ledger_id).stat().st_size
+    assert size == 18 * 100
+    assert journal.stat().st_size == 8 * 96 + 8 * 16  # 16 chunks of 6 ends: entries 0..95
+    assert load_journal(seg(data_dir, ledger_id), size) == array("Q", range(0, 18 * 97, 18))
+    crash(storage)
+
+    storage, ml = open_ml(data_dir)
+    assert scans == [ledger_id]
+    assert scans.starts[ledger_id] == 77  # the last journaled end within size - 400
+    assert everything(ml) == written(100)
+    storage.close()
+
+
 def test_after_a_crash_the_journal_spares_all_but_the_tail_of_the_scan(
     tmp_path: Path, crash, scans: ScanLog, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -356,7 +389,10 @@ def test_a_wrong_journal_never_loses_or_invents_entries(
     storage.close()
 
 
-def test_a_journal_is_dropped_when_its_ledger_is_sealed_or_trimmed(tmp_path: Path) -> None:
+def test_a_journal_is_dropped_when_its_ledger_is_sealed_or_trimmed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(durable_module, "_TAIL_SCAN_BYTES", 0)  # a journal chunk per commit
     data_dir = tmp_path / "data"
     storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
     for data in written(7):
