@@ -23,8 +23,9 @@ __all__ = ["LoopPoller", "WatchedSocket"]
 
 
 class WatchedSocket:
-    """A ZeroMQ socket in the poller. Call :meth:`touched` after using it outside a turn
-    that found it ready (a send): its mailbox is then checked before the next wait."""
+    """A ZeroMQ socket in the poller. Set :attr:`dirty` after using it outside a turn that
+    found it ready (a send): its mailbox is then checked before the next wait. (An
+    attribute, not a method: the broker sets it on every ZeroMQ send.)"""
 
     __slots__ = ("dirty", "fd", "socket")
 
@@ -32,9 +33,6 @@ class WatchedSocket:
         self.socket = socket
         self.fd: int = socket.getsockopt(zmq.FD)
         self.dirty = True  # unknown until asked
-
-    def touched(self) -> None:
-        self.dirty = True
 
     def readable(self) -> bool:
         """Whether a message waits (reads the mailbox, which clears its signal)."""
