@@ -2,7 +2,7 @@
 
 ``Broker`` binds a ROUTER socket for ZeroMQ clients (Pulsar frames, one per message:
 :mod:`.transports.zmq`), plain TCP listeners for pulsar:// and pulsar+ssl:// connections
-(:mod:`.transports.tcp`, watched through one readiness descriptor each), every Pulsar
+(:mod:`.transports.tcp`, their sockets in the loop's one epoll), every Pulsar
 connection a sans-I/O
 :class:`~.pulsar_protocol.PulsarSession`, and an XPUB socket for the event stream, then runs
 one loop on its own thread: read a burst of frames, hand them to :class:`BrokerService`,
@@ -109,6 +109,7 @@ class Broker:
         self.pulsar_port = self.settings.broker_service_port
         self.pulsar_port_tls = self.settings.broker_service_port_tls
         self._listeners: list[TcpTransport] = []  # pulsar://, pulsar+ssl://
+        self._poller: LoopPoller | None = None  # the loop's wait, made by _setup
         self.events_port = events_port
         self.storage_kind = storage
         self.keep_alive_ms = int(keep_alive_interval_seconds * 1000)
@@ -303,6 +304,7 @@ class Broker:
             for listener in self._listeners:
                 listener.close()
             self._listeners = []
+            self._close_poller()
             if self.web is not None:
                 self.web.detach()
                 self.web.stop()
@@ -351,6 +353,7 @@ class Broker:
         self._router_send = super(zmq.Socket, self.router).send
         self.port = _bind(self.router, self.host, self.port)
         self.clock = LoopClock()
+        self._poller = LoopPoller()  # the loop's one wait; the listeners register in it
         self._listeners = [self._listen(self.pulsar_port)]
         self.pulsar_port = self._listeners[0].port
         if self.pulsar_port_tls >= 0 and self._tls_context is not None:
@@ -408,7 +411,8 @@ class Broker:
         try:
             return TcpTransport(listener, self._new_session, settings=self.settings,
                                 open_connections=self._open_connections,
-                                now_ms=self.clock.now_ms, tls_context=tls_context)
+                                now_ms=self.clock.now_ms, tls_context=tls_context,
+                                readiness=self._poller.readiness)
         except BaseException:
             listener.close()
             raise
@@ -454,26 +458,25 @@ class Broker:
             sock.close(linger=0)
         for listener in self._listeners:
             listener.close()
+        self._close_poller()
         if self._zap is not None:
             self._zap.close()
             self._zap = None
 
-    def _loop(self) -> None:
-        poller = LoopPoller()
-        try:
-            self._loop_on(poller)
-        finally:
-            poller.close()
+    def _close_poller(self) -> None:
+        if self._poller is not None:
+            self._poller.close()
+            self._poller = None
 
-    def _loop_on(self, poller: LoopPoller) -> None:
+    def _loop(self) -> None:
+        poller = self._poller
+        assert poller is not None
         self._router_watch = poller.add_socket(self.router)
         router_fd = self._router_watch.fd
         self._pub_watch = poller.add_socket(self.pub)
         pub_fd = self._pub_watch.fd
-        # Each TCP listener is one raw descriptor (its epoll), not a ZeroMQ socket.
-        listeners = [(listener.fileno(), listener) for listener in self._listeners]
-        for fd, _listener in listeners:
-            poller.add_descriptor(fd)
+        # The TCP listeners registered their sockets in the poller's readiness themselves.
+        listeners = self._listeners
         assert self._waker is not None
         waker = self._waker
         wake_fd = waker.fileno()
@@ -502,9 +505,10 @@ class Broker:
                 self._read_event_subscriptions()
             if router_fd in ready:
                 self._drain_router()
-            for fd, listener in listeners:
-                if fd in ready:
-                    listener.drain(_BURST)
+            if ready:
+                items = ready.items()
+                for listener in listeners:
+                    listener.drain(_BURST, items)
             # The REST API's I/O, or a timer / callback of it due (or the poll timed out).
             if web is not None and (web_fd in ready or not wait or not ready):
                 web.pump()

@@ -1,11 +1,12 @@
-"""One descriptor that is readable when any of many sockets is ready (epoll, or the
+"""Many descriptors, each watched for reading and maybe writing, in one ``epoll`` (or the
 platform's selector).
 
-The broker's loop waits on one poller (``broker/poller.py``). A transport with many TCP
-sockets registers only its :class:`Readiness` descriptor there, and when it is readable asks
-:meth:`Readiness.ready` which sockets are ready, without waiting. Linux's ``epoll`` is used
-as is (no Python layer per call); elsewhere :class:`selectors.DefaultSelector` (kqueue on
-macOS) reports the same event bits.
+The broker's loop waits in one :class:`Readiness` (``broker/poller.py`` holds it): its
+ZeroMQ sockets' descriptors, the waker, the REST API's loop and every TCP socket of the
+pulsar:// transports, which register and modify their sockets in it themselves. A transport
+made without the loop's keeps its own (tests, tools) and asks :meth:`Readiness.ready`
+without waiting. Linux's ``epoll`` is used as is (no Python layer per call); elsewhere
+:class:`selectors.DefaultSelector` (kqueue on macOS) reports the same event bits.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ READABLE = READ | _ERROR | _HANGUP  # a read tells what happened: data, EOF or t
 class Readiness:
     """Sockets by descriptor, each watched for :data:`READ` and maybe :data:`WRITE`."""
 
-    def __init__(self) -> None:
-        self._epoll = select.epoll() if hasattr(select, "epoll") else None
+    def __init__(self, *, use_epoll: bool = True) -> None:
+        """``use_epoll=False`` takes the selectors fallback even where there is ``epoll``
+        (tests run both)."""
+        self._epoll = select.epoll() if use_epoll and hasattr(select, "epoll") else None
         if self._epoll is not None:
             self.register: Callable[[int, int], None] = self._epoll.register
             self.modify: Callable[[int, int], None] = self._epoll.modify
@@ -37,6 +40,9 @@ class Readiness:
             self.fileno: Callable[[], int] = self._epoll.fileno
             self.close: Callable[[], None] = self._epoll.close
             self.ready: Callable[[], list[tuple[int, int]]] = partial(self._epoll.poll, 0)
+            #: ``wait(seconds)``: the ready descriptors and their events, waiting at most
+            #: ``seconds`` (a negative number: until one is ready).
+            self.wait: Callable[[float], list[tuple[int, int]]] = self._epoll.poll
             return
         self._selector = selectors.DefaultSelector()
         if not hasattr(self._selector, "fileno"):
@@ -48,6 +54,7 @@ class Readiness:
         self.modify = self._modify
         self.unregister = self._selector.unregister  # type: ignore[assignment]
         self.ready = self._ready
+        self.wait = self._wait
 
     # -- the selectors fallback -----------------------------------------------------------
 
@@ -63,6 +70,9 @@ class Readiness:
         self._selector.modify(fd, self._events(events))
 
     def _ready(self) -> list[tuple[int, int]]:
+        return self._wait(0)
+
+    def _wait(self, seconds: float) -> list[tuple[int, int]]:
         return [(key.fd, (READ if events & selectors.EVENT_READ else 0)
                  | (WRITE if events & selectors.EVENT_WRITE else 0))
-                for key, events in self._selector.select(0)]
+                for key, events in self._selector.select(None if seconds < 0 else seconds)]

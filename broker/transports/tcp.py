@@ -2,9 +2,10 @@
 thread.
 
 :class:`TcpTransport` owns one listening socket and its connections, every one
-non-blocking and watched by one :class:`~.readiness.Readiness` (epoll on Linux). The
-broker's loop polls only that descriptor beside its ZeroMQ sockets; when it is readable,
-:meth:`TcpTransport.drain` accepts, reads and writes what is ready, never waiting. Each
+non-blocking and registered in a :class:`~.readiness.Readiness`: the broker loop's own one
+(``broker/poller.py``), so that one ``epoll_wait`` a turn covers every socket, or one of its
+own when made without it. The loop hands :meth:`TcpTransport.drain` what its wait found
+ready; the transport accepts, reads and writes what is its own, never waiting. Each
 connection is one :class:`~..pulsar_protocol.PulsarSession`, fed the bytes read (it cuts
 them into frames with Pulsar's length framing). What a session answers is written at once;
 what the socket cannot take yet waits in the connection's buffer, in order, until the
@@ -20,7 +21,7 @@ import contextlib
 import logging
 import socket
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import PulsarLabError
@@ -85,16 +86,20 @@ class TcpTransport(SessionTransport):
         open_connections: Callable[[], int],
         now_ms: Callable[[], int],
         tls_context: ssl.SSLContext | None = None,
+        readiness: Readiness | None = None,
     ) -> None:
         """``listener`` is a bound, listening socket (:func:`bind_listener`);
         ``new_session(sender=..., route=..., peer=...)`` makes a session;
         ``open_connections()`` counts every connection the broker serves, on any transport
-        (``max_connections``)."""
+        (``max_connections``); ``readiness`` is the broker loop's (its sockets are
+        registered there, and closing the transport leaves it open), else the transport
+        has one of its own."""
         listener.setblocking(False)
         self.listener = listener
         self.tls_context = tls_context
         self.sessions: dict[bytes, PulsarSession] = {}
-        self.readiness = Readiness()
+        self._own_readiness = readiness is None
+        self.readiness = Readiness() if readiness is None else readiness
         self._listener_fd = listener.fileno()
         self.readiness.register(self._listener_fd, READ)
         self._by_fd: dict[int, _Connection] = {}
@@ -119,7 +124,8 @@ class TcpTransport(SessionTransport):
         return int(self.listener.getsockname()[1])
 
     def fileno(self) -> int:
-        """The descriptor the broker's poller watches: readable when a socket is ready."""
+        """A descriptor readable when one of the transport's sockets is ready (its own
+        readiness's; not for a transport in the broker loop's)."""
         return self.readiness.fileno()
 
     @property
@@ -129,11 +135,13 @@ class TcpTransport(SessionTransport):
 
     # -- reading --------------------------------------------------------------------------
 
-    def drain(self, burst: int) -> None:
-        """Handle every socket ready now: accept, write what waited, read (at most
-        ``burst`` reads in all); never waits."""
+    def drain(self, burst: int, ready: Iterable[tuple[int, int]] | None = None) -> None:
+        """Handle the sockets ``ready`` (descriptor and events, as the loop's wait found
+        them; others' descriptors are passed over), or by default every socket of the
+        transport's readiness ready now: accept, write what waited, read (at most ``burst``
+        reads in all); never waits."""
         by_fd = self._by_fd
-        for fd, events in self.readiness.ready():
+        for fd, events in self.readiness.ready() if ready is None else ready:
             conn = by_fd.get(fd)
             if conn is None:
                 if fd == self._listener_fd:
@@ -362,11 +370,18 @@ class TcpTransport(SessionTransport):
     def close(self) -> None:
         """Close every connection, the listener and the readiness descriptor."""
         for conn in list(self._by_fd.values()):
+            if not self._own_readiness:
+                with contextlib.suppress(OSError):
+                    self.readiness.unregister(conn.fd)
             with contextlib.suppress(OSError):
                 conn.sock.close()
         self._by_fd.clear()
         self._by_route.clear()
         self._closing.clear()
         self.sessions.clear()
+        if self._own_readiness:
+            self.readiness.close()
+        else:
+            with contextlib.suppress(OSError):
+                self.readiness.unregister(self._listener_fd)
         self.listener.close()
-        self.readiness.close()

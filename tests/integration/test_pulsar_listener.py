@@ -1,6 +1,7 @@
 """The broker's pulsar:// listener (plain TCP on the broker thread): a free port read back,
 a restart on the same port while the last connection's socket lingers (SO_REUSEADDR, as
-Pulsar's), and a port in use as a start-up error that leaves nothing running."""
+Pulsar's), a port in use as a start-up error that leaves nothing running, and the
+connections served from the loop's one wait (no second poll of the transport's own)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,24 @@ def test_a_pulsar_port_in_use_fails_start_and_leaves_nothing_running() -> None:
             broker.start()
         broker.stop(timeout=5)
         assert not broker.running
+
+
+def test_connections_are_served_from_the_loops_one_wait() -> None:
+    """The listener's sockets are in the loop's epoll: a turn hands the transport what that
+    wait found, and never polls again to learn which socket is ready."""
+    with Broker(storage="memory") as broker:
+
+        def no_second_poll(service: object) -> None:
+            (listener,) = broker._listeners
+            assert listener.readiness is broker._poller.readiness
+
+            def second_poll() -> list[tuple[int, int]]:
+                raise AssertionError("the transport polled again")
+
+            listener.readiness.ready = second_poll
+
+        broker.call(no_second_poll)
+        clients = [_connected(broker.pulsar_port) for _ in range(3)]  # each served
+        for client in clients:
+            client.close()
+        assert broker.loop_error is None

@@ -11,6 +11,7 @@ import pytest
 import zmq
 
 from pulsarlab.broker.poller import LoopPoller
+from pulsarlab.broker.transports.readiness import READ, WRITE
 
 LONG_MS = 10_000  # a wait that returns at once when something is ready
 
@@ -38,11 +39,11 @@ def test_a_raw_descriptor_is_ready_while_readable(poller: LoopPoller) -> None:
     reader, writer = socket.socketpair()
     try:
         poller.add_descriptor(reader.fileno())
-        assert poller.poll(0) == []
+        assert list(poller.poll(0)) == []
         writer.send(b"x")
-        assert poller.poll(LONG_MS) == [reader.fileno()]
+        assert list(poller.poll(LONG_MS)) == [reader.fileno()]
         reader.recv(1)
-        assert poller.poll(0) == []
+        assert list(poller.poll(0)) == []
     finally:
         reader.close()
         writer.close()
@@ -51,11 +52,11 @@ def test_a_raw_descriptor_is_ready_while_readable(poller: LoopPoller) -> None:
 def test_a_zmq_socket_is_ready_while_a_message_waits(poller, router_and_dealer) -> None:
     router, dealer = router_and_dealer
     watched = poller.add_socket(router)
-    assert poller.poll(0) == []
+    assert list(poller.poll(0)) == []
     dealer.send(b"one")
-    assert poller.poll(LONG_MS) == [watched.fd]
+    assert list(poller.poll(LONG_MS)) == [watched.fd]
     assert router.recv_multipart()[1] == b"one"
-    assert poller.poll(0) == []
+    assert list(poller.poll(0)) == []
 
 
 def test_a_message_left_behind_is_ready_without_a_new_signal(poller, router_and_dealer):
@@ -63,26 +64,26 @@ def test_a_message_left_behind_is_ready_without_a_new_signal(poller, router_and_
     watched = poller.add_socket(router)
     for body in (b"one", b"two", b"three"):
         dealer.send(body)
-    assert poller.poll(LONG_MS) == [watched.fd]
+    assert list(poller.poll(LONG_MS)) == [watched.fd]
     # The loop reads one (its burst is spent): the rest took no new signal, and the next
     # poll must not wait for one.
     router.recv_multipart()
-    assert poller.poll(LONG_MS) == [watched.fd]
+    assert list(poller.poll(LONG_MS)) == [watched.fd]
     router.recv_multipart()
     router.recv_multipart()
-    assert poller.poll(0) == []
+    assert list(poller.poll(0)) == []
 
 
 def test_a_send_that_took_the_signal_is_followed_by_a_check(poller, router_and_dealer):
     router, dealer = router_and_dealer
     watched = poller.add_socket(router)
     dealer.send(b"hello")
-    assert poller.poll(LONG_MS) == [watched.fd]
+    assert list(poller.poll(LONG_MS)) == [watched.fd]
     identity, _ = router.recv_multipart()
     dealer.send(b"again")
     router.send_multipart([identity, b"reply"])
     watched.dirty = True  # as the broker marks a send
-    assert poller.poll(LONG_MS) == [watched.fd]
+    assert list(poller.poll(LONG_MS)) == [watched.fd]
     assert router.recv_multipart()[1] == b"again"
     assert dealer.recv() == b"reply"
 
@@ -123,14 +124,15 @@ def test_a_wake_up_for_zmq_commands_only_waits_on(poller: LoopPoller) -> None:
         watched = poller.add_socket(_CommandsOnly(signal.fileno()))  # type: ignore[arg-type]
         poller.poll(0)  # its first check: no message
         waits: list[float] = []
-        script = [[watched.fd], [reader.fileno()]]  # commands first, then the descriptor
+        # commands first, then the descriptor
+        script = [[(watched.fd, READ)], [(reader.fileno(), READ)]]
 
-        def wait(seconds: float) -> list[int]:
+        def wait(seconds: float) -> list[tuple[int, int]]:
             waits.append(seconds)
             return script.pop(0)
 
         poller._wait = wait  # type: ignore[method-assign]
-        assert poller.poll(5_000) == [reader.fileno()]
+        assert list(poller.poll(5_000)) == [reader.fileno()]
         assert len(waits) == 2 and 0 < waits[1] <= waits[0] == 5.0
     finally:
         for sock in (reader, writer, signal, _other):
@@ -143,13 +145,31 @@ def test_a_wake_up_for_zmq_commands_only_ends_at_the_deadline(poller: LoopPoller
     poller.poll(0)
     calls = []
 
-    def wait(seconds: float) -> list[int]:
+    def wait(seconds: float) -> list[tuple[int, int]]:
         calls.append(seconds)
-        return [watched.fd] if len(calls) == 1 else []
+        return [(watched.fd, READ)] if len(calls) == 1 else []
 
     poller._wait = wait  # type: ignore[method-assign]
-    assert poller.poll(0) == [] and calls == [0.0]  # no wait asked: none made again
+    assert list(poller.poll(0)) == [] and calls == [0.0]  # no wait asked: none made again
     calls.clear()
-    assert poller.poll(1) == [] and len(calls) in (1, 2)  # at most the rest of 1 ms
+    assert list(poller.poll(1)) == [] and len(calls) in (1, 2)  # at most the rest of 1 ms
     signal.close()
     other.close()
+
+
+def test_a_descriptor_registered_in_its_readiness_reports_its_events(poller) -> None:
+    """A transport registers its sockets in the poller's readiness with its own events; the
+    wait reports them as found (a writable socket: WRITE, not READ)."""
+    reader, writer = socket.socketpair()
+    try:
+        poller.readiness.register(writer.fileno(), READ | WRITE)
+        assert poller.poll(LONG_MS) == {writer.fileno(): WRITE}
+        reader.send(b"x")
+        assert poller.poll(LONG_MS) == {writer.fileno(): READ | WRITE}
+        poller.readiness.modify(writer.fileno(), READ)
+        assert poller.poll(LONG_MS) == {writer.fileno(): READ}
+        poller.readiness.unregister(writer.fileno())
+        assert poller.poll(0) == {}
+    finally:
+        reader.close()
+        writer.close()

@@ -1,5 +1,6 @@
 """The pulsar:// TCP transport with real loopback sockets, driven one turn at a time (on
-epoll and on the selectors fallback): bytes in and out, partial writes that keep every byte
+epoll, on the selectors fallback, and in the broker loop's poller beside other
+descriptors): bytes in and out, partial writes that keep every byte
 in order, closing after the last bytes, max_connections refusals, peers that hang up or
 reset, a session that fails, and the accept back-off when the process runs out of
 descriptors."""
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from pulsarlab.broker import BrokerSettings, ManualClock
+from pulsarlab.broker.poller import LoopPoller
 from pulsarlab.broker.pulsar_protocol import FrameDecoder
 from pulsarlab.broker.transports.tcp import (
     ACCEPT_PAUSE_MS,
@@ -65,15 +67,20 @@ class FakeSession:
 class Rig:
     """A transport on a loopback listener, its sessions, and clients to connect."""
 
-    def __init__(self, new_session: Callable[..., Any] | None = None, **settings: Any) -> None:
+    def __init__(self, new_session: Callable[..., Any] | None = None, *,
+                 poller: LoopPoller | None = None, **settings: Any) -> None:
+        """With ``poller``, the transport registers in the loop poller's readiness (as in
+        the broker) and a turn hands it what the poller's wait found."""
         self.clock = ManualClock()
         self.sessions: list[Any] = []
         self._make = new_session or FakeSession
+        self.poller = poller
         self.transport = TcpTransport(
             bind_listener("127.0.0.1", 0), self._session,
             settings=BrokerSettings.from_kwargs(**settings),
             open_connections=lambda: len(self.transport.sessions),
             now_ms=self.clock.now_ms,
+            readiness=None if poller is None else poller.readiness,
         )
         self.clients: list[socket.socket] = []
 
@@ -84,6 +91,11 @@ class Rig:
 
     def turn(self) -> None:
         """Wait until a socket of the transport is ready, then handle it."""
+        if self.poller is not None:
+            found = self.poller.poll(_WAIT_S * 1000)
+            assert found, "no socket of the transport became ready"
+            self.transport.drain(2000, found.items())
+            return
         ready, _, _ = select.select([self.transport.fileno()], [], [], _WAIT_S)
         assert ready, "no socket of the transport became ready"
         self.transport.drain(2000)
@@ -113,20 +125,32 @@ class Rig:
         self.transport.close()
 
 
-@pytest.fixture(params=["epoll", "selectors"])
+@pytest.fixture(params=["epoll", "selectors", "loop"])
 def rig(request, monkeypatch):
-    """Rigs on Linux's epoll, or on the selectors fallback other platforms use."""
+    """Rigs on Linux's epoll, on the selectors fallback other platforms use, or in a loop
+    poller (as the broker's) that also watches a descriptor of someone else."""
     if request.param == "selectors":
         monkeypatch.delattr(select, "epoll", raising=False)
     rigs: list[Rig] = []
+    pollers: list[LoopPoller] = []
+    others: list[socket.socket] = []
 
     def make(**kwargs: Any) -> Rig:
+        if request.param == "loop":
+            pollers.append(LoopPoller())
+            others.extend(socket.socketpair())
+            pollers[-1].add_descriptor(others[-2].fileno())
+            kwargs["poller"] = pollers[-1]
         rigs.append(Rig(**kwargs))
         return rigs[-1]
 
     yield make
     for each in rigs:
         each.close()
+    for poller in pollers:
+        poller.close()
+    for sock in others:
+        sock.close()
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:
@@ -375,3 +399,32 @@ def test_bind_listener_on_ipv6_loopback() -> None:
         assert sock.family == socket.AF_INET6
         with socket.create_connection(("::1", sock.getsockname()[1]), timeout=_WAIT_S):
             pass
+
+
+def test_in_the_loop_poller_others_descriptors_are_passed_over_and_left_open() -> None:
+    """In the broker loop's poller the transport handles only its own sockets of what the
+    wait found, and closing it unregisters them and leaves the poller serving."""
+    poller = LoopPoller()
+    reader, writer = socket.socketpair()
+    r = Rig(poller=poller)
+    try:
+        poller.add_descriptor(reader.fileno())
+        writer.send(b"not the transport's")
+        sock, session = r.connect()
+        sock.sendall(b"hello")
+        r.until(lambda: bytes(session.received) == b"hello")
+        assert _recv_exactly(sock, 10) == b"echo:hello"
+        assert list(poller.poll(0)) == [reader.fileno()]  # still readable: not read
+        r.close()
+        assert list(poller.poll(0)) == [reader.fileno()]  # the poller serves on
+        listener = bind_listener("127.0.0.1", 0)
+        again = TcpTransport(listener, FakeSession, settings=BrokerSettings(),
+                             open_connections=lambda: 0, now_ms=r.clock.now_ms,
+                             readiness=poller.readiness)  # a new one joins the same poller
+        assert again.readiness is poller.readiness
+        again.close()
+        assert list(poller.poll(0)) == [reader.fileno()]
+    finally:
+        reader.close()
+        writer.close()
+        poller.close()
