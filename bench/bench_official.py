@@ -18,8 +18,10 @@ Each measurement also gives the broker process's CPU (user + system) per message
 ratios to pulsar-lite's against issue 24's targets (produce + consume: unbatched <= 0.5x,
 batched <= 1x).
 
-Brokers: pulsarlab with the memory store and with the durable store (fsync per group
-commit, its default), and ``pulsar-lite --addr 127.0.0.1:PORT --db-path DIR`` (the PyPI
+Brokers: pulsarlab with the memory store, with the durable store (an fdatasync per group
+commit, its default) and with the durable store without that sync
+(``journal_sync_data=false``, like pulsar-lite, which never syncs: like for like), and
+``pulsar-lite --addr 127.0.0.1:PORT --db-path DIR`` (the PyPI
 package of the ``bench`` extra; ``"skipped"`` with the reason when it is missing) and real
 Apache Pulsar (``--real-pulsar 4.0`` by default: a standalone JVM assembled from Maven
 Central by tests/conformance/real_pulsar.py, the same client and load; ``*_vs_real_pulsar``
@@ -27,8 +29,14 @@ ratios). Ratios
 against pulsar-lite and the issue's targets (batched produce and consume >= 50 % of
 pulsar-lite's, sync send p50 <= pulsar-lite's) close the JSON.
 
+Broker CPU moves from run to run (pulsar-lite's unbatched CPU per message was 25 to 43 µs
+in one session's runs), so ``--rounds R`` runs pulsarlab's brokers and pulsar-lite R times,
+alternating, and adds every round's CPU ratios and their median
+(``broker_cpu_ratio_rounds``, ``broker_cpu_ratio_median``); the other figures are the
+first round's.
+
     .venv/bin/python bench/bench_official.py [--messages N] [--sync M] [--quick]
-                                             [--real-pulsar 3.3|4.0|none]
+                                             [--rounds R] [--real-pulsar 3.3|4.0|none]
 """
 
 from __future__ import annotations
@@ -70,13 +78,24 @@ def _wait_for_port(port: int, timeout: float = 30.0) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s")
 
 
+# pulsarlab's brokers of the run: name -> (store, broker settings).
+PULSARLAB_BROKERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "memory": ("memory", ()),
+    "durable": ("durable", ()),
+    "durable_nosync": ("durable", ("journal_sync_data=false",)),
+}
+
+
 @contextmanager
-def pulsarlab_broker(storage: str) -> Iterator[tuple[str, int]]:
-    """A ``pulsarlab broker`` process; yields its pulsar:// URL and pid."""
+def pulsarlab_broker(storage: str, settings: tuple[str, ...] = ()) -> Iterator[tuple[str, int]]:
+    """A ``pulsarlab broker`` process (``settings``: its ``--set NAME=VALUE``s); yields its
+    pulsar:// URL and pid."""
     data_dir = tempfile.mkdtemp(prefix="bench-official-")
     args = [sys.executable, "-m", "pulsarlab.broker.cli", "broker", "--port", "0",
             "--pulsar-port", "0", "--web-port", "0", "--storage", storage,
             "--data-dir", data_dir]
+    for setting in settings:
+        args += ["--set", setting]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
@@ -268,6 +287,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--sync", type=int, default=5_000)
     parser.add_argument("--quick", action="store_true", help="10k batched, 1k sync")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run pulsarlab's brokers and pulsar-lite this many times, "
+                             "alternating, for the median of the CPU ratios")
     parser.add_argument("--real-pulsar", default="4.0", choices=["3.3", "4.0", "none"],
                         help="also run Apache Pulsar of this line (default 4.0; needs Java "
                              "and Maven, else 'skipped' with the reason)")
@@ -278,14 +300,8 @@ def main() -> None:
         "messages": args.messages, "sync_sends": args.sync, "payload_bytes": len(PAYLOAD),
         "client": f"pulsar-client {pulsar.__version__}",
     }
-    for storage in ("memory", "durable"):
-        with pulsarlab_broker(storage) as (url, pid):
-            out[f"pulsarlab_{storage}"] = run_load(url, args.messages, args.sync, pid)
-    try:
-        with pulsar_lite_process() as (url, pid):
-            out["pulsar_lite"] = run_load(url, args.messages, args.sync, pid)
-    except RuntimeError as exc:
-        out["pulsar_lite"] = {"skipped": str(exc)}
+    rounds = [_round(args.messages, args.sync) for _ in range(max(1, args.rounds))]
+    out.update(rounds[0])
     if args.real_pulsar != "none":
         try:
             with real_pulsar(args.real_pulsar) as (url, version):
@@ -295,9 +311,9 @@ def main() -> None:
             out["real_pulsar"] = {"skipped": str(exc)}
         real = out["real_pulsar"]
         if "skipped" not in real:
-            for storage in ("memory", "durable"):
-                ours = out[f"pulsarlab_{storage}"]
-                out[f"{storage}_vs_real_pulsar"] = {
+            for name in PULSARLAB_BROKERS:
+                ours = out[f"pulsarlab_{name}"]
+                out[f"{name}_vs_real_pulsar"] = {
                     "batched_produce": round(ours["batched_produce_msgs_per_s"]
                                              / real["batched_produce_msgs_per_s"], 3),
                     "consume": round(ours["consume_receive_ack_msgs_per_s"]
@@ -307,12 +323,12 @@ def main() -> None:
                 }
     lite = out["pulsar_lite"]
     if "skipped" not in lite:
-        for storage in ("memory", "durable"):
-            ours = out[f"pulsarlab_{storage}"]
+        for name in PULSARLAB_BROKERS:
+            ours = out[f"pulsarlab_{name}"]
             produce = ours["batched_produce_msgs_per_s"] / lite["batched_produce_msgs_per_s"]
             consume = (ours["consume_receive_ack_msgs_per_s"]
                        / lite["consume_receive_ack_msgs_per_s"])
-            out[f"{storage}_vs_pulsar_lite"] = {
+            out[f"{name}_vs_pulsar_lite"] = {
                 "batched_produce": round(produce, 3),
                 "consume": round(consume, 3),
                 "sync_send_p50": round(ours["sync_send_p50_us"] / lite["sync_send_p50_us"], 3),
@@ -324,7 +340,40 @@ def main() -> None:
                     <= lite["sync_send_p50_us"],
                 },
             }
+        if len(rounds) > 1:
+            out.update(_ratio_rounds(rounds))
     print(json.dumps(out, indent=2))
+
+
+def _round(messages: int, sync_sends: int) -> dict[str, Any]:
+    """One run of the load against each of pulsarlab's brokers and pulsar-lite."""
+    out: dict[str, Any] = {}
+    for name, (storage, settings) in PULSARLAB_BROKERS.items():
+        with pulsarlab_broker(storage, settings) as (url, pid):
+            out[f"pulsarlab_{name}"] = run_load(url, messages, sync_sends, pid)
+    try:
+        with pulsar_lite_process() as (url, pid):
+            out["pulsar_lite"] = run_load(url, messages, sync_sends, pid)
+    except RuntimeError as exc:
+        out["pulsar_lite"] = {"skipped": str(exc)}
+    return out
+
+
+def _ratio_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every round's broker CPU ratios to pulsar-lite's and, per ratio, their median."""
+    per_round = [{name: _cpu_ratios(each[f"pulsarlab_{name}"], each["pulsar_lite"])
+                  for name in PULSARLAB_BROKERS} for each in rounds]
+    median: dict[str, Any] = {}
+    for name in PULSARLAB_BROKERS:
+        median[name] = {}
+        for kind, target in (("batched", 1.0), ("unbatched", 0.5)):
+            values = [ratios[name][f"broker_cpu_{kind}"] for ratios in per_round
+                      if f"broker_cpu_{kind}" in ratios[name]]
+            if values:
+                mid = statistics.median(values)
+                median[name][f"broker_cpu_{kind}"] = round(mid, 3)
+                median[name][f"broker_cpu_{kind}_le_{target:g}x"] = mid <= target
+    return {"broker_cpu_ratio_rounds": per_round, "broker_cpu_ratio_median": median}
 
 
 def _cpu_ratios(ours: dict[str, Any], lite: dict[str, Any]) -> dict[str, Any]:
