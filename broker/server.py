@@ -36,7 +36,7 @@ from .clock import HousekeepingGate, LoopClock
 from .curve import apply_server, load_secret_key
 from .errors import InvalidArgument
 from .events import BrokerEvent
-from .hosts import is_ipv6_literal, url_host
+from .hosts import connect_host, is_ipv6_literal, url_host
 from .listeners import AdvertisedListeners
 from .poller import LoopPoller
 from .pulsar_protocol import PulsarSession
@@ -141,19 +141,19 @@ class Broker:
 
     @property
     def service_url(self) -> str:
-        return f"zmq://{url_host(self.host)}:{self.port}"
+        return f"zmq://{connect_host(self.host)}:{self.port}"
 
     @property
     def pulsar_url(self) -> str:
         """Where the official ``pulsar-client`` connects: ``pulsar://host:port``."""
-        return f"pulsar://{url_host(self.host)}:{self.pulsar_port}"
+        return f"pulsar://{connect_host(self.host)}:{self.pulsar_port}"
 
     @property
     def pulsar_ssl_url(self) -> str | None:
         """``pulsar+ssl://host:port`` when brokerServicePortTls is set, else ``None``."""
         if self.pulsar_port_tls < 0:
             return None
-        return f"pulsar+ssl://{url_host(self.host)}:{self.pulsar_port_tls}"
+        return f"pulsar+ssl://{connect_host(self.host)}:{self.pulsar_port_tls}"
 
     @property
     def web_url_tls(self) -> str | None:
@@ -181,7 +181,7 @@ class Broker:
 
     @property
     def events_url(self) -> str:
-        return f"tcp://{url_host(self.events_host)}:{self.events_port}"
+        return f"tcp://{connect_host(self.events_host)}:{self.events_port}"
 
     @property
     def web_url(self) -> str:
@@ -370,7 +370,7 @@ class Broker:
         self.service = BrokerService(
             open_storage(self.data_dir, self.storage_kind), self.clock, self.settings
         )
-        advertised = url_host(self.settings.advertised_address or self.host)
+        advertised = connect_host(self.host, self.settings.advertised_address)
         self.advertised = AdvertisedListeners.parse(
             self.settings.advertised_listeners, self.settings.internal_listener_name,
             url=f"pulsar://{advertised}:{self.pulsar_port}",

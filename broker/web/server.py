@@ -16,7 +16,7 @@ from tornado.httpserver import HTTPServer
 from tornado.ioloop import IOLoop
 from tornado.netutil import bind_sockets
 
-from ..hosts import url_host
+from ..hosts import connect_host
 from ..resource_log import RESOURCE_ERRNOS, RateLimitedLog
 from ..storage.open_files import descriptor_share
 from .app import make_app
@@ -67,12 +67,12 @@ class WebServer:
 
     @property
     def url(self) -> str:
-        return f"http://{url_host(self.host)}:{self.port}"
+        return f"http://{connect_host(self.host)}:{self.port}"
 
     @property
     def url_tls(self) -> str | None:
         """``https://host:port`` when the https:// listener is on."""
-        return None if self.port_tls is None else f"https://{url_host(self.host)}:{self.port_tls}"
+        return None if self.port_tls is None else f"https://{connect_host(self.host)}:{self.port_tls}"
 
     def start(self, timeout: float = 10.0) -> None:
         """Serve on a thread of its own (where :meth:`attach` is not supported)."""

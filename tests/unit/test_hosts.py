@@ -1,10 +1,13 @@
-"""IPv6 literals in URLs and ZeroMQ endpoints (broker/hosts.py)."""
+"""IPv6 literals in URLs and ZeroMQ endpoints, and the host a client is told for a broker
+bound to every interface (broker/hosts.py)."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
-from pulsarlab.broker.hosts import endpoint_is_ipv6, is_ipv6_literal, url_host
+from pulsarlab.broker.hosts import connect_host, endpoint_is_ipv6, is_ipv6_literal, url_host
 
 
 @pytest.mark.parametrize(("host", "expected"), [
@@ -23,3 +26,18 @@ def test_url_host_brackets_ipv6_once(host, expected):
 ])
 def test_endpoint_is_ipv6(endpoint, expected):
     assert endpoint_is_ipv6(endpoint) is expected
+
+
+@pytest.mark.parametrize("wildcard", ["*", "", "0.0.0.0", "::", "[::]"])
+def test_a_wildcard_bind_is_told_as_this_machines_host_name(wildcard):
+    assert connect_host(wildcard) == url_host(socket.gethostname())
+    assert connect_host(wildcard, "broker-1.example") == "broker-1.example"
+
+
+@pytest.mark.parametrize(("host", "advertised", "expected"), [
+    ("127.0.0.1", "", "127.0.0.1"), ("::1", "", "[::1]"), ("localhost", "", "localhost"),
+    ("127.0.0.1", "localhost", "localhost"), ("127.0.0.1", "::1", "[::1]"),
+    ("127.0.0.1", "*", url_host(socket.gethostname())),
+])
+def test_connect_host_is_the_advertised_address_else_the_bind_host(host, advertised, expected):
+    assert connect_host(host, advertised) == expected
