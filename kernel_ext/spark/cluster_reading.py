@@ -12,7 +12,10 @@ report it).
 
 A batch entry's messages share one (ledger, entry): when the range ends at a whole entry,
 the reader keeps reading that entry's messages until the next message is past the end or
-nothing more is available.
+nothing more is available. "Nothing more" is ``has_message_available`` saying so and then a
+short read finding the receiver queue empty too: the client compares with the broker's last
+message id, which may name no batch index (-1), while the rest of the end entry's batch
+already waits in its queue.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ __all__ = ["read_range_official"]
 log = logging.getLogger("pulsarlab.spark")
 
 _SLICE_MS = 1000
+_QUEUED_MS = 50  # a read that only takes what the receiver queue already holds
 
 
 @dataclass(frozen=True)
@@ -120,10 +124,13 @@ def read_range_official(
         entries: list[tuple[Any, list[Sequence[Any]]]] = []
         idle_since = time.monotonic()
         read_up_to = (-1, -1, -1)  # the last (ledger, entry, batch index) taken
+        closing = False  # in the end entry with nothing more available: take what is queued
         while True:
             try:
-                msg = reader.read_next(_SLICE_MS)
+                msg = reader.read_next(_QUEUED_MS if closing else _SLICE_MS)
             except pulsar.Timeout:
+                if closing:
+                    break
                 if not _more(reader, topic):
                     if not _in_end_entry(entries, end):
                         _lost(settings, f"{topic} ends before {end.ledger}:{end.entry}, the "
@@ -144,8 +151,10 @@ def read_range_official(
             if past_end(one.ledger_id, one.entry_id, one.batch_index, end):
                 break
             entries.append((one, [_row(msg)]))
-            if _done_at(one, end) or (_in_end_entry(entries, end) and not _more(reader, topic)):
+            if _done_at(one, end):
                 break
+            if not closing and _in_end_entry(entries, end) and not _more(reader, topic):
+                closing = True
             if len(entries) >= settings.rows_per_batch:
                 yield to_record_batch(entries, columns, arrow_schema)
                 entries = []
