@@ -2,13 +2,22 @@
 
 Layout under ``data_dir``: ``metadata.sqlite`` and
 ``ledgers/<encoded managed-ledger name>/<ledger_id>.log``. A segment file is a run of
-records ``length (u32, big-endian) | zlib.crc32(data) (u32, big-endian) | data``.
+records ``length (u32, big-endian) | zlib.crc32(data) (u32, big-endian) | data``. The
+ledger being written keeps zeros after its records (its zero-filled tail, 64 KiB to 1 MiB:
+``_zero_ahead``), so a group commit writes inside space the file already has and its sync
+does not also commit a new file size; its data end is tracked in memory (its offsets),
+never taken from the file size. Sealing a ledger cuts its file to its records, so a sealed
+segment file is exactly its records. Entries are never empty, so a zero length header is the
+end of the data: a file that ends with its last record (the layout before zero tails) reads
+the same.
 
-Appends are buffered in memory; :meth:`sync` writes them and makes one ``fsync`` for all of
-them (group commit) before they become readable. The ledger list is saved on create,
+Appends are buffered in memory; :meth:`sync` writes them and makes one ``fdatasync`` for
+all of them (group commit) before they become readable. The ledger list is saved on create,
 rollover, trim and close, not per entry, so opening after a crash scans the segment files:
-a torn tail of the last ledger is truncated (WARNING), a bad record followed by good ones is
-corruption and is reported (ERROR) and kept as a ``None`` entry, never skipped silently.
+zeros after the last record are the zero-filled tail (cut quietly), a torn tail of the last
+ledger is truncated (WARNING), a bad record followed by good ones (before the zeros, if
+any) is corruption and is reported (ERROR) and kept as a ``None`` entry, never skipped
+silently.
 
 A ledger that is sealed (closed at rollover or at a clean close, or recovered at open)
 gets an index file of its entry offsets (``ledger_index.py``); opening trusts it instead of
@@ -62,9 +71,9 @@ _HEADER = struct.Struct(">II")
 _FLUSH_BYTES = 1 << 20
 _SEGMENT = re.compile(r"(\d+)\.log")
 _INDEX = re.compile(r"(\d+)\.(?:idx|pos)")
-# After a crash the open ledger's last bytes are always CRC-scanned, whatever its position
-# journal says (which only vouches for synced entries, which a crash cannot tear): as much
-# as one write buffer.
+# After a crash the open ledger's last bytes of data (before its zero-filled tail) are always
+# CRC-scanned, whatever its position journal says (which only vouches for synced entries,
+# which a crash cannot tear): as much as one write buffer.
 _TAIL_SCAN_BYTES = _FLUSH_BYTES
 # The journal gets a chunk once the synced entries it lacks span this fraction of that tail.
 _JOURNAL_PER_TAIL_SCAN = 4
@@ -81,7 +90,7 @@ _JOURNAL_PER_TAIL_SCAN = 4
 _ZERO_AHEAD_MIN = 64 * 1024
 _ZERO_AHEAD_MAX = 1 << 20
 _PAGE = 4096
-_ZEROS = bytes(_ZERO_AHEAD_MAX)  # calloc'ed: its pages are the kernel's shared zero page
+_ZEROS = bytes(_ZERO_AHEAD_MAX)  # calloc'ed: no resident memory until it is read
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -347,6 +356,9 @@ class DurableManagedLedger(LedgerSequence):
             if match is None or int(match[1]) in listed:
                 continue
             ledger_id = int(match[1])
+            # A ledger's file is empty until its first write (which comes after the ledger
+            # list names it, and brings the zero-filled tail): an unlisted empty file is the
+            # new ledger of a rollover the crash cut short.
             if not listed or ledger_id < min(listed) or path.stat().st_size == 0:
                 log.warning(
                     "managed ledger %s: removing segment file of ledger %d, which is "
