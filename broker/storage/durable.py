@@ -633,11 +633,14 @@ class DurableManagedLedger(LedgerSequence):
             if end > self._zeroed_end:
                 # Past the zero-filled tail: extend it, the zeros right after the records
                 # (nothing is written twice). No sync of its own: the zeros become durable
-                # with this group commit's one fdatasync, with the records. Until then a
-                # crash may keep any part of either (or a hole, which reads as zeros), all
-                # past the last synced record: recovery ends the data at a zero header and
-                # cuts a partial record as a torn tail, so no confirmed entry ever depends
-                # on these zeros. After that sync, later commits write inside them.
+                # with this group commit's one fdatasync, with the records, and no entry of
+                # the commit is confirmed before that sync returns. Until then a crash may
+                # keep any part of the records and the zeros, or the old size, or holes
+                # (which read as zeros): all of it past the last synced record, since
+                # writes only ever start at the data end. Recovery ends the data at a zero
+                # header and cuts a partial record as a torn tail, so no confirmed entry
+                # depends on these zeros being on disk. After the sync, later commits write
+                # inside them and their fdatasync changes no size.
                 pad = _zero_ahead(end)
                 _pwrite_all(fd, memoryview(_ZEROS)[:pad], end)
                 self._zeroed_end = end + pad
