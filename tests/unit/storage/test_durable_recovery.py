@@ -74,7 +74,7 @@ LAYOUTS = pytest.mark.parametrize("layout", ["zero-tail", "old"])
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork() to kill a writer process")
-def test_synced_entries_survive_kill_9(tmp_path: Path) -> None:
+def test_synced_entries_survive_kill_9(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     data_dir = tmp_path / "data"
     reader, writer = os.pipe()
     pid = os.fork()
@@ -97,7 +97,13 @@ def test_synced_entries_survive_kill_9(tmp_path: Path) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
-    storage, ml = open_ml(data_dir, max_entries_per_ledger=7)
+    last = segment(data_dir, max(report["ids"]))
+    synced = len(record(b"4-9"))  # ledgers of 7 entries: the last one holds entry 49
+    assert last.stat().st_size > synced + len(record(b"never synced"))  # and its zeros
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        storage, ml = open_ml(data_dir, max_entries_per_ledger=7)
+    assert caplog.records == []  # zeros after the last record are no torn tail
+    assert last.stat().st_size in (synced, synced + len(record(b"never synced")))  # cut
     expected = [b"%d-%d" % (batch, i) for batch in range(5) for i in range(10)]
     data = everything(ml)
     assert data[:50] == expected
