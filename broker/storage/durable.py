@@ -199,9 +199,9 @@ def _zeros_from(buf: mmap.mmap, lo: int, size: int) -> int:
     end = size
     while end > lo:
         start = max(lo, end - _ZERO_CHECK_BYTES)
-        kept = len(buf[start:end].rstrip(b"\0"))
-        if kept:
-            return start + kept
+        chunk = buf[start:end]
+        if chunk != _ZEROS[: end - start]:  # a memcmp; then find the last non-zero byte
+            return start + len(chunk.rstrip(b"\0"))
         end = start
     return lo
 
