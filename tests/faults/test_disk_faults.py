@@ -161,15 +161,23 @@ def test_full_or_read_only_disk_fails_sends_clearly_and_service_resumes(
 
 
 def _records(path: Path) -> list[tuple[int, int]]:
-    """``(offset, length)`` of every record in a segment file."""
+    """``(offset, length)`` of every record in a segment file (an open ledger's file goes on
+    with zeros after them: the space it keeps zero-filled ahead of its writes)."""
     raw = path.read_bytes()
     out, pos = [], 0
     while pos + HEADER.size <= len(raw):
         length, _crc = HEADER.unpack_from(raw, pos)
+        if length == 0:
+            break
         out.append((pos, length))
         pos += HEADER.size + length
-    assert pos == len(raw), "the segment file should end on a record boundary"
+    assert raw[pos:] == bytes(len(raw) - pos), "the records should end with zeros or nothing"
     return out
+
+
+def _data_end(path: Path) -> int:
+    offset, length = _records(path)[-1]
+    return offset + HEADER.size + length
 
 
 def _crashed_broker_with(tmp_path: Path, topic: str, count: int) -> tuple[Path, Path]:
@@ -220,8 +228,10 @@ def _still_serves(url: str, topic: str) -> None:
 def test_torn_tail_is_truncated_with_a_log_line(tmp_path: Path) -> None:
     topic = "torn-tail"
     data_dir, segment = _crashed_broker_with(tmp_path, topic, 30)
-    size = segment.stat().st_size
-    with segment.open("ab") as file:  # a write the crash cut short: header and half a body
+    size = _data_end(segment)
+    assert segment.stat().st_size > size  # the killed broker left its zero-filled tail
+    with segment.open("r+b") as file:  # a write the crash cut short: header and half a body
+        file.seek(size)
         file.write(HEADER.pack(100, 12345) + b"x" * 40)
 
     broker = BrokerProcess(data_dir, log_path=tmp_path / "second.log").start()
@@ -263,6 +273,7 @@ def test_corrupt_middle_entry_is_reported_skipped_visibly_and_the_broker_serves(
     topic = "corrupt-middle"
     data_dir, segment = _crashed_broker_with(tmp_path, topic, 30)
     offset, _length = _records(segment)[10]
+    data_end = _data_end(segment)
     raw = bytearray(segment.read_bytes())
     raw[offset + HEADER.size + 2] ^= 0xFF  # a byte of entry 10's data
     segment.write_bytes(bytes(raw))
@@ -274,7 +285,8 @@ def test_corrupt_middle_entry_is_reported_skipped_visibly_and_the_broker_serves(
             log = broker.log_text()
             assert f"ledger {ledger} entry 10 at byte offset {offset} failed its CRC" in log, log
             assert "torn tail" not in log, log
-            assert segment.stat().st_size == len(raw), "a corrupt middle must not be cut"
+            # Only the zero-filled tail goes (the ledger is sealed): no record is cut.
+            assert segment.read_bytes() == raw[:data_end], "a corrupt middle must not be cut"
             with Admin(broker.web_url) as admin:
                 internal = admin.topics.get_internal_stats(topic)
             assert internal["corruptEntries"] == [f"{ledger}:10"]
@@ -294,6 +306,7 @@ def test_damaged_length_in_the_middle_keeps_the_good_entries_after_it(
     topic = "bad-length-middle"
     data_dir, segment = _crashed_broker_with(tmp_path, topic, 30)
     offset, length = _records(segment)[10]
+    data_end = _data_end(segment)
     raw = bytearray(segment.read_bytes())
     HEADER.pack_into(raw, offset, length + 7, zlib.crc32(b"whatever"))
     segment.write_bytes(bytes(raw))
@@ -304,7 +317,7 @@ def test_damaged_length_in_the_middle_keeps_the_good_entries_after_it(
         assert f"ledger {segment.stem}" in log and "torn tail" not in log, (
             f"middle corruption must be reported as such, not as a torn tail:\n{log}"
         )
-        assert segment.stat().st_size == len(raw), "the good entries after it were truncated"
+        assert segment.stat().st_size == data_end, "the good entries after it were truncated"
         _still_serves(broker.service_url, topic)
     finally:
         broker.kill()

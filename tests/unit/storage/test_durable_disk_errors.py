@@ -52,7 +52,8 @@ def test_disk_full_on_sync_loses_nothing_stored(opened, monkeypatch: pytest.Monk
         ml.add_entry(b"kept-%d" % i, 0)
     confirmed = ml.sync()
     ledger_id = confirmed[0]
-    size = segment(storage, ledger_id).stat().st_size
+    size = 3 * (8 + len(b"kept-0"))  # the records; the zero-filled space ahead follows them
+    assert segment(storage, ledger_id).stat().st_size > size
 
     monkeypatch.setattr(durable_module.os, "pwrite", fail_with(errno.ENOSPC))
     ml.add_entry(b"lost-1", 0)
@@ -64,11 +65,16 @@ def test_disk_full_on_sync_loses_nothing_stored(opened, monkeypatch: pytest.Monk
     )
     assert ml.last_confirmed == ml.last_added == confirmed
     assert everything(ml) == [b"kept-0", b"kept-1", b"kept-2"]
+    # Cut back to the confirmed records, the zero-filled tail with the lost ones ...
     assert segment(storage, ledger_id).stat().st_size == size
 
     monkeypatch.undo()
     assert ml.add_entry(b"later", 0) == (ledger_id, 3)
     ml.sync()
+    # ... and the next write zero-fills ahead again.
+    raw = segment(storage, ledger_id).read_bytes()
+    assert len(raw) >= size + 8 + len(b"later") + durable_module._ZERO_AHEAD_MIN - 4096
+    assert raw[size + 8 + len(b"later") :] == bytes(len(raw) - size - 8 - len(b"later"))
     storage.close()
     _, ml = opened()
     assert everything(ml) == [b"kept-0", b"kept-1", b"kept-2", b"later"]
@@ -78,7 +84,7 @@ def test_partial_write_is_cut_back(opened, monkeypatch: pytest.MonkeyPatch) -> N
     storage, ml = opened()
     ml.add_entry(b"kept", 0)
     ledger_id = ml.sync()[0]
-    size = segment(storage, ledger_id).stat().st_size
+    size = 8 + len(b"kept")
     real_pwrite = os.pwrite
     calls: list[int] = []
 

@@ -16,6 +16,7 @@ from pulsarlab.broker.errors import LedgerCorruption, StorageError
 from pulsarlab.broker.storage import DurableStorage, LedgerConfig, ManagedLedger
 from pulsarlab.broker.storage import durable as durable_module
 from pulsarlab.broker.storage.durable import segment_dir_name
+from pulsarlab.broker.storage.ledger_index import index_path
 
 TOPIC = "persistent://public/default/orders"
 LOGGER = "pulsarlab.broker.storage"
@@ -48,8 +49,32 @@ def write_synced(ml: ManagedLedger, count: int) -> None:
     ml.sync()
 
 
+def records_size(count: int) -> int:
+    """Where the records of ``written(count)`` end in a segment file (its data end)."""
+    return count * len(record(written(1)[0]))
+
+
+def lay_out(path: Path, layout: str, data_end: int) -> None:
+    """Check the open ledger's file as a crash left it: zero-filled past ``data_end``; for
+    ``"old"``, cut it back to the layout before zero tails (a file ending with its data)."""
+    raw = path.read_bytes()
+    assert len(raw) >= data_end + durable_module._ZERO_AHEAD_MIN - 4096
+    assert raw[data_end:] == bytes(len(raw) - data_end)
+    if layout == "old":
+        os.truncate(path, data_end)
+
+
+def write_at(path: Path, offset: int, data: bytes) -> None:
+    with open(path, "r+b") as file:
+        file.seek(offset)
+        file.write(data)
+
+
+LAYOUTS = pytest.mark.parametrize("layout", ["zero-tail", "old"])
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork() to kill a writer process")
-def test_synced_entries_survive_kill_9(tmp_path: Path) -> None:
+def test_synced_entries_survive_kill_9(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     data_dir = tmp_path / "data"
     reader, writer = os.pipe()
     pid = os.fork()
@@ -72,7 +97,13 @@ def test_synced_entries_survive_kill_9(tmp_path: Path) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
-    storage, ml = open_ml(data_dir, max_entries_per_ledger=7)
+    last = segment(data_dir, max(report["ids"]))
+    synced = len(record(b"4-9"))  # ledgers of 7 entries: the last one holds entry 49
+    assert last.stat().st_size > synced + len(record(b"never synced"))  # and its zeros
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        storage, ml = open_ml(data_dir, max_entries_per_ledger=7)
+    assert caplog.records == []  # zeros after the last record are no torn tail
+    assert last.stat().st_size in (synced, synced + len(record(b"never synced")))  # cut
     expected = [b"%d-%d" % (batch, i) for batch in range(5) for i in range(10)]
     data = everything(ml)
     assert data[:50] == expected
@@ -126,21 +157,23 @@ def test_ledger_ids_grow_across_restarts_and_crashes(tmp_path: Path, crash) -> N
         pytest.param(record(b"x" * 100)[:30], id="partial-data"),
         pytest.param(record(b"torn", crc=12345), id="crc-mismatch-on-last-record"),
         pytest.param(b"\xff" * 64, id="garbage"),
-        pytest.param(b"\x00" * 4096, id="zero-filled-block"),
     ],
 )
+@LAYOUTS
 def test_torn_tail_is_truncated_with_a_warning(
-    tmp_path: Path, crash, caplog: pytest.LogCaptureFixture, tail: bytes
+    tmp_path: Path, crash, caplog: pytest.LogCaptureFixture, tail: bytes, layout: str
 ) -> None:
+    """A partial write after the last synced record, in the zero-filled tail (or at the end
+    of a file of the layout before zero tails), is cut with one WARNING."""
     data_dir = tmp_path / "data"
     storage, ml = open_ml(data_dir)
     write_synced(ml, 5)
     ledger_id = ml.last_confirmed[0]
     path = segment(data_dir, ledger_id)
-    good_size = path.stat().st_size
-    with open(path, "ab") as file:
-        file.write(tail)
+    good_size = records_size(5)
     crash(storage)
+    lay_out(path, layout, good_size)
+    write_at(path, good_size, tail)
 
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         storage, ml = open_ml(data_dir)
@@ -149,6 +182,7 @@ def test_torn_tail_is_truncated_with_a_warning(
     message = warnings[0].getMessage()
     assert "torn tail" in message and TOPIC in message
     assert f"ledger {ledger_id} at byte offset {good_size}" in message
+    assert f"truncating {len(tail)} bytes" in message
     assert path.stat().st_size == good_size
     assert everything(ml) == written(5)
     assert ml.corrupt_entries == frozenset()
@@ -161,18 +195,127 @@ def test_torn_tail_is_truncated_with_a_warning(
     storage.close()
 
 
-def test_corrupt_middle_entry_is_reported_and_kept(
-    tmp_path: Path, crash, caplog: pytest.LogCaptureFixture
+@LAYOUTS
+def test_a_zero_tail_is_the_end_of_the_data_not_a_torn_tail(
+    tmp_path: Path, crash, caplog: pytest.LogCaptureFixture, layout: str
 ) -> None:
+    """After a crash the open ledger's file ends in the zeros kept ahead of its writes (or,
+    in the layout before zero tails, a zero-filled block the crash left): every synced
+    entry comes back, nothing is logged, and the sealed file is cut to its data."""
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir)
+    big = b"B" * (3 * durable_module._ZERO_AHEAD_MIN)  # larger than a zero-fill chunk
+    expected = []
+    for i in range(40):  # crosses the first zero-filled end several times
+        for data in written(50):
+            ml.add_entry(data, 0)
+        expected += written(50)
+        if i == 20:
+            ml.add_entry(big, 0)
+            expected.append(big)
+        ml.sync()
+    ledger_id = ml.last_confirmed[0]
+    path = segment(data_dir, ledger_id)
+    data_end = records_size(40 * 50) + len(record(big))
+    crash(storage)
+    lay_out(path, layout, data_end)
+    if layout == "old":
+        with open(path, "ab") as file:
+            file.write(bytes(4096))
+
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        storage, ml = open_ml(data_dir)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert everything(ml) == expected
+    assert ml.corrupt_entries == frozenset()
+    assert path.stat().st_size == data_end
+    assert index_path(path).exists()  # sealed: the next open trusts its index
+    storage.close()
+
+
+def test_the_open_segment_is_zero_filled_ahead_of_its_data(tmp_path: Path) -> None:
+    """64 KiB of zeros past a small topic's data (it stays small on disk), as much as the
+    data past a larger one's, never more than 1 MiB past it; always room for the write."""
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir)
+    ledger_id = ml.last_confirmed[0]
+    path = segment(data_dir, ledger_id)
+    assert path.stat().st_size == 0  # nothing is reserved before the first write
+
+    def check(data_end: int, ahead: int) -> None:
+        raw = path.read_bytes()
+        assert len(raw) == (data_end + ahead) // 4096 * 4096
+        assert raw[data_end:] == bytes(len(raw) - data_end)
+        assert raw[:data_end].rstrip(b"\0") == raw[:data_end]
+
+    write_synced(ml, 3)
+    check(records_size(3), 64 * 1024)
+    assert path.stat().st_size <= 64 * 1024 + records_size(3)
+    first = path.stat().st_size
+    write_synced(ml, 10)  # inside the zeros: the file keeps its size
+    assert path.stat().st_size == first
+    entry = b"M" * 200_000  # past the zero-filled end: extended by the data so far
+    ml.add_entry(entry, 0)
+    ml.sync()
+    end = records_size(13) + len(record(entry))
+    check(end, end)
+    huge = b"H" * (5 << 20)  # the largest message: beyond any chunk
+    ml.add_entry(huge, 0)
+    ml.sync()
+    end += len(record(huge))
+    check(end, 1 << 20)
+    assert everything(ml) == [*written(3), *written(10), entry, huge]
+    storage.close()
+    assert path.stat().st_size == end  # sealed at close: exactly the data
+    storage, ml = open_ml(data_dir)
+    assert everything(ml) == [*written(3), *written(10), entry, huge]
+    storage.close()
+
+
+def test_a_closed_ledger_with_a_zero_tail_is_cut_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A crash between a rollover's ledger list (the ledger closed) and the seal that cuts
+    its file leaves a closed ledger with zeros after its data and no index."""
+    data_dir = tmp_path / "data"
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
+    write_synced(ml, 4)
+    first = ml.ledgers[0].ledger_id
+    storage.close()
+    path = segment(data_dir, first)
+    index_path(path).unlink()
+    with open(path, "ab") as file:
+        file.write(bytes(60_000))
+
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
+    assert caplog.records == []
+    assert everything(ml) == [*written(3), written(4)[3]]
+    assert path.stat().st_size == records_size(3)
+    assert index_path(path).exists()
+    storage.close()
+
+
+@LAYOUTS
+@pytest.mark.parametrize("damage", ["data", "length"])
+def test_corrupt_middle_entry_is_reported_and_kept(
+    tmp_path: Path, crash, caplog: pytest.LogCaptureFixture, layout: str, damage: str
+) -> None:
+    """A bad record with good ones after it is corruption (ERROR, a None entry), whether
+    zeros follow the data (the zero-filled tail) or not."""
     data_dir = tmp_path / "data"
     storage, ml = open_ml(data_dir)
     write_synced(ml, 5)
     ledger_id = ml.last_confirmed[0]
     crash(storage)
     path = segment(data_dir, ledger_id)
-    offset = 2 * len(record(written(1)[0]))
+    lay_out(path, layout, records_size(5))
+    offset = records_size(2)
     raw = bytearray(path.read_bytes())
-    raw[offset + 8] ^= 0xFF  # first data byte of entry 2
+    if damage == "data":
+        raw[offset + 8] ^= 0xFF  # first data byte of entry 2
+    else:
+        raw[offset : offset + 8] = bytes(8)  # a zeroed header (a lost block), then records
     path.write_bytes(bytes(raw))
 
     with caplog.at_level(logging.WARNING, logger=LOGGER):
@@ -189,7 +332,7 @@ def test_corrupt_middle_entry_is_reported_and_kept(
     expected[2] = None
     assert everything(ml) == expected
     assert ml.count_entries((ledger_id, 0), (ledger_id, 4)) == 5
-    assert path.stat().st_size == len(raw)
+    assert path.read_bytes() == raw[: records_size(5)]  # nothing cut but the zero tail
     storage.close()
 
     caplog.clear()
@@ -309,6 +452,13 @@ def test_group_commit_makes_one_data_sync_per_sync(
     assert calls == [("fdatasync", seg.stat().st_ino)]
     assert ml.sync() == (ml.last_confirmed[0], 199)
     assert calls == [("fdatasync", seg.stat().st_ino)]  # nothing pending: no sync
+    for size in (200_000, 3 << 20):  # each past the zero-filled end: it is extended first
+        calls.clear()
+        before = seg.stat().st_size
+        ml.add_entry(b"z" * size, 0)
+        ml.sync()
+        assert seg.stat().st_size > before + size
+        assert calls == [("fdatasync", seg.stat().st_ino)]  # the zeros need no sync apart
     calls.clear()
     write_synced(unsynced, 100)
     assert calls == []
@@ -342,7 +492,7 @@ def test_no_entry_is_confirmed_before_its_bytes_are_synced(
     real = os.fdatasync
 
     def watching(fd: int) -> None:
-        seen.append((ml.last_confirmed, os.fstat(fd).st_size))
+        seen.append((ml.last_confirmed, len(os.pread(fd, 1 << 20, 0).rstrip(b"\0"))))
         real(fd)
 
     monkeypatch.setattr(durable_module.os, "fdatasync", watching)
@@ -350,7 +500,7 @@ def test_no_entry_is_confirmed_before_its_bytes_are_synced(
     positions = [ml.add_entry(data, 0) for data in written(5)]
     assert ml.last_confirmed == before and seen == []
     assert ml.sync() == positions[-1]
-    size = len(record(b"entry-000")) * 6
+    size = len(record(b"entry-000")) * 6  # then the zero-filled tail
     assert seen == [(before, size)]  # confirmed only after the sync, of all six records
     storage.close()
 

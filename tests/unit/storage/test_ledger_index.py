@@ -89,6 +89,8 @@ def test_a_clean_close_indexes_every_ledger_and_reopening_scans_none(
     data_dir = tmp_path / "data"
     ids = build(data_dir)
     assert all(index_path(seg(data_dir, i)).exists() for i in ids)
+    # Sealed (at rollover or at close) means exact: the zero-filled tail is cut first.
+    assert [seg(data_dir, i).stat().st_size for i in ids] == [18 * 4, 18 * 4, 18 * 2]
     storage, ml = open_ml(data_dir, max_entries_per_ledger=4)
     assert scans == []
     assert everything(ml) == written(10)
@@ -318,15 +320,15 @@ def test_the_journal_gets_a_chunk_once_its_entries_span_a_quarter_of_the_tail(
     for data in written(100)[5:]:
         ml.add_entry(data, 0)
         ml.sync()
-    size = seg(data_dir, ledger_id).stat().st_size
-    assert size == 18 * 100
+    size = 18 * 100  # the data; zeros follow it up to the file's size
+    assert seg(data_dir, ledger_id).stat().st_size > size
     assert journal.stat().st_size == 8 * 96 + 8 * 16  # 16 chunks of 6 ends: entries 0..95
     assert load_journal(seg(data_dir, ledger_id), size) == array("Q", range(0, 18 * 97, 18))
     crash(storage)
 
     storage, ml = open_ml(data_dir)
     assert scans == [ledger_id]
-    assert scans.starts[ledger_id] == 77  # the last journaled end within size - 400
+    assert scans.starts[ledger_id] == 77  # the last journaled end within data end - 400
     assert everything(ml) == written(100)
     storage.close()
 
@@ -338,8 +340,9 @@ def test_after_a_crash_the_journal_spares_all_but_the_tail_of_the_scan(
     data_dir = tmp_path / "data"
     ledger_id = crashed_with(data_dir, crash, 200, monkeypatch)
     path = seg(data_dir, ledger_id)
-    size = path.stat().st_size
-    with path.open("ab") as file:  # a torn write after the last sync
+    size = 18 * 200
+    with path.open("r+b") as file:  # a torn write after the last sync, into the zeros
+        file.seek(size)
         file.write(b"\x00\x00\x01\x00garbage")
 
     with caplog.at_level(logging.WARNING, logger=LOGGER):
