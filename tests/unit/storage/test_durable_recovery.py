@@ -35,6 +35,16 @@ def record(data: bytes, crc: int | None = None) -> bytes:
     return struct.pack(">II", len(data), zlib.crc32(data) if crc is None else crc) + data
 
 
+def closed_first_ledger(data_dir: Path) -> tuple[int, Path]:
+    """Four synced entries in ledgers of three, the store closed: the first ledger (sealed
+    at rollover) and its segment file."""
+    storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
+    write_synced(ml, 4)
+    first = ml.ledgers[0].ledger_id
+    storage.close()
+    return first, segment(data_dir, first)
+
+
 def everything(ml: ManagedLedger) -> list[bytes | None]:
     return [data for _, data in ml.read_entries(ml.first_position(), 1_000_000)]
 
@@ -278,11 +288,7 @@ def test_a_closed_ledger_with_a_zero_tail_is_cut_quietly(
     """A crash between a rollover's ledger list (the ledger closed) and the seal that cuts
     its file leaves a closed ledger with zeros after its data and no index."""
     data_dir = tmp_path / "data"
-    storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
-    write_synced(ml, 4)
-    first = ml.ledgers[0].ledger_id
-    storage.close()
-    path = segment(data_dir, first)
+    _, path = closed_first_ledger(data_dir)
     index_path(path).unlink()
     with open(path, "ab") as file:
         file.write(bytes(60_000))
@@ -347,11 +353,7 @@ def test_crc_mismatch_in_a_closed_ledger_is_corruption_not_a_tail(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     data_dir = tmp_path / "data"
-    storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
-    write_synced(ml, 4)
-    first = ml.ledgers[0].ledger_id
-    storage.close()
-    path = segment(data_dir, first)
+    first, path = closed_first_ledger(data_dir)
     raw = bytearray(path.read_bytes())
     raw[-1] ^= 0x01  # last byte of the closed ledger's last entry
     path.write_bytes(bytes(raw))
@@ -369,11 +371,7 @@ def test_missing_entries_of_a_closed_ledger_read_as_none(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     data_dir = tmp_path / "data"
-    storage, ml = open_ml(data_dir, max_entries_per_ledger=3)
-    write_synced(ml, 4)
-    first = ml.ledgers[0].ledger_id
-    storage.close()
-    path = segment(data_dir, first)
+    first, path = closed_first_ledger(data_dir)
     os.truncate(path, len(record(written(1)[0])))
 
     with caplog.at_level(logging.ERROR, logger=LOGGER):
