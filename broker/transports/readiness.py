@@ -45,10 +45,9 @@ class Readiness:
             self.wait: Callable[[float], list[tuple[int, int]]] = self._epoll.poll
             return
         self._selector = selectors.DefaultSelector()
-        if not hasattr(self._selector, "fileno"):
-            self._selector.close()
-            raise OSError("this platform's selector has no descriptor a poller can watch")
-        self.fileno = self._selector.fileno  # type: ignore[attr-defined]
+        # Only a readiness waited on from outside (a transport's own, in tests and tools)
+        # needs a descriptor; the broker loop waits in its readiness itself.
+        self.fileno = getattr(self._selector, "fileno", self._no_descriptor)
         self.close = self._selector.close
         self.register = self._register
         self.modify = self._modify
@@ -57,6 +56,10 @@ class Readiness:
         self.wait = self._wait
 
     # -- the selectors fallback -----------------------------------------------------------
+
+    @staticmethod
+    def _no_descriptor() -> int:
+        raise OSError("this platform's selector has no descriptor another poller can watch")
 
     @staticmethod
     def _events(events: int) -> int:

@@ -173,3 +173,23 @@ def test_a_descriptor_registered_in_its_readiness_reports_its_events(poller) -> 
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_selector_without_a_descriptor_still_serves_the_loop(monkeypatch) -> None:
+    """Where the platform's selector has no descriptor (select() on Windows), the loop's
+    poller still works: only a readiness waited on from outside needs one."""
+    import selectors
+
+    monkeypatch.setattr(selectors, "DefaultSelector", selectors.SelectSelector)
+    poller = LoopPoller(use_epoll=False)
+    reader, writer = socket.socketpair()
+    try:
+        poller.add_descriptor(reader.fileno())
+        writer.send(b"x")
+        assert list(poller.poll(LONG_MS)) == [reader.fileno()]
+        with pytest.raises(OSError, match="no descriptor another poller can watch"):
+            poller.readiness.fileno()
+    finally:
+        reader.close()
+        writer.close()
+        poller.close()
